@@ -1,0 +1,104 @@
+# qserve build. `make` builds build/qserve (CPU always; CUDA objects whenever nvcc is found),
+# `make test` runs every suite and prints one summary line, `make SANITIZE=1 test` does the same
+# under ASan/UBSan, `make fuzz` runs the libFuzzer targets briefly.
+# BUILD=dir puts objects elsewhere so several builds (sanitized, CUDA-less) can coexist.
+
+BUILD    ?= build
+CC       ?= cc
+CFLAGS   ?= -O2 -g
+WARN     := -Wall -Wextra -Werror -Wno-unused-parameter -Wno-format-truncation
+STD      := -std=c11 -D_GNU_SOURCE
+PKGS     := libmicrohttpd libcjson yaml-0.1 libpcre2-8 libcurl
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lunistring
+INCLUDES := -Isrc -Icuda
+LDLIBS   := $(PKG_LIBS) -lm -lpthread
+
+ifeq ($(SANITIZE),1)
+  BUILD  := $(BUILD)-asan
+  CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+  LDFLAGS += -fsanitize=address,undefined
+endif
+
+# CUDA: compiled whenever nvcc exists unless NO_CUDA=1.
+NVCC ?= $(shell command -v nvcc 2>/dev/null || (test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc))
+ifeq ($(NO_CUDA),1)
+  NVCC :=
+endif
+CUDA_SRC := $(wildcard cuda/*.cu)
+ifneq ($(NVCC),)
+  CUDA_HOME  ?= $(patsubst %/bin/nvcc,%,$(NVCC))
+  NVCC_FLAGS ?= -O3 -std=c++17 -Icuda -Isrc \
+    -gencode=arch=compute_80,code=sm_80 -gencode=arch=compute_89,code=sm_89 \
+    -gencode=arch=compute_90a,code=sm_90a -Xcompiler -fPIC
+  CUDA_OBJ   := $(CUDA_SRC:%.cu=$(BUILD)/%.o)
+  DEFS       += -DQS_HAVE_CUDA=1
+  LDLIBS     += -L$(CUDA_HOME)/lib64 -lcudart -lcublasLt -lcublas -Wl,-rpath,'$$ORIGIN/lib' -Wl,-rpath,$(CUDA_HOME)/lib64
+else
+  CUDA_OBJ   :=
+endif
+
+LIB_SRC  := $(shell find src -name '*.c' ! -path 'src/cli/main.c' | sort)
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
+LIB      := $(BUILD)/libqserve.a
+TEST_SRC := $(sort $(wildcard tests/unit/test_*.c))
+TEST_BIN := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+TOOL_SRC := $(sort $(wildcard tools/*.c))
+TOOL_BIN := $(TOOL_SRC:tools/%.c=$(BUILD)/%)
+EVAL_SRC := $(sort $(wildcard evals/*.c))
+
+ALL_CFLAGS = $(STD) $(WARN) $(CFLAGS) $(DEFS) $(INCLUDES) $(PKG_CFLAGS) -MMD -MP
+
+.PHONY: all test fuzz clean demo tests
+.SECONDARY:
+all: $(BUILD)/qserve $(TOOL_BIN) $(if $(EVAL_SRC),$(BUILD)/qserve-eval)
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(BUILD)/cuda/%.o: cuda/%.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCC_FLAGS) -c $< -o $@
+
+$(LIB): $(LIB_OBJ) $(CUDA_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/qserve: $(BUILD)/src/cli/main.o $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS) $(if $(CUDA_OBJ),-lstdc++)
+
+$(BUILD)/qserve-eval: $(EVAL_SRC:%.c=$(BUILD)/%.o) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $(EVAL_SRC:%.c=$(BUILD)/%.o) $(LIB) $(LDLIBS) $(if $(CUDA_OBJ),-lstdc++)
+
+$(BUILD)/%: $(BUILD)/tools/%.o $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS) $(if $(CUDA_OBJ),-lstdc++)
+
+$(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS) -lcmocka $(if $(CUDA_OBJ),-lstdc++)
+
+tests: all $(TEST_BIN)
+
+test: tests
+	@BUILD=$(BUILD) scripts/run-tests.sh
+
+# libFuzzer targets (clang): tests/fuzz/fuzz_*.c, each linked against the library sources it needs.
+FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_LIB_SRC := $(filter-out src/cli/main.c,$(LIB_SRC))
+fuzz:
+	@mkdir -p $(BUILD)/fuzz
+	@set -e; for f in $(FUZZ_SRC); do n=$$(basename $$f .c); \
+	  clang $(STD) -g -O1 -fsanitize=fuzzer,address,undefined $(INCLUDES) $(PKG_CFLAGS) \
+	    -DQS_FUZZING $$f $(FUZZ_LIB_SRC) -o $(BUILD)/fuzz/$$n $(PKG_LIBS) -lm -lpthread; \
+	  mkdir -p $(BUILD)/fuzz/$$n-corpus; \
+	  $(BUILD)/fuzz/$$n -max_total_time=$${FUZZ_SECONDS:-20} $(BUILD)/fuzz/$$n-corpus tests/fuzz/corpus/$$n 2>&1 | tail -3; \
+	done
+
+demo: all
+	scripts/demo.sh
+
+clean:
+	rm -rf build build-asan
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

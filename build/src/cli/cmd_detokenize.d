@@ -1,0 +1,3 @@
+build/src/cli/cmd_detokenize.o: src/cli/cmd_detokenize.c \
+ src/cli/commands.h
+src/cli/commands.h:

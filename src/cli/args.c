@@ -1,0 +1,91 @@
+/* args.c — option parsing helpers shared by the subcommands (see args.h). */
+#include "cli/args.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+bool qs_arg_is(const char *arg, const char *flag) { return strcmp(arg, flag) == 0; }
+
+int qs_arg_value(int argc, char **argv, int *i, const char *flag, const char **value)
+{
+    const char *a = argv[*i];
+    size_t fl = strlen(flag);
+    if (strncmp(a, flag, fl) != 0)
+        return 0;
+    if (a[fl] == '=') {
+        *value = a + fl + 1;
+        return 1;
+    }
+    if (a[fl] != '\0')
+        return 0;
+    if (*i + 1 >= argc) {
+        fprintf(stderr, "error: %s needs a value\n", flag);
+        return -1;
+    }
+    *value = argv[++*i];
+    return 1;
+}
+
+int qs_arg_int(const char *flag, const char *value, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(value, &end, 10);
+    if (errno || end == value || *end) {
+        fprintf(stderr, "error: %s: expected an integer, got '%s'\n", flag, value);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+int qs_arg_double(const char *flag, const char *value, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(value, &end);
+    if (errno || end == value || *end) {
+        fprintf(stderr, "error: %s: expected a number, got '%s'\n", flag, value);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+int qs_arg_int_list(const char *flag, const char *value, int **out, int *n)
+{
+    int cap = 16, cnt = 0;
+    int *ids = malloc(sizeof *ids * cap);
+    const char *p = value;
+    while (ids && *p) {
+        while (*p == ' ' || *p == ',')
+            p++;
+        if (!*p)
+            break;
+        char *end;
+        errno = 0;
+        long v = strtol(p, &end, 10);
+        if (errno || end == p || v < -2147483647L || v > 2147483647L) {
+            fprintf(stderr, "error: %s: expected comma-separated integers, got '%s'\n", flag, value);
+            free(ids);
+            return -1;
+        }
+        if (cnt == cap) {
+            int *bigger = realloc(ids, sizeof *ids * (cap *= 2));
+            if (!bigger)
+                break;
+            ids = bigger;
+        }
+        ids[cnt++] = (int)v;
+        p = end;
+    }
+    if (!ids) {
+        fprintf(stderr, "error: out of memory\n");
+        return -1;
+    }
+    *out = ids;
+    *n = cnt;
+    return 0;
+}

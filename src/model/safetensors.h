@@ -1,0 +1,74 @@
+/* safetensors.h — read-only, mmapped access to safetensors checkpoints (one file or sharded via
+ * model.safetensors.index.json). Every header is validated in full before any tensor is used:
+ * see ../shared/reference/checkpoint-formats.md §1. Errors name the file and the tensor. */
+#ifndef QS_MODEL_SAFETENSORS_H
+#define QS_MODEL_SAFETENSORS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/error.h"
+
+typedef enum {
+    QS_DT_F64, QS_DT_F32, QS_DT_F16, QS_DT_BF16,
+    QS_DT_F8_E4M3, QS_DT_F8_E5M2, QS_DT_F8_E8M0,
+    QS_DT_I64, QS_DT_I32, QS_DT_I16, QS_DT_I8,
+    QS_DT_U64, QS_DT_U32, QS_DT_U16, QS_DT_U8,
+    QS_DT_BOOL,
+    QS_DT_COUNT
+} qs_dtype;
+
+#define QS_MAX_DIMS 8
+
+typedef struct qs_tensor {
+    const char *name;          /* owned by the checkpoint */
+    qs_dtype dtype;
+    int ndim;
+    int64_t shape[QS_MAX_DIMS];
+    int64_t numel;
+    const void *data;          /* points into the mmapped file */
+    size_t nbytes;
+    const char *file;          /* file name the tensor lives in (for messages) */
+} qs_tensor;
+
+typedef struct qs_safetensors_file qs_safetensors_file;
+typedef struct qs_checkpoint qs_checkpoint;
+
+/* "F8_E4M3" -> QS_DT_F8_E4M3; returns -1 for an unknown string. */
+int qs_dtype_from_string(const char *s);
+const char *qs_dtype_name(qs_dtype dt);
+/* Bits per element (8 for U8/F8, 16 for BF16, ...). */
+int qs_dtype_bits(qs_dtype dt);
+
+/* Parses and validates a header held in memory (the whole file: 8-byte length, JSON, data).
+ * `fname` is used in messages. On success fills *out (free with qs_safetensors_close). Used by
+ * the file loader and by the fuzz target. The buffer must outlive the result. */
+int qs_safetensors_parse(const uint8_t *buf, size_t len, const char *fname, qs_safetensors_file **out, qs_err *err);
+/* mmaps and validates one .safetensors file. */
+int qs_safetensors_open(const char *path, qs_safetensors_file **out, qs_err *err);
+void qs_safetensors_close(qs_safetensors_file *f);
+size_t qs_safetensors_count(const qs_safetensors_file *f);
+const qs_tensor *qs_safetensors_tensor(const qs_safetensors_file *f, size_t i);
+/* __metadata__ value for key, or NULL. */
+const char *qs_safetensors_metadata(const qs_safetensors_file *f, const char *key);
+
+/* Opens every safetensors file of a model directory: model.safetensors, or the shards listed by
+ * model.safetensors.index.json (a missing shard, or a tensor the index names but no shard holds,
+ * is an error naming both). headers_only=true validates headers without keeping data mapped
+ * beyond the header (for `qserve backends`); tensor data pointers are then NULL. */
+int qs_checkpoint_open(const char *model_dir, bool headers_only, qs_checkpoint **out, qs_err *err);
+void qs_checkpoint_close(qs_checkpoint *ck);
+const qs_tensor *qs_checkpoint_find(const qs_checkpoint *ck, const char *name);
+size_t qs_checkpoint_count(const qs_checkpoint *ck);
+const qs_tensor *qs_checkpoint_tensor(const qs_checkpoint *ck, size_t i);
+
+/* Element conversion helpers shared by loaders and reference kernels. */
+float qs_bf16_to_f32(uint16_t h);
+uint16_t qs_f32_to_bf16(float f);          /* round to nearest even */
+float qs_f16_to_f32(uint16_t h);
+uint16_t qs_f32_to_f16(float f);
+/* Converts element i of a float tensor (F32, F16, BF16, F64) to float. */
+float qs_tensor_get_f32(const qs_tensor *t, int64_t i);
+
+#endif

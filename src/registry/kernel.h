@@ -1,0 +1,58 @@
+/* kernel.h — what a kernel descriptor is (../shared/BACKENDS.md). A kernel says which schemes it
+ * serves, whether the device supports it and whether it can implement a given layer (with a
+ * full-sentence reason when not), and owns its weight layout through prepare/apply/release.
+ * Activations are float32 on the CPU platform and bf16 on CUDA; row-major [m, k] in, [m, n] out. */
+#ifndef QS_REGISTRY_KERNEL_H
+#define QS_REGISTRY_KERNEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "quant/scheme.h"
+#include "util/error.h"
+
+typedef enum { QS_PLATFORM_CPU, QS_PLATFORM_CUDA } qs_platform;
+typedef enum { QS_KIND_LINEAR, QS_KIND_MOE } qs_layer_kind;
+
+typedef struct qs_device_caps {
+    qs_platform platform;
+    char name[96];            /* "CPU (2 threads)", "NVIDIA H200" */
+    int cc_major, cc_minor;   /* CUDA compute capability; 0.0 on CPU */
+    int sm_count;
+    size_t memory_bytes;
+    bool assumed;             /* from --assume-compute-capability, not a real device */
+} qs_device_caps;
+
+#define QS_REASON_MAX 256
+
+/* One MoE layer's experts: desc arrays [num_experts] for gate, up and down projections. */
+typedef struct qs_moe_desc {
+    char name[160];           /* "model.layers.3.mlp.experts" */
+    qs_scheme scheme;
+    int num_experts, top_k;
+    int64_t hidden, inter;    /* hidden size, expert intermediate size */
+    const qs_linear_desc *gate, *up, *down;
+} qs_moe_desc;
+
+typedef struct qs_kernel {
+    const char *name;         /* what users type: "reference", "cublaslt", "marlin", "emulation" */
+    qs_platform platform;
+    qs_layer_kind kind;
+    uint32_t schemes;         /* bit (1u << qs_scheme) per scheme served */
+    bool batch_invariant;     /* result independent of batch composition */
+    /* 1 = ok; 0 = not, with a sentence in why. */
+    int (*is_supported)(const qs_device_caps *dev, char *why, size_t cap);
+    int (*can_implement_linear)(const qs_linear_desc *d, char *why, size_t cap);
+    int (*can_implement_moe)(const qs_moe_desc *d, char *why, size_t cap);
+    /* Linear: state = prepare(desc); y[m,n] = x[m,k] W^T (+ bias). */
+    int (*prepare_linear)(const qs_linear_desc *d, void **state, qs_err *err);
+    int (*apply_linear)(const void *state, const void *x, void *y, int64_t m, void *stream, qs_err *err);
+    /* MoE: y[m,hidden] = sum_j w[i,j] * down(silu(gate(x_i)) * up(x_i)) over the top-k experts ids[i,j]. */
+    int (*prepare_moe)(const qs_moe_desc *d, void **state, qs_err *err);
+    int (*apply_moe)(const void *state, const void *x, const int32_t *topk_ids, const float *topk_weights,
+                     void *y, int64_t m, void *stream, qs_err *err);
+    void (*release)(void *state);
+} qs_kernel;
+
+#endif
