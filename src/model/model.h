@@ -1,0 +1,43 @@
+/* model.h — a loaded model: config, tokenizer-independent weights prepared by the kernels the
+ * registry chose, and one forward pass over a batch of sequence slices (prefill chunks and decode
+ * tokens mixed) reading and writing a paged KV cache. Written once over the ops interface
+ * (src/ops), so the same code runs on CPU and CUDA. */
+#ifndef QS_MODEL_MODEL_H
+#define QS_MODEL_MODEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config/config.h"
+#include "model/model_config.h"
+#include "registry/kernel.h"
+#include "util/error.h"
+
+typedef struct qs_model qs_model;
+typedef struct qs_kv_cache qs_kv_cache;
+
+/* Loads MODEL_DIR (cfg->model_dir): config, checkpoint, quantization schemes, kernel selection
+ * (logged one line per layer kind and scheme), weight preparation, on the device cfg->device
+ * picks. */
+int qs_model_load(const qs_config *cfg, qs_model **out, qs_err *err);
+void qs_model_free(qs_model *m);
+const qs_model_config *qs_model_get_config(const qs_model *m);
+const qs_device_caps *qs_model_device(const qs_model *m);
+
+/* One sequence's part of a forward step. The KV cache holds positions [0, start_pos); this step
+ * appends tokens at positions [start_pos, start_pos + n_tokens). block_table lists the KV blocks
+ * (QS_KV_BLOCK_SIZE positions each) covering [0, start_pos + n_tokens). */
+typedef struct qs_seq_step {
+    const int32_t *tokens;
+    int n_tokens;
+    int start_pos;
+    const int32_t *block_table;
+    int n_blocks;
+    bool want_logits;   /* produce logits for the last of these tokens */
+} qs_seq_step;
+
+/* Runs the step. logits receives one row of vocab_size floats per sequence with want_logits,
+ * in the order of seqs. */
+int qs_model_forward(qs_model *m, qs_kv_cache *kv, const qs_seq_step *seqs, int n_seqs, float *logits, qs_err *err);
+
+#endif
