@@ -1,0 +1,111 @@
+/* ops_cpu_attention.c — paged KV writes and causal GQA attention over block tables on the CPU.
+ * The cache layout is per layer [block][kv_head][slot][head_dim] (src/engine/kv_cache.h). Each
+ * (token, query head) pair is independent, so attention is split over them with qs_parallel_for;
+ * the softmax runs in double with the running maximum subtracted, written out plainly. */
+#include "cpu/ops_cpu_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/kv_cache.h"
+#include "util/parallel.h"
+
+static inline int64_t cache_offset(int32_t block, int kv_head, int slot, int n_kv_heads, int head_dim)
+{
+    return (((int64_t)block * n_kv_heads + kv_head) * QS_KV_BLOCK_SIZE + slot) * head_dim;
+}
+
+int qs_cpu_kv_write(void *k_cache, void *v_cache, const void *k, const void *v, const qs_attn_batch *b,
+                    int n_kv_heads, int head_dim, qs_err *err)
+{
+    (void)err;
+    float *kc = k_cache, *vc = v_cache;
+    const float *kin = k, *vin = v;
+    int64_t row = (int64_t)n_kv_heads * head_dim;
+    for (int64_t t = 0; t < b->n_tokens; t++) {
+        int32_t block = b->slot_mapping[t] / QS_KV_BLOCK_SIZE;
+        int slot = b->slot_mapping[t] % QS_KV_BLOCK_SIZE;
+        for (int h = 0; h < n_kv_heads; h++) {
+            int64_t off = cache_offset(block, h, slot, n_kv_heads, head_dim);
+            memcpy(kc + off, kin + t * row + (int64_t)h * head_dim, (size_t)head_dim * sizeof(float));
+            memcpy(vc + off, vin + t * row + (int64_t)h * head_dim, (size_t)head_dim * sizeof(float));
+        }
+    }
+    return 0;
+}
+
+typedef struct {
+    float *out;
+    const float *q, *kc, *vc;
+    const qs_attn_batch *b;
+    int n_heads, n_kv_heads, head_dim;
+    float scale;
+} attn_job;
+
+static void attend_one(const attn_job *j, int64_t t, int h, double *scores, double *acc)
+{
+    const qs_attn_batch *b = j->b;
+    int hd = j->head_dim;
+    int kvh = h / (j->n_heads / j->n_kv_heads);
+    int n_ctx = b->tok_pos[t] + 1;
+    const int32_t *table = b->block_tables + (int64_t)b->tok_seq[t] * b->max_blocks;
+    const float *q = j->q + (t * j->n_heads + h) * (int64_t)hd;
+    double max = -INFINITY;
+    for (int p = 0; p < n_ctx; p++) {
+        const float *k = j->kc + cache_offset(table[p / QS_KV_BLOCK_SIZE], kvh, p % QS_KV_BLOCK_SIZE,
+                                              j->n_kv_heads, hd);
+        double dot = 0;
+        for (int i = 0; i < hd; i++)
+            dot += (double)q[i] * k[i];
+        scores[p] = dot * j->scale;
+        if (scores[p] > max)
+            max = scores[p];
+    }
+    double sum = 0;
+    for (int p = 0; p < n_ctx; p++) {
+        scores[p] = exp(scores[p] - max);
+        sum += scores[p];
+    }
+    for (int i = 0; i < hd; i++)
+        acc[i] = 0;
+    for (int p = 0; p < n_ctx; p++) {
+        const float *v = j->vc + cache_offset(table[p / QS_KV_BLOCK_SIZE], kvh, p % QS_KV_BLOCK_SIZE,
+                                              j->n_kv_heads, hd);
+        double w = scores[p] / sum;
+        for (int i = 0; i < hd; i++)
+            acc[i] += w * v[i];
+    }
+    float *o = j->out + (t * j->n_heads + h) * (int64_t)hd;
+    for (int i = 0; i < hd; i++)
+        o[i] = (float)acc[i];
+}
+
+static void attention_range(void *ctx, int64_t begin, int64_t end)
+{
+    attn_job *j = ctx;
+    int max_ctx = 0;
+    for (int64_t w = begin; w < end; w++) {
+        int64_t t = w / j->n_heads;
+        if (j->b->tok_pos[t] + 1 > max_ctx)
+            max_ctx = j->b->tok_pos[t] + 1;
+    }
+    double *scores = malloc(sizeof(double) * (size_t)(max_ctx + j->head_dim));
+    if (!scores)
+        abort(); /* a few KB per thread: only a broken machine gets here */
+    double *acc = scores + max_ctx;
+    for (int64_t w = begin; w < end; w++)
+        attend_one(j, w / j->n_heads, (int)(w % j->n_heads), scores, acc);
+    free(scores);
+}
+
+int qs_cpu_attention(void *out, const void *q, const void *k_cache, const void *v_cache, const qs_attn_batch *b,
+                     int n_heads, int n_kv_heads, int head_dim, float scale, qs_err *err)
+{
+    if (n_kv_heads <= 0 || n_heads % n_kv_heads != 0)
+        return qs_errf(err, "attention: %d query heads do not group over %d kv heads", n_heads, n_kv_heads);
+    attn_job j = {.out = out, .q = q, .kc = k_cache, .vc = v_cache, .b = b, .n_heads = n_heads,
+                  .n_kv_heads = n_kv_heads, .head_dim = head_dim, .scale = scale};
+    qs_parallel_for(b->n_tokens * n_heads, 4, attention_range, &j);
+    return 0;
+}

@@ -1,0 +1,123 @@
+/* kv_cache.c — the paged KV cache pool (kv_cache.h): per layer one K and one V buffer of
+ * num_blocks blocks laid out [block][kv_head][slot][head_dim], allocated through the platform's
+ * ops (float32 on CPU), and a LIFO free list of block ids handed to sequences. */
+#include "engine/kv_cache.h"
+
+#include <stdlib.h>
+
+#include "ops/ops.h"
+
+struct qs_kv_cache {
+    const qs_ops *ops;
+    int num_layers;
+    int num_blocks;
+    void **k, **v;        /* [num_layers] device buffers */
+    int32_t *free_ids;    /* stack of free block ids */
+    int n_free;
+    unsigned char *in_use;
+};
+
+static size_t block_bytes(const qs_model_config *mc, const qs_ops *ops)
+{
+    return (size_t)mc->num_kv_heads * QS_KV_BLOCK_SIZE * (size_t)mc->head_dim * ops->act_size;
+}
+
+int qs_kv_cache_blocks_for_bytes(const qs_model_config *mc, qs_platform platform, size_t bytes)
+{
+    const qs_ops *ops = qs_ops_for_platform(platform, NULL);
+    if (!ops || mc->num_layers <= 0 || mc->num_kv_heads <= 0 || mc->head_dim <= 0)
+        return 0;
+    size_t per_block = 2 * (size_t)mc->num_layers * block_bytes(mc, ops);
+    size_t n = bytes / per_block;
+    return n > (size_t)INT32_MAX / QS_KV_BLOCK_SIZE ? INT32_MAX / QS_KV_BLOCK_SIZE : (int)n;
+}
+
+int qs_kv_cache_create(const qs_model_config *mc, qs_platform platform, int num_blocks, qs_kv_cache **out, qs_err *err)
+{
+    *out = NULL;
+    const qs_ops *ops = qs_ops_for_platform(platform, err);
+    if (!ops)
+        return -1;
+    if (num_blocks <= 0)
+        return qs_errf(err, "kv cache: num_blocks must be positive, got %d", num_blocks);
+    if (mc->num_layers <= 0 || mc->num_kv_heads <= 0 || mc->head_dim <= 0)
+        return qs_errf(err, "kv cache: model config has %d layers, %d kv heads, head_dim %d", mc->num_layers,
+                       mc->num_kv_heads, mc->head_dim);
+    qs_kv_cache *kv = calloc(1, sizeof(*kv));
+    if (!kv)
+        return qs_errf(err, "kv cache: out of memory");
+    kv->ops = ops;
+    kv->num_layers = mc->num_layers;
+    kv->num_blocks = num_blocks;
+    kv->k = calloc((size_t)mc->num_layers, sizeof(void *));
+    kv->v = calloc((size_t)mc->num_layers, sizeof(void *));
+    kv->free_ids = malloc(sizeof(int32_t) * (size_t)num_blocks);
+    kv->in_use = calloc((size_t)num_blocks, 1);
+    if (!kv->k || !kv->v || !kv->free_ids || !kv->in_use) {
+        qs_kv_cache_free(kv);
+        return qs_errf(err, "kv cache: out of memory for %d blocks", num_blocks);
+    }
+    size_t bytes = block_bytes(mc, ops) * (size_t)num_blocks;
+    for (int l = 0; l < mc->num_layers; l++) {
+        kv->k[l] = ops->alloc(bytes, err);
+        kv->v[l] = kv->k[l] ? ops->alloc(bytes, err) : NULL;
+        if (!kv->v[l]) {
+            qs_kv_cache_free(kv);
+            return qs_err_prefix(err, "kv cache layer %d (%d blocks): ", l, num_blocks);
+        }
+    }
+    /* hand out low ids first */
+    for (int i = 0; i < num_blocks; i++)
+        kv->free_ids[i] = num_blocks - 1 - i;
+    kv->n_free = num_blocks;
+    *out = kv;
+    return 0;
+}
+
+void qs_kv_cache_free(qs_kv_cache *kv)
+{
+    if (!kv)
+        return;
+    for (int l = 0; l < kv->num_layers; l++) {
+        if (kv->k)
+            kv->ops->free(kv->k[l]);
+        if (kv->v)
+            kv->ops->free(kv->v[l]);
+    }
+    free(kv->k);
+    free(kv->v);
+    free(kv->free_ids);
+    free(kv->in_use);
+    free(kv);
+}
+
+int qs_kv_cache_num_blocks(const qs_kv_cache *kv) { return kv->num_blocks; }
+int qs_kv_cache_num_free(const qs_kv_cache *kv) { return kv->n_free; }
+
+int32_t qs_kv_cache_alloc(qs_kv_cache *kv)
+{
+    if (kv->n_free == 0)
+        return -1;
+    int32_t id = kv->free_ids[--kv->n_free];
+    kv->in_use[id] = 1;
+    return id;
+}
+
+void qs_kv_cache_release(qs_kv_cache *kv, int32_t block)
+{
+    /* releasing an unknown or already free block is ignored: it must never corrupt the list */
+    if (block < 0 || block >= kv->num_blocks || !kv->in_use[block])
+        return;
+    kv->in_use[block] = 0;
+    kv->free_ids[kv->n_free++] = block;
+}
+
+void *qs_kv_cache_k(qs_kv_cache *kv, int layer)
+{
+    return layer >= 0 && layer < kv->num_layers ? kv->k[layer] : NULL;
+}
+
+void *qs_kv_cache_v(qs_kv_cache *kv, int layer)
+{
+    return layer >= 0 && layer < kv->num_layers ? kv->v[layer] : NULL;
+}

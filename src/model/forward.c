@@ -1,0 +1,179 @@
+/* forward.c — qs_model_forward: one step over a batch of sequence slices (prefill chunks and
+ * decode tokens mixed), written once over the ops interface and the registry-chosen kernels:
+ *   x = embed(tokens)
+ *   per layer: h = norm(x); q,k,v = linears(h) (+bias; Qwen3: per-head q/k norm); RoPE;
+ *              write k,v to the paged cache; attention over each sequence's block table;
+ *              x += o_proj(attn); h = norm(x); x += mlp(h)  (SwiGLU, or routed experts)
+ *   logits = lm_head(norm(x)) for the last token of each sequence that wants them.
+ * The residual add is fused into the following RMSNorm (ops->add_rmsnorm). The step's inputs are
+ * validated against the model and the cache before anything runs. */
+#include <math.h>
+#include <string.h>
+
+#include "engine/kv_cache.h"
+#include "model/model_internal.h"
+
+int qs_linear_apply(const qs_model *m, const qs_linear *l, const void *x, void *y, int64_t rows, qs_err *err)
+{
+    if (l->kernel->apply_linear(l->state, x, y, rows, NULL, err) != 0)
+        return qs_err_prefix(err, "%s (%s): ", l->desc.name, l->kernel->name);
+    if (l->bias && m->ops->add_bias(y, l->bias, rows, l->desc.n, err) != 0)
+        return qs_err_prefix(err, "%s bias: ", l->desc.name);
+    return 0;
+}
+
+static int check_step(const qs_model *m, qs_kv_cache *kv, const qs_seq_step *seqs, int n_seqs, int64_t *n_tokens,
+                      int *max_blocks, int *n_out, qs_err *err)
+{
+    if (n_seqs <= 0 || !seqs)
+        return qs_errf(err, "forward: a step needs at least one sequence");
+    int nb = qs_kv_cache_num_blocks(kv);
+    *n_tokens = 0;
+    *max_blocks = 0;
+    *n_out = 0;
+    for (int i = 0; i < n_seqs; i++) {
+        const qs_seq_step *s = &seqs[i];
+        if (s->n_tokens <= 0 || !s->tokens)
+            return qs_errf(err, "forward: sequence %d has no tokens", i);
+        if (s->start_pos < 0)
+            return qs_errf(err, "forward: sequence %d starts at negative position %d", i, s->start_pos);
+        int64_t end = (int64_t)s->start_pos + s->n_tokens;
+        if (m->mc.max_position_embeddings > 0 && end > m->mc.max_position_embeddings)
+            return qs_errf(err, "forward: sequence %d reaches position %lld, beyond max_position_embeddings %d", i,
+                           (long long)end, m->mc.max_position_embeddings);
+        if (!s->block_table || (int64_t)s->n_blocks * QS_KV_BLOCK_SIZE < end)
+            return qs_errf(err, "forward: sequence %d has %d KV blocks for %lld positions", i, s->n_blocks,
+                           (long long)end);
+        for (int b = 0; b < s->n_blocks; b++)
+            if (s->block_table[b] < 0 || s->block_table[b] >= nb)
+                return qs_errf(err, "forward: sequence %d block %d is %d, outside the cache's %d blocks", i, b,
+                               s->block_table[b], nb);
+        for (int t = 0; t < s->n_tokens; t++)
+            if (s->tokens[t] < 0 || s->tokens[t] >= m->mc.vocab_size)
+                return qs_errf(err, "forward: sequence %d token %d is id %d, outside the vocabulary of %d", i, t,
+                               s->tokens[t], m->mc.vocab_size);
+        *n_tokens += s->n_tokens;
+        if (s->n_blocks > *max_blocks)
+            *max_blocks = s->n_blocks;
+        *n_out += s->want_logits;
+    }
+    return 0;
+}
+
+/* Fills and uploads the step's index arrays. */
+static int upload_indices(qs_model *m, const qs_seq_step *seqs, int n_seqs, int64_t n_tokens, int max_blocks,
+                          int n_out, qs_attn_batch *b, qs_err *err)
+{
+    qs_scratch *s = &m->s;
+    int64_t t = 0;
+    int o = 0;
+    memset(s->h_tables, 0, sizeof(int32_t) * (size_t)n_seqs * (size_t)max_blocks);
+    for (int i = 0; i < n_seqs; i++) {
+        const qs_seq_step *q = &seqs[i];
+        memcpy(s->h_tables + (int64_t)i * max_blocks, q->block_table, sizeof(int32_t) * (size_t)q->n_blocks);
+        for (int j = 0; j < q->n_tokens; j++, t++) {
+            int pos = q->start_pos + j;
+            s->h_ids[t] = q->tokens[j];
+            s->h_pos[t] = pos;
+            s->h_seq[t] = i;
+            s->h_slots[t] = q->block_table[pos / QS_KV_BLOCK_SIZE] * QS_KV_BLOCK_SIZE + pos % QS_KV_BLOCK_SIZE;
+        }
+        if (q->want_logits)
+            s->h_out_rows[o++] = (int32_t)(t - 1);
+    }
+    const qs_ops *ops = m->ops;
+    size_t tb = sizeof(int32_t) * (size_t)n_tokens;
+    if (ops->copy_to_device(s->d_ids, s->h_ids, tb, err) || ops->copy_to_device(s->d_pos, s->h_pos, tb, err) ||
+        ops->copy_to_device(s->d_seq, s->h_seq, tb, err) || ops->copy_to_device(s->d_slots, s->h_slots, tb, err) ||
+        ops->copy_to_device(s->d_tables, s->h_tables, sizeof(int32_t) * (size_t)n_seqs * max_blocks, err) ||
+        (n_out && ops->copy_to_device(s->d_out_rows, s->h_out_rows, sizeof(int32_t) * (size_t)n_out, err)))
+        return -1;
+    *b = (qs_attn_batch){.n_tokens = n_tokens, .n_seqs = n_seqs, .max_blocks = max_blocks, .tok_seq = s->d_seq,
+                         .tok_pos = s->d_pos, .block_tables = s->d_tables, .slot_mapping = s->d_slots};
+    return 0;
+}
+
+static int attention_block(qs_model *m, qs_kv_cache *kv, int li, const qs_attn_batch *b, qs_err *err)
+{
+    const qs_model_config *c = &m->mc;
+    const qs_ops *ops = m->ops;
+    qs_layer *L = &m->layers[li];
+    qs_scratch *s = &m->s;
+    int64_t T = b->n_tokens;
+    if (qs_linear_apply(m, &L->q, s->h, s->q, T, err) || qs_linear_apply(m, &L->k, s->h, s->k, T, err) ||
+        qs_linear_apply(m, &L->v, s->h, s->v, T, err))
+        return -1;
+    if (c->qk_norm && (ops->rmsnorm(s->q, s->q, L->q_norm, T * c->num_heads, c->head_dim, c->rms_norm_eps, err) ||
+                       ops->rmsnorm(s->k, s->k, L->k_norm, T * c->num_kv_heads, c->head_dim, c->rms_norm_eps, err)))
+        return -1;
+    if (ops->rope(s->q, b->tok_pos, m->inv_freq, T, c->num_heads, c->head_dim, err) ||
+        ops->rope(s->k, b->tok_pos, m->inv_freq, T, c->num_kv_heads, c->head_dim, err))
+        return -1;
+    void *kc = qs_kv_cache_k(kv, li), *vc = qs_kv_cache_v(kv, li);
+    if (!kc || !vc)
+        return qs_errf(err, "forward: the KV cache has no layer %d", li);
+    if (ops->kv_write(kc, vc, s->k, s->v, b, c->num_kv_heads, c->head_dim, err) ||
+        ops->attention(s->attn, s->q, kc, vc, b, c->num_heads, c->num_kv_heads, c->head_dim,
+                       (float)(1.0 / sqrt((double)c->head_dim)), err))
+        return -1;
+    return qs_linear_apply(m, &L->o, s->attn, s->o, T, err);
+}
+
+static int mlp_block(qs_model *m, int li, int64_t T, qs_err *err)
+{
+    const qs_model_config *c = &m->mc;
+    const qs_ops *ops = m->ops;
+    qs_layer *L = &m->layers[li];
+    qs_scratch *s = &m->s;
+    if (!L->is_moe) {
+        return qs_linear_apply(m, &L->gate, s->h, s->gate, T, err) || qs_linear_apply(m, &L->up, s->h, s->up, T, err) ||
+               ops->swiglu(s->act, s->gate, s->up, T, c->intermediate_size, err) ||
+               qs_linear_apply(m, &L->down, s->act, s->o, T, err)
+                   ? -1
+                   : 0;
+    }
+    qs_moe_layer *moe = &L->moe;
+    bool norm = c->arch == QS_ARCH_MIXTRAL || c->norm_topk_prob;
+    if (qs_linear_apply(m, &moe->router, s->h, s->router, T, err) ||
+        ops->moe_route(s->router, s->topk_ids, s->topk_w, T, c->num_experts, c->num_experts_per_tok, norm, err))
+        return qs_err_prefix(err, "layer %d routing: ", li);
+    if (moe->kernel->apply_moe(moe->state, s->h, s->topk_ids, s->topk_w, s->o, T, NULL, err) != 0)
+        return qs_err_prefix(err, "%s (%s): ", moe->desc.name, moe->kernel->name);
+    return 0;
+}
+
+int qs_model_forward(qs_model *m, qs_kv_cache *kv, const qs_seq_step *seqs, int n_seqs, float *logits, qs_err *err)
+{
+    int64_t T = 0;
+    int max_blocks = 0, n_out = 0;
+    if (check_step(m, kv, seqs, n_seqs, &T, &max_blocks, &n_out, err) != 0)
+        return -1;
+    if (qs_scratch_reserve(m, T, n_seqs, max_blocks, n_out, err) != 0)
+        return -1;
+    qs_attn_batch b;
+    if (upload_indices(m, seqs, n_seqs, T, max_blocks, n_out, &b, err) != 0)
+        return -1;
+    const qs_model_config *c = &m->mc;
+    const qs_ops *ops = m->ops;
+    qs_scratch *s = &m->s;
+    int64_t H = c->hidden_size;
+    float eps = c->rms_norm_eps;
+    if (ops->embedding(s->x, m->embed, s->d_ids, T, H, err) || ops->rmsnorm(s->h, s->x, m->layers[0].attn_norm, T, H, eps, err))
+        return -1;
+    for (int li = 0; li < c->num_layers; li++) {
+        qs_layer *L = &m->layers[li];
+        if (li > 0 && ops->add_rmsnorm(s->x, s->o, s->h, L->attn_norm, T, H, eps, err))
+            return -1;
+        if (attention_block(m, kv, li, &b, err) || ops->add_rmsnorm(s->x, s->o, s->h, L->mlp_norm, T, H, eps, err) ||
+            mlp_block(m, li, T, err))
+            return qs_err_prefix(err, "layer %d: ", li);
+    }
+    if (ops->add_rmsnorm(s->x, s->o, s->h, m->final_norm, T, H, eps, err))
+        return -1;
+    if (n_out == 0)
+        return 0;
+    if (ops->gather_rows(s->out_rows, s->h, s->d_out_rows, n_out, H, err) ||
+        qs_linear_apply(m, &m->lm_head, s->out_rows, s->logits, n_out, err))
+        return -1;
+    return ops->acts_to_host_f32(logits, s->logits, (int64_t)n_out * c->vocab_size, err);
+}

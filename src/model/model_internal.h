@@ -1,0 +1,72 @@
+/* model_internal.h — the parts of a loaded model shared by the loader (model_load.c,
+ * model_weights.c), the forward pass (forward.c) and the step scratch (model_scratch.c). Each
+ * linear layer keeps its checkpoint description, the kernel the registry chose and that kernel's
+ * prepared state; norms, embeddings and biases are device buffers made by ops->upload_tensor. */
+#ifndef QS_MODEL_MODEL_INTERNAL_H
+#define QS_MODEL_MODEL_INTERNAL_H
+
+#include "model/model.h"
+#include "model/safetensors.h"
+#include "ops/ops.h"
+#include "registry/registry.h"
+
+typedef struct qs_linear {
+    qs_linear_desc desc;
+    const qs_kernel *kernel;
+    void *state;
+    void *bias;                 /* device bias added by ops->add_bias, or NULL */
+} qs_linear;
+
+typedef struct qs_moe_layer {
+    qs_moe_desc desc;
+    qs_linear_desc *gate, *up, *down; /* [num_experts] */
+    const qs_kernel *kernel;
+    void *state;
+    qs_linear router;
+} qs_moe_layer;
+
+typedef struct qs_layer {
+    void *attn_norm, *mlp_norm;
+    void *q_norm, *k_norm;      /* Qwen3: per-head RMSNorm weights [head_dim] */
+    qs_linear q, k, v, o;
+    bool is_moe;
+    qs_linear gate, up, down;   /* dense MLP */
+    qs_moe_layer moe;
+} qs_layer;
+
+/* Per-step buffers, grown to the largest step seen. */
+typedef struct qs_scratch {
+    int64_t cap_tokens;
+    int64_t cap_table;          /* block-table entries */
+    int cap_out;
+    void *x, *h, *q, *k, *v, *attn, *o, *gate, *up, *act, *router;
+    int32_t *topk_ids;
+    float *topk_w;
+    void *out_rows, *logits;
+    int32_t *d_ids, *d_pos, *d_seq, *d_slots, *d_tables, *d_out_rows;
+    /* host mirrors of the index arrays */
+    int32_t *h_ids, *h_pos, *h_seq, *h_slots, *h_tables, *h_out_rows;
+} qs_scratch;
+
+struct qs_model {
+    qs_model_config mc;
+    qs_device_caps dev;
+    const qs_ops *ops;
+    qs_checkpoint *ck;
+    void *embed;                /* [vocab, hidden] */
+    void *final_norm;
+    void *inv_freq;             /* [head_dim / 2] float32 */
+    qs_linear lm_head;
+    qs_layer *layers;
+    qs_scratch s;
+};
+
+/* Runs a linear layer: y[m, n] = x[m, k] W^T (+ bias). */
+int qs_linear_apply(const qs_model *m, const qs_linear *l, const void *x, void *y, int64_t rows, qs_err *err);
+/* Grows the scratch buffers for a step. */
+int qs_scratch_reserve(qs_model *m, int64_t n_tokens, int n_seqs, int max_blocks, int n_out, qs_err *err);
+void qs_scratch_free(qs_model *m);
+/* Fills inv_freq[head_dim/2]: the default RoPE frequencies, llama3-scaled when the config says so. */
+void qs_rope_inv_freq(const qs_model_config *mc, float *inv_freq);
+
+#endif

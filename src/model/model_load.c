@@ -1,0 +1,373 @@
+/* model_load.c — qs_model_load: config.json, the checkpoint, every layer's tensors (shapes checked
+ * against the config), kernel selection through the registry once per (layer kind, scheme) with
+ * one log line each, and weight preparation by the chosen kernels. Norms, embeddings and biases
+ * are uploaded through the ops of the device the config picks. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/model_internal.h"
+#include "model/model_weights.h"
+#include "util/log.h"
+#include "util/parallel.h"
+
+static int linear_desc(qs_model *m, const char *module, int64_t n, int64_t k, bool bias, qs_linear *l, qs_err *err)
+{
+    if (qs_weights_linear_desc(m->ck, module, n, k, bias, &l->desc, err) != 0)
+        return -1;
+    if (l->desc.bias) {
+        /* biases are added by the ops after the kernel, so every kernel sees the same contract */
+        l->bias = m->ops->upload_tensor(l->desc.bias, err);
+        if (!l->bias)
+            return -1;
+        l->desc.bias = NULL;
+    }
+    return 0;
+}
+
+static int load_attention(qs_model *m, int i, qs_layer *L, qs_err *err)
+{
+    const qs_model_config *c = &m->mc;
+    char p[160], name[200];
+    snprintf(p, sizeof(p), "model.layers.%d", i);
+    int64_t H = c->hidden_size, qd = (int64_t)c->num_heads * c->head_dim, kvd = (int64_t)c->num_kv_heads * c->head_dim;
+    snprintf(name, sizeof(name), "%s.input_layernorm.weight", p);
+    if (!(L->attn_norm = qs_weights_upload(m->ops, m->ck, name, H, 0, err)))
+        return -1;
+    snprintf(name, sizeof(name), "%s.post_attention_layernorm.weight", p);
+    if (!(L->mlp_norm = qs_weights_upload(m->ops, m->ck, name, H, 0, err)))
+        return -1;
+    if (c->qk_norm) {
+        snprintf(name, sizeof(name), "%s.self_attn.q_norm.weight", p);
+        if (!(L->q_norm = qs_weights_upload(m->ops, m->ck, name, c->head_dim, 0, err)))
+            return -1;
+        snprintf(name, sizeof(name), "%s.self_attn.k_norm.weight", p);
+        if (!(L->k_norm = qs_weights_upload(m->ops, m->ck, name, c->head_dim, 0, err)))
+            return -1;
+    }
+    bool b = c->attention_bias;
+    snprintf(name, sizeof(name), "%s.self_attn.q_proj", p);
+    if (linear_desc(m, name, qd, H, b, &L->q, err))
+        return -1;
+    snprintf(name, sizeof(name), "%s.self_attn.k_proj", p);
+    if (linear_desc(m, name, kvd, H, b, &L->k, err))
+        return -1;
+    snprintf(name, sizeof(name), "%s.self_attn.v_proj", p);
+    if (linear_desc(m, name, kvd, H, b, &L->v, err))
+        return -1;
+    snprintf(name, sizeof(name), "%s.self_attn.o_proj", p);
+    return linear_desc(m, name, H, qd, false, &L->o, err);
+}
+
+static int load_mlp(qs_model *m, int i, qs_layer *L, qs_err *err)
+{
+    const qs_model_config *c = &m->mc;
+    char name[200];
+    int64_t H = c->hidden_size, I = c->intermediate_size;
+    snprintf(name, sizeof(name), "model.layers.%d.mlp.gate_proj", i);
+    if (linear_desc(m, name, I, H, false, &L->gate, err))
+        return -1;
+    snprintf(name, sizeof(name), "model.layers.%d.mlp.up_proj", i);
+    if (linear_desc(m, name, I, H, false, &L->up, err))
+        return -1;
+    snprintf(name, sizeof(name), "model.layers.%d.mlp.down_proj", i);
+    return linear_desc(m, name, H, I, false, &L->down, err);
+}
+
+static int load_moe(qs_model *m, int i, qs_layer *L, qs_err *err)
+{
+    const qs_model_config *c = &m->mc;
+    qs_moe_layer *moe = &L->moe;
+    bool mixtral = c->arch == QS_ARCH_MIXTRAL;
+    const char *block = mixtral ? "block_sparse_moe" : "mlp";
+    const char *gn = mixtral ? "w1" : "gate_proj", *un = mixtral ? "w3" : "up_proj", *dn = mixtral ? "w2" : "down_proj";
+    int E = c->num_experts;
+    int64_t H = c->hidden_size, I = c->moe_intermediate_size;
+    char name[200];
+    if (E <= 0 || c->num_experts_per_tok <= 0 || c->num_experts_per_tok > E || I <= 0)
+        return qs_errf(err, "config.json: MoE layer %d needs num_experts > 0, 0 < num_experts_per_tok <= "
+                            "num_experts and an expert intermediate size (got %d, %d, %lld)",
+                       i, E, c->num_experts_per_tok, (long long)I);
+    snprintf(name, sizeof(name), "model.layers.%d.%s.gate", i, block);
+    if (linear_desc(m, name, E, H, false, &moe->router, err))
+        return -1;
+    moe->gate = calloc((size_t)E, sizeof(qs_linear_desc));
+    moe->up = calloc((size_t)E, sizeof(qs_linear_desc));
+    moe->down = calloc((size_t)E, sizeof(qs_linear_desc));
+    if (!moe->gate || !moe->up || !moe->down)
+        return qs_errf(err, "out of memory for %d experts of layer %d", E, i);
+    for (int e = 0; e < E; e++) {
+        snprintf(name, sizeof(name), "model.layers.%d.%s.experts.%d.%s", i, block, e, gn);
+        if (qs_weights_linear_desc(m->ck, name, I, H, false, &moe->gate[e], err))
+            return -1;
+        snprintf(name, sizeof(name), "model.layers.%d.%s.experts.%d.%s", i, block, e, un);
+        if (qs_weights_linear_desc(m->ck, name, I, H, false, &moe->up[e], err))
+            return -1;
+        snprintf(name, sizeof(name), "model.layers.%d.%s.experts.%d.%s", i, block, e, dn);
+        if (qs_weights_linear_desc(m->ck, name, H, I, false, &moe->down[e], err))
+            return -1;
+        if (moe->gate[e].scheme != moe->gate[0].scheme || moe->up[e].scheme != moe->gate[0].scheme ||
+            moe->down[e].scheme != moe->gate[0].scheme)
+            return qs_errf(err, "layer %d: experts mix quantization schemes (expert %d differs from expert 0)", i, e);
+    }
+    qs_moe_desc *d = &moe->desc;
+    snprintf(d->name, sizeof(d->name), "model.layers.%d.%s.experts", i, block);
+    d->scheme = moe->gate[0].scheme;
+    d->num_experts = E;
+    d->top_k = c->num_experts_per_tok;
+    d->hidden = H;
+    d->inter = I;
+    d->gate = moe->gate;
+    d->up = moe->up;
+    d->down = moe->down;
+    return 0;
+}
+
+/* Every linear layer of the model, in load order. */
+static int collect_linears(qs_model *m, qs_linear **out)
+{
+    int n = 0;
+    for (int i = 0; i < m->mc.num_layers; i++) {
+        qs_layer *L = &m->layers[i];
+        qs_linear *list[] = {&L->q, &L->k, &L->v, &L->o};
+        for (int j = 0; j < 4; j++)
+            out[n++] = list[j];
+        if (L->is_moe) {
+            out[n++] = &L->moe.router;
+        } else {
+            out[n++] = &L->gate;
+            out[n++] = &L->up;
+            out[n++] = &L->down;
+        }
+    }
+    out[n++] = &m->lm_head;
+    return n;
+}
+
+static int select_and_prepare_linears(qs_model *m, const qs_config *cfg, qs_err *err)
+{
+    int cap = m->mc.num_layers * 7 + 1, n;
+    qs_linear **all = calloc((size_t)cap, sizeof(*all));
+    const qs_linear_desc **descs = calloc((size_t)cap, sizeof(*descs));
+    if (!all || !descs) {
+        free(all);
+        free(descs);
+        return qs_errf(err, "out of memory selecting kernels");
+    }
+    n = collect_linears(m, all);
+    int rc = 0;
+    for (int s = 0; s < QS_SCHEME_COUNT && rc == 0; s++) {
+        int k = 0;
+        for (int i = 0; i < n; i++)
+            if ((int)all[i]->desc.scheme == s)
+                descs[k++] = &all[i]->desc;
+        if (k == 0)
+            continue;
+        qs_selection sel;
+        if (qs_registry_select_for_layers(&cfg->kernels, &m->dev, QS_KIND_LINEAR, (qs_scheme)s, descs, k, NULL, 0,
+                                          &sel, err) != 0) {
+            qs_selection_log(&sel, QS_KIND_LINEAR, (qs_scheme)s, k);
+            rc = -1;
+            break;
+        }
+        qs_selection_log(&sel, QS_KIND_LINEAR, (qs_scheme)s, k);
+        for (int i = 0; i < n && rc == 0; i++) {
+            if ((int)all[i]->desc.scheme != s)
+                continue;
+            all[i]->kernel = sel.kernel;
+            if (sel.kernel->prepare_linear(&all[i]->desc, &all[i]->state, err) != 0) {
+                qs_err_prefix(err, "kernel %s preparing %s: ", sel.kernel->name, all[i]->desc.name);
+                all[i]->kernel = NULL;
+                rc = -1;
+            }
+        }
+    }
+    free(all);
+    free(descs);
+    return rc;
+}
+
+static int select_and_prepare_moe(qs_model *m, const qs_config *cfg, qs_err *err)
+{
+    const qs_moe_desc **descs = calloc((size_t)m->mc.num_layers + 1, sizeof(*descs));
+    if (!descs)
+        return qs_errf(err, "out of memory selecting MoE kernels");
+    int rc = 0;
+    for (int s = 0; s < QS_SCHEME_COUNT && rc == 0; s++) {
+        int k = 0;
+        for (int i = 0; i < m->mc.num_layers; i++)
+            if (m->layers[i].is_moe && (int)m->layers[i].moe.desc.scheme == s)
+                descs[k++] = &m->layers[i].moe.desc;
+        if (k == 0)
+            continue;
+        qs_selection sel;
+        if (qs_registry_select_for_layers(&cfg->kernels, &m->dev, QS_KIND_MOE, (qs_scheme)s, NULL, 0, descs, k, &sel,
+                                          err) != 0) {
+            qs_selection_log(&sel, QS_KIND_MOE, (qs_scheme)s, k);
+            rc = -1;
+            break;
+        }
+        qs_selection_log(&sel, QS_KIND_MOE, (qs_scheme)s, k);
+        for (int i = 0; i < m->mc.num_layers && rc == 0; i++) {
+            qs_moe_layer *moe = &m->layers[i].moe;
+            if (!m->layers[i].is_moe || (int)moe->desc.scheme != s)
+                continue;
+            moe->kernel = sel.kernel;
+            if (sel.kernel->prepare_moe(&moe->desc, &moe->state, err) != 0) {
+                qs_err_prefix(err, "kernel %s preparing %s: ", sel.kernel->name, moe->desc.name);
+                moe->kernel = NULL;
+                rc = -1;
+            }
+        }
+    }
+    free(descs);
+    return rc;
+}
+
+static int check_config(const qs_model_config *c, qs_err *err)
+{
+    if (c->hidden_size <= 0 || c->num_layers <= 0 || c->num_heads <= 0 || c->num_kv_heads <= 0 ||
+        c->head_dim <= 0 || c->vocab_size <= 0)
+        return qs_errf(err, "config.json: hidden_size %d, num_hidden_layers %d, num_attention_heads %d, "
+                            "num_key_value_heads %d, head_dim %d and vocab_size %d must all be positive",
+                       c->hidden_size, c->num_layers, c->num_heads, c->num_kv_heads, c->head_dim, c->vocab_size);
+    if (c->num_heads % c->num_kv_heads != 0)
+        return qs_errf(err, "config.json: num_attention_heads %d is not a multiple of num_key_value_heads %d",
+                       c->num_heads, c->num_kv_heads);
+    if (c->head_dim % 2 != 0)
+        return qs_errf(err, "config.json: head_dim %d must be even for rotary embeddings", c->head_dim);
+    if (c->rope_theta <= 0)
+        return qs_errf(err, "config.json: rope_theta %g must be positive", c->rope_theta);
+    return 0;
+}
+
+static int pick_device(const qs_config *cfg, qs_model *m, qs_err *err)
+{
+    if (cfg->device == QS_DEVICE_CUDA)
+        return qs_errf(err, "--device cuda: the forward pass has no CUDA ops in this build yet; use --device cpu");
+    if (cfg->threads > 0)
+        qs_parallel_set_threads(cfg->threads);
+    m->ops = qs_ops_cpu();
+    memset(&m->dev, 0, sizeof(m->dev));
+    m->dev.platform = QS_PLATFORM_CPU;
+    snprintf(m->dev.name, sizeof(m->dev.name), "CPU (%d threads)", qs_parallel_threads());
+    return 0;
+}
+
+static int load_all(qs_model *m, const qs_config *cfg, qs_err *err)
+{
+    if (qs_model_config_load(cfg->model_dir, &m->mc, err) != 0)
+        return -1;
+    const qs_model_config *c = &m->mc;
+    if (check_config(c, err) != 0 || pick_device(cfg, m, err) != 0)
+        return -1;
+    if (c->quantization_config_json)
+        return qs_errf(err, "%s: quantized checkpoints are not wired into the model loader yet", cfg->model_dir);
+    if (cfg->quantization[0])
+        return qs_errf(err, "--quantization %s: online quantization is not wired into the model loader yet",
+                       cfg->quantization);
+    if (qs_checkpoint_open(cfg->model_dir, false, &m->ck, err) != 0)
+        return -1;
+    int64_t H = c->hidden_size, V = c->vocab_size;
+    if (!(m->embed = qs_weights_upload(m->ops, m->ck, "model.embed_tokens.weight", V, H, err)))
+        return -1;
+    if (!(m->final_norm = qs_weights_upload(m->ops, m->ck, "model.norm.weight", H, 0, err)))
+        return -1;
+    if (c->tie_word_embeddings || !qs_checkpoint_find(m->ck, "lm_head.weight")) {
+        if (!c->tie_word_embeddings)
+            qs_warn("%s: no lm_head.weight; using the tied embedding", cfg->model_dir);
+        if (linear_desc(m, "model.embed_tokens", V, H, false, &m->lm_head, err))
+            return -1;
+        snprintf(m->lm_head.desc.name, sizeof(m->lm_head.desc.name), "lm_head (tied to model.embed_tokens)");
+    } else if (linear_desc(m, "lm_head", V, H, false, &m->lm_head, err)) {
+        return -1;
+    }
+    float *inv = malloc(sizeof(float) * (size_t)(c->head_dim / 2));
+    if (!inv)
+        return qs_errf(err, "out of memory");
+    qs_rope_inv_freq(c, inv);
+    m->inv_freq = m->ops->alloc(sizeof(float) * (size_t)(c->head_dim / 2), err);
+    int rc = m->inv_freq ? m->ops->copy_to_device(m->inv_freq, inv, sizeof(float) * (size_t)(c->head_dim / 2), err) : -1;
+    free(inv);
+    if (rc)
+        return -1;
+    m->layers = calloc((size_t)c->num_layers, sizeof(qs_layer));
+    if (!m->layers)
+        return qs_errf(err, "out of memory for %d layers", c->num_layers);
+    for (int i = 0; i < c->num_layers; i++) {
+        qs_layer *L = &m->layers[i];
+        L->is_moe = c->num_experts > 0 && qs_model_layer_is_moe(c, i);
+        if (load_attention(m, i, L, err) || (L->is_moe ? load_moe(m, i, L, err) : load_mlp(m, i, L, err)))
+            return -1;
+    }
+    if (select_and_prepare_linears(m, cfg, err) != 0 || select_and_prepare_moe(m, cfg, err) != 0)
+        return -1;
+    qs_info("loaded %s (%s): %d layers, hidden %d, %d heads / %d kv heads, head_dim %d, vocab %d%s on %s",
+            cfg->model_dir, c->arch_name, c->num_layers, c->hidden_size, c->num_heads, c->num_kv_heads, c->head_dim,
+            c->vocab_size, c->num_experts ? ", MoE" : "", m->dev.name);
+    return 0;
+}
+
+int qs_model_load(const qs_config *cfg, qs_model **out, qs_err *err)
+{
+    *out = NULL;
+    qs_model *m = calloc(1, sizeof(*m));
+    if (!m)
+        return qs_errf(err, "out of memory loading %s", cfg->model_dir);
+    if (load_all(m, cfg, err) != 0) {
+        qs_model_free(m);
+        return -1;
+    }
+    *out = m;
+    return 0;
+}
+
+static void free_linear(const qs_ops *ops, qs_linear *l)
+{
+    if (l->kernel && l->state)
+        l->kernel->release(l->state);
+    if (ops && l->bias)
+        ops->free(l->bias);
+}
+
+void qs_model_free(qs_model *m)
+{
+    if (!m)
+        return;
+    const qs_ops *ops = m->ops;
+    if (m->layers) {
+        for (int i = 0; i < m->mc.num_layers; i++) {
+            qs_layer *L = &m->layers[i];
+            void *bufs[] = {L->attn_norm, L->mlp_norm, L->q_norm, L->k_norm};
+            for (int j = 0; j < 4; j++)
+                if (bufs[j])
+                    ops->free(bufs[j]);
+            qs_linear *ls[] = {&L->q, &L->k, &L->v, &L->o, &L->gate, &L->up, &L->down, &L->moe.router};
+            for (int j = 0; j < 8; j++)
+                free_linear(ops, ls[j]);
+            if (L->moe.kernel && L->moe.state)
+                L->moe.kernel->release(L->moe.state);
+            free(L->moe.gate);
+            free(L->moe.up);
+            free(L->moe.down);
+        }
+        free(m->layers);
+    }
+    free_linear(ops, &m->lm_head);
+    if (ops) {
+        if (m->embed)
+            ops->free(m->embed);
+        if (m->final_norm)
+            ops->free(m->final_norm);
+        if (m->inv_freq)
+            ops->free(m->inv_freq);
+        qs_scratch_free(m);
+    }
+    if (m->ck)
+        qs_checkpoint_close(m->ck);
+    qs_model_config_free(&m->mc);
+    free(m);
+}
+
+const qs_model_config *qs_model_get_config(const qs_model *m) { return &m->mc; }
+const qs_device_caps *qs_model_device(const qs_model *m) { return &m->dev; }

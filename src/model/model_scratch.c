@@ -1,0 +1,92 @@
+/* model_scratch.c — the per-step device buffers of the forward pass (activations, index arrays,
+ * routing results, logits) and their host mirrors. They grow to the largest step seen and are
+ * reused, so a decode step allocates nothing. */
+#include <stdlib.h>
+
+#include "model/model_internal.h"
+
+void qs_scratch_free(qs_model *m)
+{
+    qs_scratch *s = &m->s;
+    void *dev[] = {s->x, s->h, s->q, s->k, s->v, s->attn, s->o, s->gate, s->up, s->act, s->router,
+                   s->topk_ids, s->topk_w, s->out_rows, s->logits, s->d_ids, s->d_pos, s->d_seq,
+                   s->d_slots, s->d_tables, s->d_out_rows};
+    for (size_t i = 0; i < sizeof(dev) / sizeof(dev[0]); i++)
+        if (dev[i])
+            m->ops->free(dev[i]);
+    free(s->h_ids);
+    free(s->h_pos);
+    free(s->h_seq);
+    free(s->h_slots);
+    free(s->h_tables);
+    free(s->h_out_rows);
+    *s = (qs_scratch){0};
+}
+
+static int grow(const qs_ops *ops, void **buf, size_t bytes, qs_err *err)
+{
+    if (*buf)
+        ops->free(*buf);
+    *buf = ops->alloc(bytes, err);
+    return *buf ? 0 : -1;
+}
+
+static int grow_host(int32_t **buf, size_t n, qs_err *err)
+{
+    free(*buf);
+    *buf = malloc(sizeof(int32_t) * (n ? n : 1));
+    return *buf ? 0 : qs_errf(err, "out of memory for %zu step indices", n);
+}
+
+int qs_scratch_reserve(qs_model *m, int64_t n_tokens, int n_seqs, int max_blocks, int n_out, qs_err *err)
+{
+    qs_scratch *s = &m->s;
+    const qs_ops *ops = m->ops;
+    const qs_model_config *c = &m->mc;
+    size_t a = ops->act_size;
+    if (n_tokens > s->cap_tokens) {
+        int64_t T = n_tokens > 2 * s->cap_tokens ? n_tokens : 2 * s->cap_tokens;
+        int64_t qd = (int64_t)c->num_heads * c->head_dim, kvd = (int64_t)c->num_kv_heads * c->head_dim;
+        int64_t inter = c->intermediate_size > c->moe_intermediate_size ? c->intermediate_size
+                                                                        : c->moe_intermediate_size;
+        int topk = c->num_experts_per_tok > 0 ? c->num_experts_per_tok : 1;
+        int experts = c->num_experts > 0 ? c->num_experts : 1;
+        if (grow(ops, &s->x, a * T * c->hidden_size, err) || grow(ops, &s->h, a * T * c->hidden_size, err) ||
+            grow(ops, &s->q, a * T * qd, err) || grow(ops, &s->k, a * T * kvd, err) ||
+            grow(ops, &s->v, a * T * kvd, err) || grow(ops, &s->attn, a * T * qd, err) ||
+            grow(ops, &s->o, a * T * c->hidden_size, err) || grow(ops, &s->gate, a * T * inter, err) ||
+            grow(ops, &s->up, a * T * inter, err) || grow(ops, &s->act, a * T * inter, err) ||
+            grow(ops, &s->router, a * T * experts, err) ||
+            grow(ops, (void **)&s->topk_ids, sizeof(int32_t) * T * topk, err) ||
+            grow(ops, (void **)&s->topk_w, sizeof(float) * T * topk, err) ||
+            grow(ops, (void **)&s->d_ids, sizeof(int32_t) * T, err) ||
+            grow(ops, (void **)&s->d_pos, sizeof(int32_t) * T, err) ||
+            grow(ops, (void **)&s->d_seq, sizeof(int32_t) * T, err) ||
+            grow(ops, (void **)&s->d_slots, sizeof(int32_t) * T, err) || grow_host(&s->h_ids, T, err) ||
+            grow_host(&s->h_pos, T, err) || grow_host(&s->h_seq, T, err) || grow_host(&s->h_slots, T, err)) {
+            qs_scratch_free(m);
+            return qs_err_prefix(err, "step buffers for %lld tokens: ", (long long)T);
+        }
+        s->cap_tokens = T;
+    }
+    int64_t table = (int64_t)n_seqs * (max_blocks > 0 ? max_blocks : 1);
+    if (table > s->cap_table) {
+        if (grow(ops, (void **)&s->d_tables, sizeof(int32_t) * (size_t)table, err) ||
+            grow_host(&s->h_tables, (size_t)table, err)) {
+            qs_scratch_free(m);
+            return qs_err_prefix(err, "block tables for %d sequences: ", n_seqs);
+        }
+        s->cap_table = table;
+    }
+    if (n_out > s->cap_out) {
+        if (grow(ops, &s->out_rows, a * (size_t)n_out * c->hidden_size, err) ||
+            grow(ops, &s->logits, a * (size_t)n_out * c->vocab_size, err) ||
+            grow(ops, (void **)&s->d_out_rows, sizeof(int32_t) * (size_t)n_out, err) ||
+            grow_host(&s->h_out_rows, (size_t)n_out, err)) {
+            qs_scratch_free(m);
+            return qs_err_prefix(err, "logits for %d sequences: ", n_out);
+        }
+        s->cap_out = n_out;
+    }
+    return 0;
+}

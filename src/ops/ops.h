@@ -1,0 +1,95 @@
+/* ops.h — the small device-neutral operation set the forward pass (src/model/forward.c) is
+ * written over. A device (src/cpu today, cuda/ later) fills one struct qs_ops with function
+ * pointers; the forward pass never touches device memory directly, only through these calls and
+ * through the registry-chosen qs_kernel for linear layers and MoE experts.
+ *
+ * Conventions every implementation follows:
+ *  - Device buffers are opaque `void *` handed out by alloc(). Activations are in the device's
+ *    activation format (act_size bytes an element: float32 on CPU, bf16 on CUDA), row-major.
+ *  - Small per-step index arrays (token ids, positions, slot mappings, block tables) are int32
+ *    device buffers uploaded with copy_to_device().
+ *  - Norm weights, embeddings and biases are uploaded once at load with upload_tensor(), which
+ *    converts any float checkpoint dtype into the device's weight format (float32 on CPU).
+ *  - Every op returns 0, or -1 with err filled (a CUDA launch failure, say). Shapes are trusted:
+ *    the forward pass validates them at load.
+ *  - The KV cache layout is the one of src/engine/kv_cache.h: per layer K and V as
+ *    [block][kv_head][slot][head_dim] with QS_KV_BLOCK_SIZE slots a block. */
+#ifndef QS_OPS_OPS_H
+#define QS_OPS_OPS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model/safetensors.h"
+#include "registry/kernel.h"
+#include "util/error.h"
+
+/* One forward step's attention layout, all arrays in device memory except the scalars. Token t
+ * belongs to sequence tok_seq[t] and sits at absolute position tok_pos[t]; it attends causally to
+ * positions [0, tok_pos[t]] of its sequence, whose KV blocks are
+ * block_tables[tok_seq[t] * max_blocks + 0 .. ]. The KV of every token of the step is written
+ * (kv_write) before attention runs, so a prefill chunk sees itself. */
+typedef struct qs_attn_batch {
+    int64_t n_tokens;
+    int n_seqs;
+    int max_blocks;               /* row stride of block_tables */
+    const int32_t *tok_seq;       /* [n_tokens] */
+    const int32_t *tok_pos;       /* [n_tokens] */
+    const int32_t *block_tables;  /* [n_seqs * max_blocks] */
+    const int32_t *slot_mapping;  /* [n_tokens]: block * QS_KV_BLOCK_SIZE + slot to write */
+} qs_attn_batch;
+
+typedef struct qs_ops {
+    const char *name;             /* "cpu" */
+    qs_platform platform;
+    size_t act_size;              /* bytes per activation element */
+
+    /* Memory. alloc returns zeroed memory. */
+    void *(*alloc)(size_t bytes, qs_err *err);
+    void (*free)(void *p);
+    int (*copy_to_device)(void *dst, const void *src, size_t bytes, qs_err *err);
+    int (*copy_to_host)(void *dst, const void *src, size_t bytes, qs_err *err);
+    /* New device buffer holding tensor t (F32/F16/BF16/F64) in the device weight format. */
+    void *(*upload_tensor)(const qs_tensor *t, qs_err *err);
+    /* Activations -> host float32 (n elements) and back. */
+    int (*acts_to_host_f32)(float *dst, const void *src, int64_t n, qs_err *err);
+    int (*acts_from_host_f32)(void *dst, const float *src, int64_t n, qs_err *err);
+
+    /* out[t, :] = table[ids[t], :], table being an uploaded [vocab, d] weight. */
+    int (*embedding)(void *out, const void *table, const int32_t *ids, int64_t n_tokens, int64_t d, qs_err *err);
+    /* out[r] = x[r] / rms(x[r]) * w, rows of d (also the per-head q/k norm: rows = tokens * heads). */
+    int (*rmsnorm)(void *out, const void *x, const void *w, int64_t rows, int64_t d, float eps, qs_err *err);
+    /* residual += x; out = rmsnorm(residual) * w (the pre-norm residual stream, fused). */
+    int (*add_rmsnorm)(void *residual, const void *x, void *out, const void *w, int64_t rows, int64_t d, float eps,
+                       qs_err *err);
+    /* y[r, :] += bias[:] for rows of n. */
+    int (*add_bias)(void *y, const void *bias, int64_t rows, int64_t n, qs_err *err);
+    /* Rotary embedding in place on x[t, h, :] (rows of n_heads * head_dim) at position pos[t], HF
+     * rotate-half layout: pairs (i, i + head_dim/2) rotated by pos * inv_freq[i]. inv_freq is an
+     * uploaded float32 [head_dim/2] (default or llama3-scaled, see qs_rope_inv_freq). */
+    int (*rope)(void *x, const int32_t *pos, const void *inv_freq, int64_t n_tokens, int n_heads, int head_dim,
+                qs_err *err);
+    /* Writes k, v [t, n_kv_heads * head_dim] into the caches at slot_mapping[t]. */
+    int (*kv_write)(void *k_cache, void *v_cache, const void *k, const void *v, const qs_attn_batch *b, int n_kv_heads,
+                    int head_dim, qs_err *err);
+    /* out[t, h, :] = softmax(q[t,h] . K[0..pos] * scale) V over the paged cache; query head h
+     * reads kv head h / (n_heads / n_kv_heads) (GQA). */
+    int (*attention)(void *out, const void *q, const void *k_cache, const void *v_cache, const qs_attn_batch *b,
+                     int n_heads, int n_kv_heads, int head_dim, float scale, qs_err *err);
+    /* out[r, i] = silu(gate[r, i]) * up[r, i]. */
+    int (*swiglu)(void *out, const void *gate, const void *up, int64_t rows, int64_t n, qs_err *err);
+    /* MoE routing: softmax over router_logits[t, 0..n_experts) (in float32), the top_k largest
+     * (ties: lower expert id first), renormalised to sum 1 when norm_topk. ids/weights [t, top_k]. */
+    int (*moe_route)(const void *router_logits, int32_t *topk_ids, float *topk_weights, int64_t n_tokens,
+                     int n_experts, int top_k, bool norm_topk, qs_err *err);
+    /* out[i, :] = x[rows[i], :] for i < n (rows of d): picks the positions that want logits. */
+    int (*gather_rows)(void *out, const void *x, const int32_t *rows, int64_t n, int64_t d, qs_err *err);
+} qs_ops;
+
+/* The ops of a platform, or NULL with err when this build has none for it. */
+const qs_ops *qs_ops_for_platform(qs_platform platform, qs_err *err);
+/* The CPU implementation (src/cpu/ops_cpu*.c). */
+const qs_ops *qs_ops_cpu(void);
+
+#endif
