@@ -52,6 +52,15 @@ size_t qs_safetensors_count(const qs_safetensors_file *f);
 const qs_tensor *qs_safetensors_tensor(const qs_safetensors_file *f, size_t i);
 /* __metadata__ value for key, or NULL. */
 const char *qs_safetensors_metadata(const qs_safetensors_file *f, const char *key);
+/* Validates one file's header read with pread, without mapping its data: tensor data is NULL. */
+int qs_safetensors_open_headers(const char *path, qs_safetensors_file **out, qs_err *err);
+/* Tensor by name (hash lookup), or NULL. Tensors are listed in data-offset order. */
+const qs_tensor *qs_safetensors_find(const qs_safetensors_file *f, const char *name);
+/* The path given to open (or the fname given to parse). */
+const char *qs_safetensors_path(const qs_safetensors_file *f);
+/* __metadata__ entries in header order: 0 with key and value set, or -1 past the end. */
+size_t qs_safetensors_metadata_count(const qs_safetensors_file *f);
+int qs_safetensors_metadata_at(const qs_safetensors_file *f, size_t i, const char **key, const char **value);
 
 /* Opens every safetensors file of a model directory: model.safetensors, or the shards listed by
  * model.safetensors.index.json (a missing shard, or a tensor the index names but no shard holds,
@@ -62,13 +71,26 @@ void qs_checkpoint_close(qs_checkpoint *ck);
 const qs_tensor *qs_checkpoint_find(const qs_checkpoint *ck, const char *name);
 size_t qs_checkpoint_count(const qs_checkpoint *ck);
 const qs_tensor *qs_checkpoint_tensor(const qs_checkpoint *ck, size_t i);
+/* The files of the checkpoint (1 for model.safetensors, else the shards in name order); tensors
+ * are listed shard by shard in data-offset order. */
+size_t qs_checkpoint_file_count(const qs_checkpoint *ck);
+const qs_safetensors_file *qs_checkpoint_file(const qs_checkpoint *ck, size_t i);
+const char *qs_checkpoint_dir(const qs_checkpoint *ck);
 
 /* Element conversion helpers shared by loaders and reference kernels. */
 float qs_bf16_to_f32(uint16_t h);
 uint16_t qs_f32_to_bf16(float f);          /* round to nearest even */
 float qs_f16_to_f32(uint16_t h);
 uint16_t qs_f32_to_f16(float f);
-/* Converts element i of a float tensor (F32, F16, BF16, F64) to float. */
+/* Converts element i of a float tensor (F32, F16, BF16, F64) to float. Works for any dtype, in
+ * fact (integers by value, BOOL as 0/1); NaN when i is out of range or data is NULL. */
 float qs_tensor_get_f32(const qs_tensor *t, int64_t i);
+/* n elements of dtype dt (unaligned source fine) to float. */
+void qs_convert_to_f32(qs_dtype dt, const void *src, float *dst, size_t n);
+/* Bulk float -> bf16 / f16, round to nearest even. */
+void qs_f32_to_bf16_n(const float *src, uint16_t *dst, size_t n);
+void qs_f32_to_f16_n(const float *src, uint16_t *dst, size_t n);
+/* "F64, F32, F16, ..." (the supported dtype strings, for messages). */
+const char *qs_dtype_list(void);
 
 #endif
