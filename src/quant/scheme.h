@@ -49,12 +49,18 @@ typedef struct qs_linear_desc {
     float weight_global_scale;  /* NVFP4: multiply after the E4M3 block scale (ModelOpt weight_scale_2);
                                    1 otherwise. compressed-tensors' reciprocal is already inverted. */
     float input_scale;          /* FP8 static: dequant scale of activations; NVFP4: the input global
-                                   scale in the same multiply-to-dequantize convention */
+                                   scale in the same multiply-to-dequantize convention.
+                                   Both scalars are 0 when the checkpoint was opened headers-only. */
     const qs_tensor *bias;      /* [n] or NULL */
 } qs_linear_desc;
 
 const char *qs_scheme_name(qs_scheme s);          /* "fp8_w8a8" */
 int qs_scheme_from_name(const char *name);        /* -1 if unknown */
 bool qs_scheme_is_weight_only(qs_scheme s);       /* w8a16_fp8, nvfp4_w4a16 */
+bool qs_scheme_is_fp8(qs_scheme s);               /* fp8_w8a8, fp8_block_w8a8, w8a16_fp8 */
+bool qs_scheme_is_nvfp4(qs_scheme s);             /* nvfp4_w4a4, nvfp4_w4a16 */
+const char *qs_scheme_list(void);                 /* "bf16, fp8_w8a8, ..." for messages */
+const char *qs_weight_scale_layout_name(qs_weight_scale_layout l); /* "per-channel" */
+const char *qs_act_quant_name(qs_act_quant a);    /* "dynamic per-token" */
 
 #endif
