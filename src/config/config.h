@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "quant/scheme.h"
 #include "util/error.h"
@@ -31,7 +32,7 @@ typedef struct qs_config {
     char host[256];                /* default "0.0.0.0" */
     int port;                      /* default 8000 */
     int max_model_len;             /* 0 = from the model config */
-    int max_num_seqs;              /* default 256 (CPU: 16) */
+    int max_num_seqs;              /* 0 = auto: 256 on CUDA, 16 on CPU (qs_config_max_num_seqs) */
     int max_num_batched_tokens;    /* 0 = auto */
     int max_num_queued_reqs;       /* default 1024 */
     double gpu_memory_utilization; /* default 0.9 */
@@ -43,16 +44,98 @@ typedef struct qs_config {
     int threads;                   /* CPU threads; 0 = all cores */
     int tensor_parallel_size;      /* only 1 is supported */
     qs_kernel_config kernels;
+    char config_file[1024];        /* the --config FILE.yaml that was read, "" if none */
+    bool help_requested;           /* --help / -h was given: print qs_config_print_help and exit 0 */
 } qs_config;
 
 void qs_config_defaults(qs_config *cfg);
+/* max_num_seqs, with 0 resolved for the platform the engine runs on (on_cuda). */
+int qs_config_max_num_seqs(const qs_config *cfg, bool on_cuda);
 void qs_kernel_config_defaults(qs_kernel_config *kc);
-/* Applies the environment (QSERVE_DISABLED_KERNELS, QSERVE_BATCH_INVARIANT, QSERVE_API_KEY). */
+/* Applies the kernel environment: QSERVE_DISABLED_KERNELS=a,b (added to disabled_kernels) and
+ * QSERVE_BATCH_INVARIANT=1. qs_config_parse_args calls it, and reads QSERVE_API_KEY itself. */
 int qs_kernel_config_apply_env(qs_kernel_config *kc, qs_err *err);
 /* Parses serve-style argv (argv[0] is the command name and is skipped; the first non-flag
- * argument is MODEL_DIR). --config FILE.yaml is read first, then the CLI overrides it. */
+ * argument is MODEL_DIR). Layers, in rising priority: defaults and the environment, the YAML of
+ * --config FILE.yaml, the CLI. Within a layer --kernel-config is applied before the individual
+ * --linear-backend / --moe-backend / --batch-invariant flags, which override it. Ends by
+ * validating every value (backend names against the registry, ranges, tensor parallelism). */
 int qs_config_parse_args(int argc, char **argv, qs_config *cfg, qs_err *err);
 /* Normalises a name in place: lowercase, '-' -> '_'. */
 void qs_normalize_name(char *s);
+
+/* `qserve serve --help`: every option of the table (config_options.c) with its help text. */
+void qs_config_print_help(FILE *out);
+
+/* --- The option table (config_options.c): one row per serve flag, also the YAML keys. --- */
+typedef enum {
+    QS_OPT_STRING,        /* char[size] */
+    QS_OPT_QUANTIZATION,  /* char[size]: "fp8" or "" ("none") */
+    QS_OPT_INT,           /* int */
+    QS_OPT_LLONG,         /* long long */
+    QS_OPT_DOUBLE,        /* double */
+    QS_OPT_BYTES,         /* size_t: "4GiB", "512M", "1073741824" */
+    QS_OPT_BOOL,          /* bool: a bare flag, or =true/false/1/0/yes/no */
+    QS_OPT_DEVICE,        /* qs_device_choice: auto|cpu|cuda */
+    QS_OPT_BACKEND,       /* char[QS_NAME_MAX], normalised kernel/backend name */
+    QS_OPT_NAME_LIST,     /* kernel names "a,b" appended to kernels.disabled_kernels */
+    QS_OPT_KERNEL_CONFIG, /* JSON object merged into kernels (qs_kernel_config_apply_json) */
+    QS_OPT_CONFIG_FILE,   /* --config FILE.yaml */
+    QS_OPT_IGNORED,       /* vLLM flag without meaning here that takes a value: logged, ignored */
+    QS_OPT_IGNORED_FLAG   /* vLLM flag without meaning here and without a value: logged, ignored */
+} qs_opt_type;
+
+typedef struct qs_option {
+    const char *name;     /* "max-model-len" (YAML key: max-model-len or max_model_len) */
+    qs_opt_type type;
+    size_t offset;        /* field offset in qs_config (unused for ignored/config-file types) */
+    size_t size;          /* field size, for strings */
+    const char *metavar;  /* "N", "HOST", ... */
+    const char *help;
+} qs_option;
+
+/* The whole table, in --help order. */
+const qs_option *qs_config_options(size_t *count);
+/* Finds an option by name; accepts "max-model-len", "max_model_len", "--max-model-len". */
+const qs_option *qs_config_find_option(const char *name);
+/* Sets one option from its textual value (source names where it came from for messages, e.g.
+ * "--port" or "serve.yaml:3: port"). value is NULL for a bare boolean flag. */
+int qs_config_set_option(qs_config *cfg, const qs_option *opt, const char *value, const char *source,
+                         qs_err *err);
+/* Writes "did you mean --x, --y?" or the full list of flags into buf for an unknown flag. */
+void qs_config_suggest(const char *unknown, char *buf, size_t cap);
+
+/* --- YAML (config_yaml.c): a mapping whose keys are option names; kernel_config may be a nested
+ * mapping with the --kernel-config keys. Unknown keys and wrong types name the key, line, file. */
+int qs_config_load_yaml(const char *path, qs_config *cfg, qs_err *err);
+
+/* --- Kernel config (kernel_config.c) --- */
+/* Merges a JSON object {"linear_backend": .., "moe_backend": .., "linear_backend_per_quant":
+ * {scheme: backend}, "batch_invariant": bool, "disabled_kernels": [..]} into kc. Unknown keys,
+ * unknown schemes and wrong types are errors naming them. */
+int qs_kernel_config_apply_json(qs_kernel_config *kc, const char *json, qs_err *err);
+/* One kernel_config key from text (YAML / JSON strings). key: linear_backend, moe_backend,
+ * batch_invariant, disabled_kernels. */
+int qs_kernel_config_set(qs_kernel_config *kc, const char *key, const char *value, qs_err *err);
+/* linear_backend_per_quant[scheme] = backend; an unknown scheme is an error listing the schemes. */
+int qs_kernel_config_set_per_quant(qs_kernel_config *kc, const char *scheme, const char *backend, qs_err *err);
+/* Adds kernel names from "a,b,c" (normalised, duplicates dropped) to disabled_kernels. */
+int qs_kernel_config_add_disabled(qs_kernel_config *kc, const char *list, const char *source, qs_err *err);
+/* True if name (normalised) is in disabled_kernels. */
+bool qs_kernel_config_is_disabled(const qs_kernel_config *kc, const char *name);
+/* The backend a layer of `scheme` asks for (rule 1): per-scheme override, else linear_backend
+ * (moe_backend for experts). */
+const char *qs_kernel_config_backend_for(const qs_kernel_config *kc, bool moe, qs_scheme scheme);
+
+/* --- Small parsers (config_values.c) --- */
+/* "4GiB", "512M", "1.5g", "1073741824" -> bytes. Suffixes K, M, G, T (optionally with i and/or B,
+ * any case) are powers of 1024. */
+int qs_parse_bytes(const char *s, size_t *out);
+/* "true/false/1/0/yes/no/on/off" (any case) -> bool; -1 if none of those. */
+int qs_parse_bool(const char *s, bool *out);
+const char *qs_device_choice_name(qs_device_choice d);
+/* Levenshtein distance (case-insensitive, '-' == '_'), for "did you mean" suggestions. */
+int qs_edit_distance(const char *a, const char *b);
+int qs_device_choice_from_name(const char *s, qs_device_choice *out); /* -1 if unknown */
 
 #endif

@@ -1,0 +1,27 @@
+/* qs_cuda.h — the plain-C door to the CUDA runtime for device discovery: how many GPUs the driver
+ * shows and what one of them is (name, compute capability, SM count, memory). Host code never
+ * includes CUDA headers; it calls these (built from cuda/device_query.cu only when nvcc is found,
+ * QS_HAVE_CUDA). Nothing here aborts: no driver or no GPU is simply 0 devices. */
+#ifndef QS_CUDA_H
+#define QS_CUDA_H
+
+#include "registry/kernel.h"
+#include "util/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Number of CUDA devices usable by this process; 0 when there is no driver, no GPU, or the driver
+ * is older than the runtime (the reason is kept for qs_cuda_unavailable_reason). */
+int qs_cuda_device_count(void);
+/* Why qs_cuda_device_count returned 0 ("CUDA driver: no CUDA-capable device is detected"), or "". */
+const char *qs_cuda_unavailable_reason(void);
+/* Fills caps (platform CUDA, name, compute capability, SM count, total memory) for a device. */
+int qs_cuda_device_caps(int ordinal, qs_device_caps *caps, qs_err *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

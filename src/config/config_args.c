@@ -1,0 +1,164 @@
+/* config_args.c — fills struct qs_config from, in rising priority: defaults and the environment,
+ * the YAML file of --config, the command line. Flags are looked up in the option table
+ * (config_options.c); an unknown flag is an error with close matches or the list of flags.
+ * Within the command line, --kernel-config is applied before --linear-backend / --moe-backend /
+ * --batch-invariant so an explicit flag overrides the JSON (as in vLLM). The result is validated
+ * as a whole at the end (ranges, tensor parallelism, backend names). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config/config.h"
+#include "registry/registry.h"
+
+void qs_config_defaults(qs_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    snprintf(cfg->host, sizeof cfg->host, "0.0.0.0");
+    cfg->port = 8000;
+    cfg->max_num_seqs = 0;
+    cfg->max_num_queued_reqs = 1024;
+    cfg->gpu_memory_utilization = 0.9;
+    cfg->device = QS_DEVICE_AUTO;
+    cfg->tensor_parallel_size = 1;
+    qs_kernel_config_defaults(&cfg->kernels);
+}
+
+int qs_config_max_num_seqs(const qs_config *cfg, bool on_cuda)
+{
+    if (cfg->max_num_seqs > 0)
+        return cfg->max_num_seqs;
+    return on_cuda ? 256 : 16;
+}
+
+/* One pass over argv. apply_kernel_config selects which options this pass applies: the
+ * --kernel-config ones (pass 1) or all the others and the positional MODEL_DIR (pass 2). */
+static int cli_pass(int argc, char **argv, qs_config *cfg, bool kernel_config_pass, qs_err *err)
+{
+    int positional = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            cfg->help_requested = true;
+            continue;
+        }
+        if (a[0] != '-' || !a[1]) {
+            if (kernel_config_pass)
+                continue;
+            if (positional++)
+                return qs_errf(err, "unexpected argument '%s' (MODEL_DIR is already '%s')", a, cfg->model_dir);
+            if (strlen(a) >= sizeof cfg->model_dir)
+                return qs_errf(err, "MODEL_DIR '%.40s...' is too long", a);
+            snprintf(cfg->model_dir, sizeof cfg->model_dir, "%s", a);
+            continue;
+        }
+        if (a[1] != '-') {
+            char hint[1024];
+            qs_config_suggest(a + 1, hint, sizeof hint);
+            return qs_errf(err, "unknown option '%s'; %s", a, hint);
+        }
+        char name[96];
+        snprintf(name, sizeof name, "%s", a + 2);
+        const char *eq = strchr(a, '=');
+        if (eq && (size_t)(eq - (a + 2)) < sizeof name)
+            name[eq - (a + 2)] = '\0';
+        const qs_option *opt = qs_config_find_option(name);
+        if (!opt) {
+            char hint[1024];
+            qs_config_suggest(name, hint, sizeof hint);
+            return qs_errf(err, "unknown option '--%s'; %s", name, hint);
+        }
+        const char *value = eq ? eq + 1 : NULL;
+        bool bare = opt->type == QS_OPT_BOOL || opt->type == QS_OPT_IGNORED_FLAG;
+        if (!value && !bare) {
+            if (i + 1 >= argc)
+                return qs_errf(err, "--%s needs a value (%s)", opt->name, opt->metavar ? opt->metavar : "VALUE");
+            value = argv[++i];
+        }
+        if (opt->type == QS_OPT_CONFIG_FILE || (opt->type == QS_OPT_KERNEL_CONFIG) != kernel_config_pass)
+            continue;
+        char source[128];
+        snprintf(source, sizeof source, "--%s", opt->name);
+        if (qs_config_set_option(cfg, opt, value, source, err))
+            return -1;
+    }
+    return 0;
+}
+
+/* Finds --config FILE (or --config=FILE) in argv; NULL if absent. */
+static int find_config_file(int argc, char **argv, const char **path, qs_err *err)
+{
+    *path = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--config")) {
+            if (i + 1 >= argc)
+                return qs_errf(err, "--config needs a value (FILE.yaml)");
+            *path = argv[++i];
+        } else if (!strncmp(a, "--config=", 9)) {
+            *path = a + 9;
+        } else if (a[0] == '-' && a[1] == '-') {
+            /* Skip the value of a valued option so `--served-model-name --config` is not misread. */
+            const qs_option *opt = qs_config_find_option(a);
+            if (opt && !strchr(a, '=') && opt->type != QS_OPT_BOOL && opt->type != QS_OPT_IGNORED_FLAG)
+                i++;
+        }
+    }
+    return 0;
+}
+
+static int validate(qs_config *cfg, qs_err *err)
+{
+    if (cfg->tensor_parallel_size > 1)
+        return qs_errf(err,
+                       "--tensor-parallel-size %d: tensor parallelism is not supported yet; run on one GPU "
+                       "(--tensor-parallel-size 1)",
+                       cfg->tensor_parallel_size);
+    if (cfg->tensor_parallel_size < 1)
+        return qs_errf(err, "--tensor-parallel-size: must be at least 1, got %d", cfg->tensor_parallel_size);
+    if (cfg->port < 0 || cfg->port > 65535)
+        return qs_errf(err, "--port: %d is not a TCP port (0-65535)", cfg->port);
+    if (cfg->max_model_len < 0)
+        return qs_errf(err, "--max-model-len: must be positive, got %d", cfg->max_model_len);
+    if (cfg->max_num_seqs < 0)
+        return qs_errf(err, "--max-num-seqs: must be positive, got %d", cfg->max_num_seqs);
+    if (cfg->max_num_batched_tokens < 0)
+        return qs_errf(err, "--max-num-batched-tokens: must be positive, got %d", cfg->max_num_batched_tokens);
+    if (cfg->max_num_queued_reqs < 1)
+        return qs_errf(err, "--max-num-queued-reqs: must be at least 1, got %d", cfg->max_num_queued_reqs);
+    if (!(cfg->gpu_memory_utilization > 0 && cfg->gpu_memory_utilization <= 1))
+        return qs_errf(err, "--gpu-memory-utilization: must be in (0, 1], got %g", cfg->gpu_memory_utilization);
+    if (cfg->threads < 0)
+        return qs_errf(err, "--threads: must be 0 (every core) or more, got %d", cfg->threads);
+    if (cfg->max_num_batched_tokens > 0 && cfg->max_num_batched_tokens < cfg->max_num_seqs)
+        return qs_errf(err, "--max-num-batched-tokens (%d) must be at least --max-num-seqs (%d)",
+                       cfg->max_num_batched_tokens, cfg->max_num_seqs);
+    if (qs_registry_check_kernel_config(&cfg->kernels, err))
+        return -1;
+    if (!cfg->help_requested && !cfg->model_dir[0])
+        return qs_errf(err, "missing MODEL_DIR (usage: qserve serve MODEL_DIR [options]; see --help)");
+    if (!cfg->served_model_name[0])
+        snprintf(cfg->served_model_name, sizeof cfg->served_model_name, "%s", cfg->model_dir);
+    return 0;
+}
+
+int qs_config_parse_args(int argc, char **argv, qs_config *cfg, qs_err *err)
+{
+    qs_config_defaults(cfg);
+    const char *key = getenv("QSERVE_API_KEY");
+    if (key && *key)
+        snprintf(cfg->api_key, sizeof cfg->api_key, "%s", key);
+    if (qs_kernel_config_apply_env(&cfg->kernels, err))
+        return -1;
+    const char *yaml = NULL;
+    if (find_config_file(argc, argv, &yaml, err))
+        return -1;
+    if (yaml) {
+        if (qs_config_load_yaml(yaml, cfg, err))
+            return -1;
+        snprintf(cfg->config_file, sizeof cfg->config_file, "%s", yaml);
+    }
+    if (cli_pass(argc, argv, cfg, true, err) || cli_pass(argc, argv, cfg, false, err))
+        return -1;
+    return validate(cfg, err);
+}

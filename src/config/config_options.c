@@ -1,0 +1,259 @@
+/* config_options.c — the one table of serve options. Each row names a flag as vLLM users type it,
+ * its type, the qs_config field it fills and its help. The CLI parser, the YAML loader, --help and
+ * docs/cli.md all come from this table, so a flag cannot exist in one place and not another. */
+#include <errno.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config/config.h"
+#include "registry/registry.h"
+#include "util/log.h"
+
+#define F(field) offsetof(qs_config, field), sizeof(((qs_config *)0)->field)
+#define NOF 0, 0
+
+static const qs_option OPTIONS[] = {
+    {"config", QS_OPT_CONFIG_FILE, NOF, "FILE.yaml",
+     "read options from a YAML file (keys are these flag names); flags on the command line override it"},
+    {"model", QS_OPT_STRING, F(model_dir), "DIR", "model directory (same as the positional MODEL_DIR)"},
+    {"host", QS_OPT_STRING, F(host), "HOST", "address to listen on (default 0.0.0.0)"},
+    {"port", QS_OPT_INT, F(port), "PORT", "port to listen on (default 8000)"},
+    {"served-model-name", QS_OPT_STRING, F(served_model_name), "NAME",
+     "model name in the API (default: MODEL_DIR as given)"},
+    {"api-key", QS_OPT_STRING, F(api_key), "KEY",
+     "require 'Authorization: Bearer KEY' on /v1 requests (or set QSERVE_API_KEY)"},
+    {"max-model-len", QS_OPT_INT, F(max_model_len), "N", "context length limit (default: the model's)"},
+    {"max-num-seqs", QS_OPT_INT, F(max_num_seqs), "N", "sequences batched together at most (default 256, CPU 16)"},
+    {"max-num-batched-tokens", QS_OPT_INT, F(max_num_batched_tokens), "N",
+     "tokens processed in one engine step at most (default: automatic)"},
+    {"max-num-queued-reqs", QS_OPT_INT, F(max_num_queued_reqs), "N",
+     "requests waiting for a slot at most before new ones get 503 (default 1024)"},
+    {"gpu-memory-utilization", QS_OPT_DOUBLE, F(gpu_memory_utilization), "FRACTION",
+     "share of GPU memory for weights, activations and KV cache, in (0, 1] (default 0.9)"},
+    {"kv-cache-memory", QS_OPT_BYTES, F(kv_cache_memory), "BYTES",
+     "KV cache size, e.g. 4GiB, 512M or a byte count (default: from --gpu-memory-utilization; CPU 1GiB)"},
+    {"seed", QS_OPT_LLONG, F(seed), "N", "default sampling seed (default 0)"},
+    {"device", QS_OPT_DEVICE, F(device), "auto|cpu|cuda",
+     "where to run: auto = CUDA GPU 0 if there is one, else CPU (default auto)"},
+    {"quantization", QS_OPT_QUANTIZATION, F(quantization), "fp8",
+     "quantize a BF16 checkpoint to FP8 while loading (quantized checkpoints are detected from config.json)"},
+    {"threads", QS_OPT_INT, F(threads), "N", "CPU threads (default 0 = every core)"},
+    {"tensor-parallel-size", QS_OPT_INT, F(tensor_parallel_size), "N",
+     "GPUs to split the model over; only 1 is supported yet"},
+    {"linear-backend", QS_OPT_BACKEND, F(kernels.linear_backend), "NAME",
+     "kernel for linear layers: auto, cublaslt, marlin, emulation, reference (default auto)"},
+    {"moe-backend", QS_OPT_BACKEND, F(kernels.moe_backend), "NAME",
+     "kernel for MoE experts: auto, cublaslt, marlin, emulation, reference (default auto)"},
+    {"kernel-config", QS_OPT_KERNEL_CONFIG, F(kernels), "JSON",
+     "kernel settings as JSON: linear_backend, moe_backend, linear_backend_per_quant {scheme: backend}, "
+     "batch_invariant, disabled_kernels"},
+    {"batch-invariant", QS_OPT_BOOL, F(kernels.batch_invariant), NULL,
+     "only use kernels whose results do not depend on batching (or set QSERVE_BATCH_INVARIANT=1)"},
+    {"disabled-kernels", QS_OPT_NAME_LIST, F(kernels.disabled_kernels), "A,B",
+     "never use these kernels (added to QSERVE_DISABLED_KERNELS)"},
+    /* vLLM flags that mean nothing here: accepted so vLLM command lines and eval configs run. */
+    {"enforce-eager", QS_OPT_IGNORED_FLAG, NOF, NULL, "vLLM flag, ignored (qserve has no CUDA graphs to disable)"},
+    {"trust-remote-code", QS_OPT_IGNORED_FLAG, NOF, NULL, "vLLM flag, ignored (qserve runs no model code)"},
+    {"disable-uvicorn-access-log", QS_OPT_IGNORED_FLAG, NOF, NULL, "vLLM flag, ignored"},
+    {"disable-log-requests", QS_OPT_IGNORED_FLAG, NOF, NULL, "vLLM flag, ignored"},
+    {"disable-log-stats", QS_OPT_IGNORED_FLAG, NOF, NULL, "vLLM flag, ignored"},
+    {"enable-chunked-prefill", QS_OPT_IGNORED_FLAG, NOF, NULL, "vLLM flag, ignored (chunked prefill is always on)"},
+    {"enable-prefix-caching", QS_OPT_IGNORED_FLAG, NOF, NULL, "vLLM flag, ignored"},
+    {"no-enable-prefix-caching", QS_OPT_IGNORED_FLAG, NOF, NULL, "vLLM flag, ignored"},
+    {"dtype", QS_OPT_IGNORED, NOF, "auto", "vLLM flag, ignored (activations are BF16 on CUDA, F32 on CPU)"},
+    {"kv-cache-dtype", QS_OPT_IGNORED, NOF, "auto", "vLLM flag, ignored"},
+    {"load-format", QS_OPT_IGNORED, NOF, "auto", "vLLM flag, ignored (safetensors only)"},
+    {"block-size", QS_OPT_IGNORED, NOF, "N", "vLLM flag, ignored (KV blocks hold 16 tokens)"},
+    {"swap-space", QS_OPT_IGNORED, NOF, "GiB", "vLLM flag, ignored"},
+    {"uvicorn-log-level", QS_OPT_IGNORED, NOF, "LEVEL", "vLLM flag, ignored (use QSERVE_LOG_LEVEL)"},
+    {"distributed-executor-backend", QS_OPT_IGNORED, NOF, "NAME", "vLLM flag, ignored"},
+};
+#define N_OPTIONS (sizeof OPTIONS / sizeof OPTIONS[0])
+
+const qs_option *qs_config_options(size_t *count)
+{
+    *count = N_OPTIONS;
+    return OPTIONS;
+}
+
+/* Compares an option name with user text where '-' and '_' are the same letter. */
+static int same_name(const char *opt, const char *text)
+{
+    for (; *opt && *text; opt++, text++) {
+        char a = *opt == '_' ? '-' : *opt, b = *text == '_' ? '-' : *text;
+        if (a != b)
+            return 0;
+    }
+    return *opt == *text;
+}
+
+const qs_option *qs_config_find_option(const char *name)
+{
+    if (!name)
+        return NULL;
+    while (*name == '-')
+        name++;
+    for (size_t i = 0; i < N_OPTIONS; i++)
+        if (same_name(OPTIONS[i].name, name))
+            return &OPTIONS[i];
+    return NULL;
+}
+
+void qs_config_suggest(const char *unknown, char *buf, size_t cap)
+{
+    while (*unknown == '-')
+        unknown++;
+    char name[96];
+    snprintf(name, sizeof name, "%s", unknown);
+    name[strcspn(name, "=")] = '\0';
+    size_t len = 0;
+    int found = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < N_OPTIONS && len < cap; i++) {
+        const char *o = OPTIONS[i].name;
+        int d = qs_edit_distance(name, o);
+        int close = d <= 2 || (strlen(name) >= 4 && (strstr(o, name) || strstr(name, o)));
+        if (!close)
+            continue;
+        len += (size_t)snprintf(buf + len, cap - len, "%s--%s", found++ ? ", " : "did you mean ", o);
+    }
+    if (found) {
+        if (len < cap)
+            snprintf(buf + len, cap - len, "?");
+        return;
+    }
+    len = (size_t)snprintf(buf, cap, "valid flags:");
+    for (size_t i = 0; i < N_OPTIONS && len < cap; i++)
+        len += (size_t)snprintf(buf + len, cap - len, " --%s", OPTIONS[i].name);
+}
+
+static int parse_int(const char *source, const char *v, long long lo, long long hi, long long *out, qs_err *err)
+{
+    char *end;
+    errno = 0;
+    long long x = strtoll(v ? v : "", &end, 10);
+    if (!v || errno || end == v || *end)
+        return qs_errf(err, "%s: expected an integer, got '%s'", source, v ? v : "");
+    if (x < lo || x > hi)
+        return qs_errf(err, "%s: %lld is out of range [%lld, %lld]", source, x, lo, hi);
+    *out = x;
+    return 0;
+}
+
+int qs_config_set_option(qs_config *cfg, const qs_option *opt, const char *value, const char *source, qs_err *err)
+{
+    char *field = (char *)cfg + opt->offset;
+    if (!value && opt->type != QS_OPT_BOOL && opt->type != QS_OPT_IGNORED_FLAG)
+        return qs_errf(err, "%s needs a value (%s)", source, opt->metavar ? opt->metavar : "VALUE");
+    switch (opt->type) {
+    case QS_OPT_STRING:
+        if (strlen(value) >= opt->size)
+            return qs_errf(err, "%s: value is longer than %zu characters", source, opt->size - 1);
+        memcpy(field, value, strlen(value) + 1);
+        return 0;
+    case QS_OPT_QUANTIZATION: {
+        char q[32];
+        snprintf(q, sizeof q, "%s", value);
+        qs_normalize_name(q);
+        if (strcmp(q, "fp8") && strcmp(q, "none") && q[0])
+            return qs_errf(err,
+                           "%s: unknown quantization '%s'; qserve can only quantize online to 'fp8' "
+                           "(FP8 and NVFP4 checkpoints are recognised from their config.json)",
+                           source, value);
+        snprintf(field, opt->size, "%s", strcmp(q, "none") ? q : "");
+        return 0;
+    }
+    case QS_OPT_INT: {
+        long long x;
+        if (parse_int(source, value, INT_MIN, INT_MAX, &x, err))
+            return -1;
+        *(int *)field = (int)x;
+        return 0;
+    }
+    case QS_OPT_LLONG: {
+        long long x;
+        if (parse_int(source, value, LLONG_MIN, LLONG_MAX, &x, err))
+            return -1;
+        *(long long *)field = x;
+        return 0;
+    }
+    case QS_OPT_DOUBLE: {
+        char *end;
+        errno = 0;
+        double x = strtod(value, &end);
+        if (errno || end == value || *end)
+            return qs_errf(err, "%s: expected a number, got '%s'", source, value);
+        *(double *)field = x;
+        return 0;
+    }
+    case QS_OPT_BYTES:
+        if (qs_parse_bytes(value, (size_t *)field))
+            return qs_errf(err, "%s: expected a size such as 4GiB, 512M or 1073741824, got '%s'", source, value);
+        return 0;
+    case QS_OPT_BOOL:
+        if (!value) {
+            *(bool *)field = true;
+            return 0;
+        }
+        if (qs_parse_bool(value, (bool *)field))
+            return qs_errf(err, "%s: expected true or false, got '%s'", source, value);
+        return 0;
+    case QS_OPT_DEVICE:
+        if (qs_device_choice_from_name(value, (qs_device_choice *)field))
+            return qs_errf(err, "%s: unknown device '%s'; expected auto, cpu or cuda", source, value);
+        return 0;
+    case QS_OPT_BACKEND: {
+        char name[QS_NAME_MAX];
+        if (strlen(value) >= sizeof name)
+            return qs_errf(err, "%s: backend name '%.32s...' is too long", source, value);
+        snprintf(name, sizeof name, "%s", value);
+        qs_normalize_name(name);
+        bool moe = opt->offset == offsetof(qs_config, kernels.moe_backend);
+        if (qs_registry_check_backend_name(name, moe ? QS_KIND_MOE : QS_KIND_LINEAR, source, err))
+            return -1;
+        memcpy(field, name, sizeof name);
+        return 0;
+    }
+    case QS_OPT_NAME_LIST:
+        return qs_kernel_config_add_disabled(&cfg->kernels, value, source, err);
+    case QS_OPT_KERNEL_CONFIG:
+        return qs_kernel_config_apply_json(&cfg->kernels, value, err);
+    case QS_OPT_CONFIG_FILE:
+        return qs_errf(err, "%s: a config file cannot name another config file", source);
+    case QS_OPT_IGNORED:
+        qs_info("ignoring vLLM option --%s %s: it has no meaning in qserve", opt->name, value);
+        return 0;
+    case QS_OPT_IGNORED_FLAG:
+        qs_info("ignoring vLLM option --%s: it has no meaning in qserve", opt->name);
+        return 0;
+    }
+    return qs_errf(err, "%s: unhandled option type", source);
+}
+
+void qs_config_print_help(FILE *out)
+{
+    fprintf(out, "usage: qserve [serve] MODEL_DIR [options]\n\n"
+                 "Serves MODEL_DIR over an OpenAI-compatible HTTP API. Options come from, in rising\n"
+                 "priority: defaults, the environment, --config FILE.yaml, the command line.\n"
+                 "Write --flag VALUE or --flag=VALUE; names and backend values accept '-' or '_'.\n\n"
+                 "options:\n");
+    for (size_t i = 0; i < N_OPTIONS; i++) {
+        const qs_option *o = &OPTIONS[i];
+        char lhs[96];
+        snprintf(lhs, sizeof lhs, "--%s%s%s", o->name, o->metavar ? " " : "", o->metavar ? o->metavar : "");
+        if (strlen(lhs) > 30)
+            fprintf(out, "  %s\n  %-30s %s\n", lhs, "", o->help);
+        else
+            fprintf(out, "  %-30s %s\n", lhs, o->help);
+    }
+    fprintf(out, "  %-30s %s\n", "-h, --help", "show this help");
+    fprintf(out, "\nenvironment:\n"
+                 "  QSERVE_API_KEY=KEY             same as --api-key\n"
+                 "  QSERVE_DISABLED_KERNELS=A,B    never use these kernels\n"
+                 "  QSERVE_BATCH_INVARIANT=1       same as --batch-invariant\n"
+                 "  QSERVE_LOG_LEVEL=debug|info|warn|error\n"
+                 "\nsee docs/cli.md (options, YAML format) and docs/backends.md (kernel selection).\n");
+}

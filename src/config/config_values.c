@@ -1,0 +1,122 @@
+/* config_values.c — the small value parsers every config source shares (sizes like "4GiB",
+ * booleans, device names) plus name normalisation, so CLI, YAML and JSON agree on spelling. */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "config/config.h"
+
+void qs_normalize_name(char *s)
+{
+    for (; s && *s; s++)
+        *s = *s == '-' ? '_' : (char)tolower((unsigned char)*s);
+}
+
+int qs_parse_bytes(const char *s, size_t *out)
+{
+    if (!s || !*s)
+        return -1;
+    while (isspace((unsigned char)*s))
+        s++;
+    if (*s == '-' || *s == '+')
+        return -1;
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || !isfinite(v) || v < 0)
+        return -1;
+    while (isspace((unsigned char)*end))
+        end++;
+    double mult = 1;
+    switch (tolower((unsigned char)*end)) {
+    case 'k': mult = 1024.0; end++; break;
+    case 'm': mult = 1024.0 * 1024; end++; break;
+    case 'g': mult = 1024.0 * 1024 * 1024; end++; break;
+    case 't': mult = 1024.0 * 1024 * 1024 * 1024; end++; break;
+    default: break;
+    }
+    if (mult > 1 && tolower((unsigned char)*end) == 'i')
+        end++;
+    if (tolower((unsigned char)*end) == 'b')
+        end++;
+    if (*end)
+        return -1;
+    double bytes = v * mult;
+    if (bytes >= 18446744073709551615.0 || bytes != floor(bytes))
+        return -1;
+    *out = (size_t)bytes;
+    return 0;
+}
+
+int qs_parse_bool(const char *s, bool *out)
+{
+    static const char *yes[] = {"true", "1", "yes", "on"}, *no[] = {"false", "0", "no", "off"};
+    if (!s)
+        return -1;
+    for (size_t i = 0; i < 4; i++) {
+        if (!strcasecmp(s, yes[i])) {
+            *out = true;
+            return 0;
+        }
+        if (!strcasecmp(s, no[i])) {
+            *out = false;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+const char *qs_device_choice_name(qs_device_choice d)
+{
+    switch (d) {
+    case QS_DEVICE_CPU: return "cpu";
+    case QS_DEVICE_CUDA: return "cuda";
+    default: return "auto";
+    }
+}
+
+int qs_device_choice_from_name(const char *s, qs_device_choice *out)
+{
+    if (!s)
+        return -1;
+    if (!strcasecmp(s, "auto"))
+        *out = QS_DEVICE_AUTO;
+    else if (!strcasecmp(s, "cpu"))
+        *out = QS_DEVICE_CPU;
+    else if (!strcasecmp(s, "cuda") || !strcasecmp(s, "gpu"))
+        *out = QS_DEVICE_CUDA;
+    else
+        return -1;
+    return 0;
+}
+
+static int fold(char c) { return c == '-' ? '_' : tolower((unsigned char)c); }
+
+int qs_edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 63 || lb > 63)
+        return 64;
+    int row[64];
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = (int)j;
+    for (size_t i = 1; i <= la; i++) {
+        int diag = row[0];
+        row[0] = (int)i;
+        for (size_t j = 1; j <= lb; j++) {
+            int up = row[j];
+            int best = diag + (fold(a[i - 1]) != fold(b[j - 1]));
+            if (up + 1 < best)
+                best = up + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[lb];
+}

@@ -1,0 +1,121 @@
+/* registry_list.c — what the registry holds: the descriptors linked into this binary and the
+ * priority lists per (platform, layer kind, scheme) from ../shared/BACKENDS.md. Lists name
+ * kernels rather than point at them, so a kernel joins by adding its descriptor to KERNELS below
+ * and its name to a list; a listed name whose descriptor is not linked in is refused at selection
+ * time with "not built into this binary" (the CUDA descriptors arrive that way, one by one). */
+#include <string.h>
+
+#include "registry/registry.h"
+
+#include "cpu/reference_kernels.h"
+
+/* The reference MoE descriptor is being written (src/cpu); until it is linked in, the weak
+ * reference leaves a NULL entry and MoE layers on CPU are refused as "not built into this binary". */
+extern const qs_kernel qs_kernel_reference_moe __attribute__((weak));
+
+/* Every descriptor built in. CUDA kernels add `&qs_kernel_<name>_linear` / `_moe` inside the
+ * QS_HAVE_CUDA block (declared in cuda/qs_cuda.h). */
+static const qs_kernel *const KERNELS[] = {
+    &qs_kernel_reference_linear,
+    &qs_kernel_reference_moe,
+#ifdef QS_HAVE_CUDA
+    /* CUDA descriptors go here, e.g. &qs_kernel_marlin_linear. */
+#endif
+    NULL,
+};
+
+static const qs_kernel *const *g_test_kernels;
+static int g_test_count;
+
+void qs_registry_set_test_kernels(const qs_kernel *const *kernels, int count)
+{
+    g_test_kernels = kernels;
+    g_test_count = kernels ? count : 0;
+}
+
+const qs_kernel *const *qs_registry_kernels(int *count)
+{
+    if (g_test_kernels) {
+        *count = g_test_count;
+        return g_test_kernels;
+    }
+    /* Weak entries not linked in are NULL: hand out the table without them. */
+    static const qs_kernel *linked[sizeof KERNELS / sizeof KERNELS[0]];
+    int n = 0;
+    for (size_t i = 0; i < sizeof KERNELS / sizeof KERNELS[0]; i++)
+        if (KERNELS[i])
+            linked[n++] = KERNELS[i];
+    *count = n;
+    return linked;
+}
+
+const qs_kernel *qs_registry_find(const char *name, qs_platform platform, qs_layer_kind kind)
+{
+    int n;
+    const qs_kernel *const *all = qs_registry_kernels(&n);
+    for (int i = 0; i < n; i++)
+        if (all[i] && all[i]->platform == platform && all[i]->kind == kind && !strcmp(all[i]->name, name))
+            return all[i];
+    return NULL;
+}
+
+/* A priority list: names, first that passes wins. */
+typedef struct {
+    int n;
+    const char *names[4];
+} prio_list;
+
+#define L1(a) {1, {a}}
+#define L2(a, b) {2, {a, b}}
+#define L3(a, b, c) {3, {a, b, c}}
+
+/* CUDA linear (BACKENDS.md "CUDA priority lists"). */
+static const prio_list CUDA_LINEAR[QS_SCHEME_COUNT] = {
+    [QS_SCHEME_BF16] = L1("cublaslt"),
+    [QS_SCHEME_FP8_W8A8] = L3("cublaslt", "marlin", "emulation"),
+    [QS_SCHEME_FP8_BLOCK_W8A8] = L3("cublaslt", "marlin", "emulation"),
+    [QS_SCHEME_W8A16_FP8] = L2("marlin", "emulation"),
+    [QS_SCHEME_NVFP4_W4A4] = L3("cublaslt", "marlin", "emulation"),
+    [QS_SCHEME_NVFP4_W4A16] = L2("marlin", "emulation"),
+};
+
+/* CUDA MoE (BACKENDS.md "MoE kernels"): cublaslt first where it serves the experts (bf16, FP8
+ * W8A8), Marlin weight-only for weight-only and NVFP4 experts, emulation always last. */
+static const prio_list CUDA_MOE[QS_SCHEME_COUNT] = {
+    [QS_SCHEME_BF16] = L2("cublaslt", "emulation"),
+    [QS_SCHEME_FP8_W8A8] = L3("cublaslt", "marlin", "emulation"),
+    [QS_SCHEME_FP8_BLOCK_W8A8] = L3("cublaslt", "marlin", "emulation"),
+    [QS_SCHEME_W8A16_FP8] = L2("marlin", "emulation"),
+    [QS_SCHEME_NVFP4_W4A4] = L2("marlin", "emulation"),
+    [QS_SCHEME_NVFP4_W4A16] = L2("marlin", "emulation"),
+};
+
+static const prio_list CPU_ANY = L1("reference");
+
+/* Kernels allowed on weight-only schemes whatever the backend asks (rule 2 exception). */
+static const char *const WEIGHT_ONLY_KERNELS[] = {"marlin", "emulation", "reference"};
+
+const char *const *qs_registry_priority_list(qs_platform platform, qs_layer_kind kind, qs_scheme scheme,
+                                             int *count)
+{
+    *count = 0;
+    if ((int)scheme < 0 || scheme >= QS_SCHEME_COUNT)
+        return NULL;
+    const prio_list *l = &CPU_ANY;
+    if (platform == QS_PLATFORM_CUDA)
+        l = kind == QS_KIND_MOE ? &CUDA_MOE[scheme] : &CUDA_LINEAR[scheme];
+    *count = l->n;
+    return l->names;
+}
+
+bool qs_registry_is_weight_only_kernel(const char *name)
+{
+    for (size_t i = 0; i < sizeof WEIGHT_ONLY_KERNELS / sizeof *WEIGHT_ONLY_KERNELS; i++)
+        if (!strcmp(name, WEIGHT_ONLY_KERNELS[i]))
+            return true;
+    return false;
+}
+
+const char *qs_platform_name(qs_platform p) { return p == QS_PLATFORM_CUDA ? "cuda" : "cpu"; }
+
+const char *qs_layer_kind_name(qs_layer_kind k) { return k == QS_KIND_MOE ? "moe" : "linear"; }
