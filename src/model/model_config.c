@@ -1,0 +1,504 @@
+/* model_config.c — config.json and generation_config.json (model_config.h).
+ *
+ * One table-free reader for the six supported architectures; where they differ (defaults, MoE
+ * keys, Qwen2's implicit q/k/v bias, Qwen3's q/k norm) the code says so inline. Shape fields are
+ * required; everything else falls back to the transformers default of that architecture. JSON
+ * null counts as absent (transformers writes `"head_dim": null`, `"rope_scaling": null`). A field
+ * of the wrong type, a missing required field, an unsupported architecture or rope scaling type is
+ * an error naming the file and the field (../shared/reference/checkpoint-formats.md §7). */
+#include "model/model_config.h"
+
+#include <cjson/cJSON.h>
+#include <limits.h>
+#include <stddef.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/fileio.h"
+
+static const char *ARCH_NAMES[QS_ARCH_COUNT] = {
+    [QS_ARCH_LLAMA] = "LlamaForCausalLM",       [QS_ARCH_MISTRAL] = "MistralForCausalLM",
+    [QS_ARCH_QWEN2] = "Qwen2ForCausalLM",       [QS_ARCH_QWEN3] = "Qwen3ForCausalLM",
+    [QS_ARCH_QWEN3_MOE] = "Qwen3MoeForCausalLM", [QS_ARCH_MIXTRAL] = "MixtralForCausalLM",
+};
+
+const char *qs_arch_name(qs_arch a) { return (unsigned)a < QS_ARCH_COUNT ? ARCH_NAMES[a] : "?"; }
+
+const char *qs_supported_architectures(void)
+{
+    return "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM, "
+           "MixtralForCausalLM";
+}
+
+/* ---- typed field access --------------------------------------------------------------------- */
+
+typedef struct {
+    const char *fname;
+    qs_err *err;
+} ctx;
+
+static const char *type_of(const cJSON *v)
+{
+    if (cJSON_IsString(v)) return "a string";
+    if (cJSON_IsNumber(v)) return "a number";
+    if (cJSON_IsBool(v)) return "a boolean";
+    if (cJSON_IsArray(v)) return "an array";
+    if (cJSON_IsObject(v)) return "an object";
+    return "null";
+}
+
+/* The field, or NULL when absent or null. A key written twice takes its last value, as Python's
+ * json module (and so transformers) does. */
+static const cJSON *field(const cJSON *obj, const char *key)
+{
+    const cJSON *v = NULL;
+    for (const cJSON *c = obj ? obj->child : NULL; c; c = c->next)
+        if (c->string && !strcmp(c->string, key))
+            v = c;
+    return v && !cJSON_IsNull(v) ? v : NULL;
+}
+
+static bool is_int(const cJSON *v) { return cJSON_IsNumber(v) && v->valuedouble == floor(v->valuedouble) && fabs(v->valuedouble) <= INT_MAX; }
+
+/* An integer field: 1 found, 0 absent (and not required), -1 error. */
+static int get_int(ctx *c, const cJSON *obj, const char *prefix, const char *key, bool required, int *out)
+{
+    const cJSON *v = field(obj, key);
+    if (!v)
+        return required ? qs_errf(c->err, "%s: required field '%s%s' is missing", c->fname, prefix, key) : 0;
+    if (!is_int(v))
+        return qs_errf(c->err, "%s: field '%s%s' must be an integer, got %s", c->fname, prefix, key,
+                       cJSON_IsNumber(v) ? "a fractional or out-of-range number" : type_of(v));
+    *out = (int)v->valuedouble;
+    return 1;
+}
+
+static int get_pos_int(ctx *c, const cJSON *obj, const char *key, bool required, int *out)
+{
+    int rc = get_int(c, obj, "", key, required, out);
+    if (rc == 1 && *out <= 0)
+        return qs_errf(c->err, "%s: field '%s' must be positive, got %d", c->fname, key, *out);
+    return rc;
+}
+
+static int get_num(ctx *c, const cJSON *obj, const char *prefix, const char *key, bool required, double *out)
+{
+    const cJSON *v = field(obj, key);
+    if (!v)
+        return required ? qs_errf(c->err, "%s: required field '%s%s' is missing", c->fname, prefix, key) : 0;
+    if (!cJSON_IsNumber(v))
+        return qs_errf(c->err, "%s: field '%s%s' must be a number, got %s", c->fname, prefix, key, type_of(v));
+    *out = v->valuedouble;
+    return 1;
+}
+
+static int get_bool(ctx *c, const cJSON *obj, const char *key, bool *out)
+{
+    const cJSON *v = field(obj, key);
+    if (!v)
+        return 0;
+    if (!cJSON_IsBool(v))
+        return qs_errf(c->err, "%s: field '%s' must be true or false, got %s", c->fname, key, type_of(v));
+    *out = cJSON_IsTrue(v);
+    return 1;
+}
+
+static int get_str(ctx *c, const cJSON *obj, const char *key, char *buf, size_t cap)
+{
+    const cJSON *v = field(obj, key);
+    if (!v)
+        return 0;
+    if (!cJSON_IsString(v))
+        return qs_errf(c->err, "%s: field '%s' must be a string, got %s", c->fname, key, type_of(v));
+    if (strlen(v->valuestring) >= cap)
+        return qs_errf(c->err, "%s: field '%s' is too long (\"%.40s...\", at most %zu bytes)", c->fname, key,
+                       v->valuestring, cap - 1);
+    strcpy(buf, v->valuestring);
+    return 1;
+}
+
+/* Token ids: an integer or a list of integers (eos_token_id). */
+static int get_ids(ctx *c, const cJSON *obj, const char *key, int *ids, int *n)
+{
+    const cJSON *v = field(obj, key);
+    *n = 0;
+    if (!v)
+        return 0;
+    if (is_int(v)) {
+        ids[(*n)++] = (int)v->valuedouble;
+        return 1;
+    }
+    if (!cJSON_IsArray(v))
+        return qs_errf(c->err, "%s: field '%s' must be a token id or a list of token ids, got %s", c->fname, key,
+                       type_of(v));
+    int i = 0;
+    for (const cJSON *e = v->child; e; e = e->next, i++) {
+        if (!is_int(e) || e->valuedouble < 0)
+            return qs_errf(c->err, "%s: field '%s[%d]' must be a token id (a non-negative integer), got %s", c->fname,
+                           key, i, type_of(e));
+        if (*n == QS_MAX_EOS)
+            return qs_errf(c->err, "%s: field '%s' lists more than %d token ids", c->fname, key, QS_MAX_EOS);
+        ids[(*n)++] = (int)e->valuedouble;
+    }
+    return 1;
+}
+
+/* ---- rope ----------------------------------------------------------------------------------- */
+
+static int parse_rope(ctx *c, const cJSON *root, qs_model_config *cfg)
+{
+    const cJSON *params = field(root, "rope_parameters");
+    if (params && !cJSON_IsObject(params))
+        return qs_errf(c->err, "%s: field 'rope_parameters' must be an object, got %s", c->fname, type_of(params));
+    /* theta: top level, else rope_parameters.rope_theta, else the architecture default. */
+    int rc = get_num(c, root, "", "rope_theta", false, &cfg->rope_theta);
+    if (rc < 0 || (rc == 0 && params && get_num(c, params, "rope_parameters.", "rope_theta", false, &cfg->rope_theta) < 0))
+        return -1;
+    if (!(cfg->rope_theta > 0))
+        return qs_errf(c->err, "%s: field 'rope_theta' must be positive", c->fname);
+    /* scaling: rope_scaling, else rope_parameters (transformers v5 folds both into it). */
+    const cJSON *sc = field(root, "rope_scaling");
+    const char *where = "rope_scaling.";
+    if (sc && !cJSON_IsObject(sc))
+        return qs_errf(c->err, "%s: field 'rope_scaling' must be an object or null, got %s", c->fname, type_of(sc));
+    if (!sc) {
+        sc = params;
+        where = "rope_parameters.";
+    }
+    cfg->rope_type = QS_ROPE_DEFAULT;
+    if (!sc)
+        return 0;
+    const cJSON *ty = field(sc, "rope_type");
+    const char *tkey = "rope_type";
+    if (!ty) {
+        ty = field(sc, "type");
+        tkey = "type";
+    }
+    if (!ty)
+        return 0; /* rope_parameters with only rope_theta */
+    if (!cJSON_IsString(ty))
+        return qs_errf(c->err, "%s: field '%s%s' must be a string, got %s", c->fname, where, tkey, type_of(ty));
+    if (!strcmp(ty->valuestring, "default"))
+        return 0;
+    if (strcmp(ty->valuestring, "llama3"))
+        return qs_errf(c->err, "%s: field '%s%s': rope scaling type '%.64s' is not supported (supported: default, llama3)",
+                       c->fname, where, tkey, ty->valuestring);
+    cfg->rope_type = QS_ROPE_LLAMA3;
+    if (get_num(c, sc, where, "factor", true, &cfg->rope_factor) < 0 ||
+        get_num(c, sc, where, "low_freq_factor", true, &cfg->rope_low_freq_factor) < 0 ||
+        get_num(c, sc, where, "high_freq_factor", true, &cfg->rope_high_freq_factor) < 0 ||
+        get_int(c, sc, where, "original_max_position_embeddings", true, &cfg->rope_original_max_position) < 0)
+        return -1;
+    if (!(cfg->rope_factor > 0) || !(cfg->rope_low_freq_factor > 0) ||
+        !(cfg->rope_high_freq_factor > cfg->rope_low_freq_factor) || cfg->rope_original_max_position <= 0)
+        return qs_errf(c->err, "%s: field '%s': llama3 scaling needs factor > 0, 0 < low_freq_factor < high_freq_factor "
+                               "and original_max_position_embeddings > 0",
+                       c->fname, where);
+    return 0;
+}
+
+/* ---- config.json ---------------------------------------------------------------------------- */
+
+static int parse_moe(ctx *c, const cJSON *root, qs_model_config *cfg)
+{
+    bool qwen = cfg->arch == QS_ARCH_QWEN3_MOE;
+    /* Expert count: Qwen3-MoE writes num_experts, Mixtral num_local_experts; accept either. */
+    int rc = get_pos_int(c, root, qwen ? "num_experts" : "num_local_experts", false, &cfg->num_experts);
+    if (rc == 0)
+        rc = get_pos_int(c, root, qwen ? "num_local_experts" : "num_experts", false, &cfg->num_experts);
+    if (rc < 0)
+        return -1;
+    if (rc == 0)
+        return qs_errf(c->err, "%s: required field '%s' is missing", c->fname, qwen ? "num_experts" : "num_local_experts");
+    if (get_pos_int(c, root, "num_experts_per_tok", true, &cfg->num_experts_per_tok) < 0)
+        return -1;
+    if (cfg->num_experts_per_tok > cfg->num_experts)
+        return qs_errf(c->err, "%s: field 'num_experts_per_tok' (%d) exceeds the number of experts (%d)", c->fname,
+                       cfg->num_experts_per_tok, cfg->num_experts);
+    if (!qwen) { /* Mixtral: every layer MoE, expert width = intermediate_size, always renormalised */
+        cfg->moe_intermediate_size = cfg->intermediate_size;
+        cfg->norm_topk_prob = true;
+        cfg->decoder_sparse_step = 1;
+        return 0;
+    }
+    if (get_pos_int(c, root, "moe_intermediate_size", true, &cfg->moe_intermediate_size) < 0)
+        return -1;
+    cfg->norm_topk_prob = false; /* Qwen3MoeConfig default */
+    cfg->decoder_sparse_step = 1;
+    if (get_bool(c, root, "norm_topk_prob", &cfg->norm_topk_prob) < 0 ||
+        get_pos_int(c, root, "decoder_sparse_step", false, &cfg->decoder_sparse_step) < 0)
+        return -1;
+    const cJSON *m = field(root, "mlp_only_layers");
+    if (m) {
+        if (!cJSON_IsArray(m))
+            return qs_errf(c->err, "%s: field 'mlp_only_layers' must be a list of layer indices, got %s", c->fname, type_of(m));
+        int i = 0;
+        for (const cJSON *e = m->child; e; e = e->next, i++) {
+            if (!is_int(e) || e->valuedouble < 0 || e->valuedouble >= cfg->num_layers)
+                return qs_errf(c->err, "%s: field 'mlp_only_layers[%d]' must be a layer index in [0, %d)", c->fname, i,
+                               cfg->num_layers);
+            if (cfg->n_mlp_only_layers == (int)(sizeof cfg->mlp_only_layers / sizeof cfg->mlp_only_layers[0]))
+                return qs_errf(c->err, "%s: field 'mlp_only_layers' lists more than %zu layers", c->fname,
+                               sizeof cfg->mlp_only_layers / sizeof cfg->mlp_only_layers[0]);
+            cfg->mlp_only_layers[cfg->n_mlp_only_layers++] = (int)e->valuedouble;
+        }
+    }
+    return 0;
+}
+
+static int parse_config(ctx *c, const cJSON *root, qs_model_config *cfg)
+{
+    if (!cJSON_IsObject(root))
+        return qs_errf(c->err, "%s: not a JSON object", c->fname);
+
+    /* Architecture. */
+    const cJSON *archs = field(root, "architectures");
+    if (!archs)
+        return qs_errf(c->err, "%s: required field 'architectures' is missing (supported: %s)", c->fname,
+                       qs_supported_architectures());
+    if (!cJSON_IsArray(archs) || !cJSON_IsString(archs->child))
+        return qs_errf(c->err, "%s: field 'architectures' must be a list of class names like [\"LlamaForCausalLM\"]",
+                       c->fname);
+    const char *an = archs->child->valuestring;
+    int arch = -1;
+    for (int i = 0; i < QS_ARCH_COUNT; i++)
+        if (!strcmp(an, ARCH_NAMES[i]))
+            arch = i;
+    if (arch < 0)
+        return qs_errf(c->err, "%s: architecture '%.64s' is not supported (supported: %s)", c->fname, an,
+                       qs_supported_architectures());
+    cfg->arch = (qs_arch)arch;
+    snprintf(cfg->arch_name, sizeof cfg->arch_name, "%s", an);
+    if (get_str(c, root, "model_type", cfg->model_type, sizeof cfg->model_type) < 0)
+        return -1;
+    bool qwen2 = arch == QS_ARCH_QWEN2, qwen3 = arch == QS_ARCH_QWEN3 || arch == QS_ARCH_QWEN3_MOE;
+    bool mixtral = arch == QS_ARCH_MIXTRAL;
+
+    /* Shapes: required. */
+    if (get_pos_int(c, root, "vocab_size", true, &cfg->vocab_size) < 0 ||
+        get_pos_int(c, root, "hidden_size", true, &cfg->hidden_size) < 0 ||
+        get_pos_int(c, root, "intermediate_size", true, &cfg->intermediate_size) < 0 ||
+        get_pos_int(c, root, "num_hidden_layers", true, &cfg->num_layers) < 0 ||
+        get_pos_int(c, root, "num_attention_heads", true, &cfg->num_heads) < 0)
+        return -1;
+    int rc = get_pos_int(c, root, "num_key_value_heads", false, &cfg->num_kv_heads);
+    if (rc < 0)
+        return -1;
+    if (rc == 0)
+        cfg->num_kv_heads = cfg->num_heads;
+    if (cfg->num_heads % cfg->num_kv_heads)
+        return qs_errf(c->err, "%s: field 'num_attention_heads' (%d) is not a multiple of 'num_key_value_heads' (%d)",
+                       c->fname, cfg->num_heads, cfg->num_kv_heads);
+    rc = get_pos_int(c, root, "head_dim", false, &cfg->head_dim);
+    if (rc < 0)
+        return -1;
+    if (rc == 0) {
+        if (cfg->hidden_size % cfg->num_heads)
+            return qs_errf(c->err, "%s: field 'head_dim' is missing and hidden_size %d is not a multiple of "
+                                   "num_attention_heads %d", c->fname, cfg->hidden_size, cfg->num_heads);
+        cfg->head_dim = cfg->hidden_size / cfg->num_heads;
+    }
+    if (cfg->head_dim % 2)
+        return qs_errf(c->err, "%s: field 'head_dim' must be even for rotary embeddings, got %d", c->fname, cfg->head_dim);
+
+    /* Defaults of each transformers config class. */
+    double eps = mixtral ? 1e-5 : 1e-6;
+    cfg->rope_theta = mixtral ? 1e6 : 10000.0;
+    cfg->max_position_embeddings = arch == QS_ARCH_LLAMA ? 2048 : (arch == QS_ARCH_MISTRAL || mixtral) ? 131072 : 32768;
+    if (get_num(c, root, "", "rms_norm_eps", false, &eps) < 0 ||
+        get_pos_int(c, root, "max_position_embeddings", false, &cfg->max_position_embeddings) < 0)
+        return -1;
+    if (!(eps > 0) || eps > 1)
+        return qs_errf(c->err, "%s: field 'rms_norm_eps' must be in (0, 1], got %g", c->fname, eps);
+    cfg->rms_norm_eps = (float)eps;
+    if (parse_rope(c, root, cfg))
+        return -1;
+
+    char act[32] = "silu";
+    if (get_str(c, root, "hidden_act", act, sizeof act) < 0)
+        return -1;
+    if (strcmp(act, "silu"))
+        return qs_errf(c->err, "%s: field 'hidden_act' is '%s'; only 'silu' (SwiGLU) is supported", c->fname, act);
+
+    cfg->tie_word_embeddings = false;
+    if (get_bool(c, root, "tie_word_embeddings", &cfg->tie_word_embeddings) < 0)
+        return -1;
+    /* Qwen2 hard-codes bias=True on q/k/v; the others follow attention_bias (default false). */
+    cfg->attention_bias = qwen2;
+    if (!qwen2 && get_bool(c, root, "attention_bias", &cfg->attention_bias) < 0)
+        return -1;
+    bool mlp_bias = false;
+    if (get_bool(c, root, "mlp_bias", &mlp_bias) < 0)
+        return -1;
+    if (mlp_bias)
+        return qs_errf(c->err, "%s: field 'mlp_bias' is true; MLP biases are not supported", c->fname);
+    cfg->qk_norm = qwen3;
+
+    /* Sliding window: Mistral/Mixtral use sliding_window when set; Qwen only with use_sliding_window,
+     * and then only above max_window_layers, which qserve does not model. */
+    cfg->sliding_window = 0;
+    if (qwen2 || qwen3) {
+        bool use = false;
+        if (get_bool(c, root, "use_sliding_window", &use) < 0)
+            return -1;
+        if (use)
+            return qs_errf(c->err, "%s: field 'use_sliding_window' is true; per-layer sliding window attention "
+                                   "(max_window_layers) is not supported", c->fname);
+    } else if (arch != QS_ARCH_LLAMA) {
+        if (get_int(c, root, "", "sliding_window", false, &cfg->sliding_window) < 0)
+            return -1;
+        if (cfg->sliding_window < 0)
+            return qs_errf(c->err, "%s: field 'sliding_window' must not be negative", c->fname);
+    }
+
+    cfg->torch_dtype[0] = '\0';
+    rc = get_str(c, root, "torch_dtype", cfg->torch_dtype, sizeof cfg->torch_dtype);
+    if (rc == 0)
+        rc = get_str(c, root, "dtype", cfg->torch_dtype, sizeof cfg->torch_dtype); /* transformers v5 */
+    if (rc < 0)
+        return -1;
+
+    if (arch == QS_ARCH_QWEN3_MOE || mixtral) {
+        if (parse_moe(c, root, cfg))
+            return -1;
+    }
+
+    cfg->bos_token_id = -1;
+    if (get_int(c, root, "", "bos_token_id", false, &cfg->bos_token_id) < 0 ||
+        get_ids(c, root, "eos_token_id", cfg->eos_token_ids, &cfg->n_eos) < 0)
+        return -1;
+
+    const cJSON *q = field(root, "quantization_config");
+    if (q) {
+        if (!cJSON_IsObject(q))
+            return qs_errf(c->err, "%s: field 'quantization_config' must be an object, got %s", c->fname, type_of(q));
+        char *text = cJSON_PrintUnformatted(q);
+        cfg->quantization_config_json = text ? strdup(text) : NULL;
+        cJSON_free(text);
+        if (!cfg->quantization_config_json)
+            return qs_errf(c->err, "%s: out of memory", c->fname);
+    }
+    return 0;
+}
+
+int qs_model_config_parse(const char *json, const char *fname, qs_model_config *cfg, qs_err *err)
+{
+    memset(cfg, 0, sizeof *cfg);
+    ctx c = {fname ? fname : "config.json", err};
+    const char *at = NULL;
+    cJSON *root = cJSON_ParseWithOpts(json, &at, false);
+    if (!root)
+        return qs_errf(err, "%s: not valid JSON (error at byte %td)", c.fname, at ? at - json : (ptrdiff_t)0);
+    int rc = parse_config(&c, root, cfg);
+    cJSON_Delete(root);
+    if (rc)
+        qs_model_config_free(cfg);
+    return rc;
+}
+
+int qs_model_config_load(const char *model_dir, qs_model_config *cfg, qs_err *err)
+{
+    char path[4096];
+    char *text;
+    memset(cfg, 0, sizeof *cfg);
+    qs_path_join(path, sizeof path, model_dir, "config.json");
+    if (qs_read_file(path, &text, NULL, err))
+        return -1;
+    int rc = qs_model_config_parse(text, path, cfg, err);
+    free(text);
+    return rc;
+}
+
+void qs_model_config_free(qs_model_config *cfg)
+{
+    if (!cfg)
+        return;
+    free(cfg->quantization_config_json);
+    cfg->quantization_config_json = NULL;
+}
+
+bool qs_model_layer_is_moe(const qs_model_config *cfg, int layer)
+{
+    if (cfg->num_experts <= 0 || layer < 0 || layer >= cfg->num_layers)
+        return false;
+    for (int i = 0; i < cfg->n_mlp_only_layers; i++)
+        if (cfg->mlp_only_layers[i] == layer)
+            return false;
+    int step = cfg->decoder_sparse_step > 0 ? cfg->decoder_sparse_step : 1;
+    return (layer + 1) % step == 0;
+}
+
+/* ---- generation_config.json ----------------------------------------------------------------- */
+
+static int parse_generation(ctx *c, const cJSON *root, qs_generation_config *gen)
+{
+    if (!cJSON_IsObject(root))
+        return qs_errf(c->err, "%s: not a JSON object", c->fname);
+    int rc;
+    if (get_ids(c, root, "eos_token_id", gen->eos_token_ids, &gen->n_eos) < 0 ||
+        get_int(c, root, "", "bos_token_id", false, &gen->bos_token_id) < 0 ||
+        (rc = get_num(c, root, "", "temperature", false, &gen->temperature)) < 0)
+        return -1;
+    gen->has_temperature = rc == 1;
+    if ((rc = get_num(c, root, "", "top_p", false, &gen->top_p)) < 0)
+        return -1;
+    gen->has_top_p = rc == 1;
+    if ((rc = get_int(c, root, "", "top_k", false, &gen->top_k)) < 0)
+        return -1;
+    gen->has_top_k = rc == 1;
+    if ((rc = get_num(c, root, "", "min_p", false, &gen->min_p)) < 0)
+        return -1;
+    gen->has_min_p = rc == 1;
+    if ((rc = get_num(c, root, "", "repetition_penalty", false, &gen->repetition_penalty)) < 0)
+        return -1;
+    gen->has_repetition_penalty = rc == 1;
+    if (get_bool(c, root, "do_sample", &gen->do_sample) < 0)
+        return -1;
+    if (gen->has_temperature && gen->temperature < 0)
+        return qs_errf(c->err, "%s: field 'temperature' must not be negative", c->fname);
+    if (gen->has_top_p && !(gen->top_p > 0 && gen->top_p <= 1))
+        return qs_errf(c->err, "%s: field 'top_p' must be in (0, 1], got %g", c->fname, gen->top_p);
+    if (gen->has_min_p && !(gen->min_p >= 0 && gen->min_p <= 1))
+        return qs_errf(c->err, "%s: field 'min_p' must be in [0, 1], got %g", c->fname, gen->min_p);
+    if (gen->has_top_k && gen->top_k < 0)
+        return qs_errf(c->err, "%s: field 'top_k' must not be negative", c->fname);
+    if (gen->has_repetition_penalty && !(gen->repetition_penalty > 0))
+        return qs_errf(c->err, "%s: field 'repetition_penalty' must be positive", c->fname);
+    return 0;
+}
+
+static int generation_config_parse(const char *json, const char *fname, qs_generation_config *gen, qs_err *err)
+{
+    memset(gen, 0, sizeof *gen);
+    gen->bos_token_id = -1;
+    ctx c = {fname ? fname : "generation_config.json", err};
+    const char *at = NULL;
+    cJSON *root = cJSON_ParseWithOpts(json, &at, false);
+    if (!root)
+        return qs_errf(err, "%s: not valid JSON (error at byte %td)", c.fname, at ? at - json : (ptrdiff_t)0);
+    int rc = parse_generation(&c, root, gen);
+    cJSON_Delete(root);
+    if (rc) {
+        memset(gen, 0, sizeof *gen);
+        gen->bos_token_id = -1;
+    }
+    return rc;
+}
+
+int qs_generation_config_load(const char *model_dir, qs_generation_config *gen, qs_err *err)
+{
+    char path[4096];
+    char *text;
+    memset(gen, 0, sizeof *gen);
+    gen->bos_token_id = -1;
+    qs_path_join(path, sizeof path, model_dir, "generation_config.json");
+    if (!qs_file_exists(path))
+        return 0;
+    if (qs_read_file(path, &text, NULL, err))
+        return -1;
+    int rc = generation_config_parse(text, path, gen, err);
+    free(text);
+    return rc;
+}
