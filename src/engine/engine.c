@@ -1,0 +1,610 @@
+/* engine.c — the engine thread and its hand-offs with HTTP threads (see engine.h). The scheduler
+ * and every sequence belong to the engine thread alone; other threads only touch the inbox of
+ * submitted sequences, the list of sinks to abort and the load/stats snapshots, all under one
+ * mutex, so a forward pass never holds the lock. */
+#include "engine/engine.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/kv_cache.h"
+#include "engine/request.h"
+#include "engine/scheduler.h"
+#include "util/log.h"
+
+/* ---------------- events and sinks ---------------- */
+
+void qs_engine_event_free(qs_engine_event *ev)
+{
+    if (!ev)
+        return;
+    free(ev->text);
+    free(ev);
+}
+
+void qs_engine_event_free_list(qs_engine_event *ev)
+{
+    while (ev) {
+        qs_engine_event *next = ev->next;
+        qs_engine_event_free(ev);
+        ev = next;
+    }
+}
+
+struct qs_event_sink {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int refs;
+    qs_engine_event *head, *tail;
+};
+
+qs_event_sink *qs_event_sink_new(void)
+{
+    qs_event_sink *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&s->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    s->refs = 1;
+    return s;
+}
+
+void qs_event_sink_retain(qs_event_sink *s)
+{
+    pthread_mutex_lock(&s->mu);
+    s->refs++;
+    pthread_mutex_unlock(&s->mu);
+}
+
+void qs_event_sink_release(qs_event_sink *s)
+{
+    if (!s)
+        return;
+    pthread_mutex_lock(&s->mu);
+    int left = --s->refs;
+    pthread_mutex_unlock(&s->mu);
+    if (left)
+        return;
+    qs_engine_event_free_list(s->head);
+    pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->cv);
+    free(s);
+}
+
+void qs_event_sink_push(qs_event_sink *s, qs_engine_event *ev)
+{
+    ev->next = NULL;
+    pthread_mutex_lock(&s->mu);
+    if (s->tail)
+        s->tail->next = ev;
+    else
+        s->head = ev;
+    s->tail = ev;
+    pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
+qs_engine_event *qs_event_sink_take(qs_event_sink *s, int timeout_ms)
+{
+    pthread_mutex_lock(&s->mu);
+    if (!s->head && timeout_ms > 0) {
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_sec += timeout_ms / 1000;
+        until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        while (!s->head)
+            if (pthread_cond_timedwait(&s->cv, &s->mu, &until))
+                break;
+    }
+    qs_engine_event *list = s->head;
+    s->head = s->tail = NULL;
+    pthread_mutex_unlock(&s->mu);
+    return list;
+}
+
+const char *qs_finish_reason_name(qs_finish_reason r)
+{
+    switch (r) {
+    case QS_FINISH_STOP: return "stop";
+    case QS_FINISH_LENGTH: return "length";
+    case QS_FINISH_ABORT: return "abort";
+    case QS_FINISH_ERROR: return "error";
+    default: return "none";
+    }
+}
+
+/* ---------------- the real backend: model + KV cache ---------------- */
+
+typedef struct {
+    qs_model *model;
+    qs_kv_cache *kv;
+} model_backend;
+
+static int mb_forward(void *ctx, const qs_seq_step *steps, int n, float *logits, qs_err *err)
+{
+    model_backend *b = ctx;
+    return qs_model_forward(b->model, b->kv, steps, n, logits, err);
+}
+static int32_t mb_alloc(void *ctx) { return qs_kv_cache_alloc(((model_backend *)ctx)->kv); }
+static void mb_release(void *ctx, int32_t block) { qs_kv_cache_release(((model_backend *)ctx)->kv, block); }
+static void mb_destroy(void *ctx)
+{
+    model_backend *b = ctx;
+    qs_kv_cache_free(b->kv);
+    qs_model_free(b->model);
+    free(b);
+}
+
+int qs_engine_backend_model(qs_model *model, qs_kv_cache *kv, qs_engine_backend *out, qs_err *err)
+{
+    model_backend *b = calloc(1, sizeof *b);
+    if (!b)
+        return qs_errf(err, "out of memory");
+    b->model = model;
+    b->kv = kv;
+    *out = (qs_engine_backend){
+        .ctx = b,
+        .vocab_size = qs_model_get_config(model)->vocab_size,
+        .num_blocks = qs_kv_cache_num_blocks(kv),
+        .forward = mb_forward,
+        .alloc_block = mb_alloc,
+        .release_block = mb_release,
+        .destroy = mb_destroy,
+    };
+    return 0;
+}
+
+/* ---------------- the engine ---------------- */
+
+struct qs_engine {
+    qs_engine_options opt;
+    int32_t *eos;
+    qs_engine_backend backend;
+    qs_scheduler sched;
+    qs_sched_batch batch;
+    qs_seq_step *steps;
+    int cap_steps;
+    float *logits;
+    size_t cap_logits;
+    uint64_t next_id;
+
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    qs_seq **inbox;
+    int n_inbox, cap_inbox;
+    qs_event_sink **aborts;
+    int n_aborts, cap_aborts;
+    bool abort_all;
+    bool stopping;
+    int n_waiting_snapshot;     /* waiting in the scheduler, for the queue bound */
+    qs_engine_load load;
+    qs_engine_stats stats;
+    pthread_t thread;
+    bool thread_started;
+};
+
+static int grow_ptrs(void ***arr, int *cap, int need)
+{
+    if (need <= *cap)
+        return 0;
+    int n = *cap ? *cap * 2 : 16;
+    while (n < need)
+        n *= 2;
+    void **p = realloc(*arr, (size_t)n * sizeof *p);
+    if (!p)
+        return -1;
+    *arr = p;
+    *cap = n;
+    return 0;
+}
+
+static void *engine_main(void *arg);
+
+int qs_engine_create(const qs_engine_options *opt, const qs_engine_backend *backend, qs_engine **out, qs_err *err)
+{
+    if (opt->max_model_len <= 0)
+        return qs_errf(err, "engine: max_model_len must be positive");
+    int blocks_per_seq = (opt->max_model_len + QS_KV_BLOCK_SIZE - 1) / QS_KV_BLOCK_SIZE;
+    if (backend->num_blocks < blocks_per_seq)
+        return qs_errf(err,
+                       "the KV cache holds %d blocks (%d tokens) but one sequence of max_model_len %d needs %d; "
+                       "raise --kv-cache-memory or lower --max-model-len",
+                       backend->num_blocks, backend->num_blocks * QS_KV_BLOCK_SIZE, opt->max_model_len,
+                       blocks_per_seq);
+    qs_engine *e = calloc(1, sizeof *e);
+    if (!e)
+        return qs_errf(err, "out of memory");
+    e->opt = *opt;
+    if (e->opt.max_num_seqs <= 0)
+        e->opt.max_num_seqs = 16;
+    if (e->opt.max_num_batched_tokens <= 0)
+        e->opt.max_num_batched_tokens = 2048;
+    if (e->opt.max_num_batched_tokens < e->opt.max_num_seqs)
+        e->opt.max_num_batched_tokens = e->opt.max_num_seqs;
+    if (e->opt.max_num_queued_reqs <= 0)
+        e->opt.max_num_queued_reqs = 1024;
+    if (opt->n_eos > 0) {
+        e->eos = malloc((size_t)opt->n_eos * sizeof *e->eos);
+        if (!e->eos) {
+            free(e);
+            return qs_errf(err, "out of memory");
+        }
+        memcpy(e->eos, opt->eos_ids, (size_t)opt->n_eos * sizeof *e->eos);
+    }
+    e->opt.eos_ids = e->eos;
+    e->backend = *backend;
+    qs_scheduler_init(&e->sched, e->opt.max_num_seqs, e->opt.max_num_batched_tokens, &e->backend);
+    pthread_mutex_init(&e->mu, NULL);
+    pthread_cond_init(&e->cv, NULL);
+    qs_engine_stats_init(&e->stats);
+    e->load.num_blocks = backend->num_blocks;
+    e->load.num_free_blocks = backend->num_blocks;
+    if (opt->start_thread) {
+        if (pthread_create(&e->thread, NULL, engine_main, e)) {
+            qs_scheduler_destroy(&e->sched);
+            free(e->eos);
+            free(e);
+            return qs_errf(err, "engine: cannot start its thread");
+        }
+        e->thread_started = true;
+    }
+    *out = e;
+    return 0;
+}
+
+int qs_engine_max_model_len(const qs_engine *e) { return e->opt.max_model_len; }
+
+qs_submit_status qs_engine_submit(qs_engine *e, const qs_seq_request *reqs, int n, qs_event_sink *sink, qs_err *err)
+{
+    qs_seq **seqs = calloc((size_t)(n > 0 ? n : 1), sizeof *seqs);
+    if (!seqs) {
+        qs_errf(err, "out of memory");
+        return QS_SUBMIT_INVALID;
+    }
+    for (int i = 0; i < n; i++) {
+        if (reqs[i].n_prompt + reqs[i].max_tokens > e->opt.max_model_len) {
+            qs_errf(err,
+                    "This model's maximum context length is %d tokens. However, you requested %d tokens "
+                    "(%d in the prompt, %d in the completion). Please reduce the length of the prompt or completion.",
+                    e->opt.max_model_len, reqs[i].n_prompt + reqs[i].max_tokens, reqs[i].n_prompt,
+                    reqs[i].max_tokens);
+            goto invalid;
+        }
+        pthread_mutex_lock(&e->mu);
+        uint64_t id = e->next_id++;
+        pthread_mutex_unlock(&e->mu);
+        seqs[i] = qs_seq_new(&reqs[i], id, sink, e->opt.tokenizer, e->backend.vocab_size, (uint64_t)e->opt.seed, err);
+        if (!seqs[i])
+            goto invalid;
+    }
+    pthread_mutex_lock(&e->mu);
+    if (e->stopping) {
+        pthread_mutex_unlock(&e->mu);
+        qs_errf(err, "the server is shutting down");
+        for (int i = 0; i < n; i++)
+            qs_seq_free(seqs[i]);
+        free(seqs);
+        return QS_SUBMIT_STOPPED;
+    }
+    if (e->n_waiting_snapshot + e->n_inbox + n > e->opt.max_num_queued_reqs) {
+        int queued = e->n_waiting_snapshot + e->n_inbox;
+        pthread_mutex_unlock(&e->mu);
+        qs_errf(err, "the server is overloaded: %d requests are waiting (--max-num-queued-reqs %d); retry later",
+                queued, e->opt.max_num_queued_reqs);
+        for (int i = 0; i < n; i++)
+            qs_seq_free(seqs[i]);
+        free(seqs);
+        return QS_SUBMIT_QUEUE_FULL;
+    }
+    if (grow_ptrs((void ***)&e->inbox, &e->cap_inbox, e->n_inbox + n)) {
+        pthread_mutex_unlock(&e->mu);
+        qs_errf(err, "out of memory");
+        goto invalid;
+    }
+    for (int i = 0; i < n; i++)
+        e->inbox[e->n_inbox++] = seqs[i];
+    pthread_cond_signal(&e->cv);
+    pthread_mutex_unlock(&e->mu);
+    free(seqs);
+    return QS_SUBMIT_OK;
+invalid:
+    for (int i = 0; i < n; i++)
+        qs_seq_free(seqs[i]);
+    free(seqs);
+    return QS_SUBMIT_INVALID;
+}
+
+void qs_engine_abort_sink(qs_engine *e, qs_event_sink *sink)
+{
+    pthread_mutex_lock(&e->mu);
+    if (grow_ptrs((void ***)&e->aborts, &e->cap_aborts, e->n_aborts + 1) == 0) {
+        qs_event_sink_retain(sink);
+        e->aborts[e->n_aborts++] = sink;
+    } else {
+        e->abort_all = true; /* out of memory: better to drop everything than to leak a sequence */
+    }
+    pthread_cond_signal(&e->cv);
+    pthread_mutex_unlock(&e->mu);
+}
+
+void qs_engine_abort_all(qs_engine *e)
+{
+    pthread_mutex_lock(&e->mu);
+    e->abort_all = true;
+    pthread_cond_signal(&e->cv);
+    pthread_mutex_unlock(&e->mu);
+}
+
+/* Ends seq: final event (when given), stats, blocks back to the pool, freed. */
+static void finish_seq(qs_engine *e, qs_seq *seq, qs_engine_event *final_ev)
+{
+    qs_scheduler_remove(&e->sched, seq);
+    if (final_ev) {
+        pthread_mutex_lock(&e->mu);
+        if (final_ev->finish > 0 && final_ev->finish < QS_STATS_FINISH_KINDS)
+            e->stats.finished[final_ev->finish]++;
+        if (final_ev->finish != QS_FINISH_ABORT)
+            qs_histogram_observe(&e->stats.e2e, qs_now_seconds() - seq->t_arrival);
+        pthread_mutex_unlock(&e->mu);
+        qs_event_sink_push(seq->sink, final_ev);
+    }
+    qs_seq_free(seq);
+}
+
+static void abort_seq(qs_engine *e, qs_seq *seq, qs_finish_reason why, const char *error)
+{
+    finish_seq(e, seq, qs_seq_final_event(seq, why, error));
+}
+
+/* Takes the inbox and the abort requests (engine thread). */
+static void take_submissions(qs_engine *e)
+{
+    pthread_mutex_lock(&e->mu);
+    qs_seq **inbox = e->inbox;
+    int n_inbox = e->n_inbox;
+    e->inbox = NULL;
+    e->n_inbox = e->cap_inbox = 0;
+    qs_event_sink **aborts = e->aborts;
+    int n_aborts = e->n_aborts;
+    e->aborts = NULL;
+    e->n_aborts = e->cap_aborts = 0;
+    bool all = e->abort_all;
+    e->abort_all = false;
+    pthread_mutex_unlock(&e->mu);
+
+    for (int i = 0; i < n_inbox; i++)
+        if (qs_scheduler_add(&e->sched, inbox[i]))
+            abort_seq(e, inbox[i], QS_FINISH_ERROR, "out of memory queueing the request");
+    free(inbox);
+    if (n_aborts || all) {
+        /* Walk both queues; a sequence is aborted if its sink was named (or everything goes). */
+        qs_scheduler *s = &e->sched;
+        for (int pass = 0; pass < 2; pass++) {
+            qs_seq **arr = pass ? s->waiting : s->running;
+            int *n = pass ? &s->n_waiting : &s->n_running;
+            for (int i = *n - 1; i >= 0; i--) {
+                qs_seq *seq = arr[i];
+                bool hit = all;
+                for (int k = 0; k < n_aborts && !hit; k++)
+                    hit = aborts[k] == seq->sink;
+                if (hit)
+                    abort_seq(e, seq, QS_FINISH_ABORT, NULL);
+            }
+        }
+    }
+    for (int k = 0; k < n_aborts; k++)
+        qs_event_sink_release(aborts[k]);
+    free(aborts);
+}
+
+static void publish_load(qs_engine *e)
+{
+    pthread_mutex_lock(&e->mu);
+    e->load.num_running = e->sched.n_running;
+    e->load.num_waiting = e->sched.n_waiting + e->n_inbox;
+    e->load.num_free_blocks = e->sched.free_blocks;
+    e->load.num_preemptions = e->sched.preemptions;
+    e->stats.preemptions_total = (unsigned long long)e->sched.preemptions;
+    e->n_waiting_snapshot = e->sched.n_waiting;
+    pthread_mutex_unlock(&e->mu);
+}
+
+static int ensure_buffers(qs_engine *e, int n_items)
+{
+    if (n_items > e->cap_steps) {
+        qs_seq_step *p = realloc(e->steps, (size_t)n_items * sizeof *p);
+        if (!p)
+            return -1;
+        e->steps = p;
+        e->cap_steps = n_items;
+    }
+    size_t need = (size_t)n_items * (size_t)e->backend.vocab_size;
+    if (need > e->cap_logits) {
+        float *p = realloc(e->logits, need * sizeof *p);
+        if (!p)
+            return -1;
+        e->logits = p;
+        e->cap_logits = need;
+    }
+    return 0;
+}
+
+/* Masks end tokens while a sequence is below min_tokens. */
+static void mask_end_tokens(const qs_engine *e, const qs_seq *seq, float *row)
+{
+    if (seq->n_output >= seq->min_tokens)
+        return;
+    for (int i = 0; i < e->opt.n_eos && !seq->ignore_eos; i++)
+        if (e->eos[i] >= 0 && e->eos[i] < e->backend.vocab_size)
+            row[e->eos[i]] = -INFINITY;
+    for (int i = 0; i < seq->n_stop_token_ids; i++)
+        if (seq->stop_token_ids[i] >= 0 && seq->stop_token_ids[i] < e->backend.vocab_size)
+            row[seq->stop_token_ids[i]] = -INFINITY;
+}
+
+static void on_sampled(qs_engine *e, qs_seq *seq, int32_t token, const qs_token_logprobs *lp)
+{
+    double now = qs_now_seconds();
+    qs_engine_event *ev = qs_seq_on_token(seq, token, lp, e->eos, e->opt.n_eos, e->opt.max_model_len, e->opt.tokenizer);
+    pthread_mutex_lock(&e->mu);
+    e->stats.generation_tokens_total++;
+    if (seq->n_output == 1) {
+        e->stats.prompt_tokens_total += (unsigned long long)seq->n_prompt;
+        qs_histogram_observe(&e->stats.ttft, now - seq->t_arrival);
+        seq->t_first_token = now;
+    } else {
+        qs_histogram_observe(&e->stats.itl, now - seq->t_last_token);
+    }
+    pthread_mutex_unlock(&e->mu);
+    seq->t_last_token = now;
+    if (!ev) {
+        abort_seq(e, seq, QS_FINISH_ERROR, "out of memory producing output");
+        return;
+    }
+    if (ev->finish != QS_FINISH_NONE)
+        finish_seq(e, seq, ev);
+    else
+        qs_event_sink_push(seq->sink, ev);
+}
+
+int qs_engine_step(qs_engine *e)
+{
+    take_submissions(e);
+    qs_sched_batch *b = &e->batch;
+    if (qs_scheduler_schedule(&e->sched, b)) {
+        qs_error("engine: out of memory while scheduling");
+        publish_load(e);
+        return -1;
+    }
+    if (b->n_items == 0) {
+        publish_load(e);
+        return 0;
+    }
+    if (ensure_buffers(e, b->n_items)) {
+        for (int i = 0; i < b->n_items; i++)
+            abort_seq(e, b->items[i].seq, QS_FINISH_ERROR, "out of memory for the forward step");
+        publish_load(e);
+        return -1;
+    }
+    double now = qs_now_seconds();
+    for (int i = 0; i < b->n_items; i++) {
+        qs_seq *seq = b->items[i].seq;
+        if (!seq->scheduled_before) {
+            seq->scheduled_before = true;
+            pthread_mutex_lock(&e->mu);
+            qs_histogram_observe(&e->stats.queue, now - seq->t_arrival);
+            pthread_mutex_unlock(&e->mu);
+        }
+        e->steps[i] = (qs_seq_step){
+            .tokens = seq->tokens + seq->n_computed,
+            .n_tokens = b->items[i].n_new,
+            .start_pos = seq->n_computed,
+            .block_table = seq->blocks,
+            .n_blocks = seq->n_blocks,
+            .want_logits = b->items[i].want_logits,
+        };
+    }
+    qs_err err = {{0}};
+    if (e->backend.forward(e->backend.ctx, e->steps, b->n_items, e->logits, &err)) {
+        qs_error("engine: forward pass failed: %s", err.msg);
+        for (int i = 0; i < b->n_items; i++)
+            abort_seq(e, b->items[i].seq, QS_FINISH_ERROR, err.msg);
+        publish_load(e);
+        return -1;
+    }
+    int row = 0;
+    for (int i = 0; i < b->n_items; i++) {
+        qs_seq *seq = b->items[i].seq;
+        seq->n_computed += b->items[i].n_new;
+        if (!b->items[i].want_logits)
+            continue;
+        float *logits = e->logits + (size_t)row++ * (size_t)e->backend.vocab_size;
+        mask_end_tokens(e, seq, logits);
+        qs_token_logprobs lp;
+        bool want_lp = seq->sampling.logprobs >= 0;
+        int32_t token = qs_sample(&seq->sampling, seq->sampler, logits, e->backend.vocab_size, want_lp ? &lp : NULL);
+        on_sampled(e, seq, token, want_lp ? &lp : NULL);
+    }
+    publish_load(e);
+    return 1;
+}
+
+static void *engine_main(void *arg)
+{
+    qs_engine *e = arg;
+    for (;;) {
+        pthread_mutex_lock(&e->mu);
+        while (!e->stopping && e->n_inbox == 0 && e->n_aborts == 0 && !e->abort_all && e->sched.n_running == 0 &&
+               e->sched.n_waiting == 0)
+            pthread_cond_wait(&e->cv, &e->mu);
+        bool stop = e->stopping;
+        pthread_mutex_unlock(&e->mu);
+        if (stop)
+            break;
+        qs_engine_step(e);
+    }
+    return NULL;
+}
+
+void qs_engine_get_load(qs_engine *e, qs_engine_load *out)
+{
+    pthread_mutex_lock(&e->mu);
+    *out = e->load;
+    out->num_waiting = e->n_waiting_snapshot + e->n_inbox;
+    pthread_mutex_unlock(&e->mu);
+}
+
+void qs_engine_get_stats(qs_engine *e, qs_engine_stats *out)
+{
+    pthread_mutex_lock(&e->mu);
+    *out = e->stats;
+    pthread_mutex_unlock(&e->mu);
+}
+
+void qs_engine_close(qs_engine *e)
+{
+    pthread_mutex_lock(&e->mu);
+    bool was_stopping = e->stopping;
+    e->stopping = true;
+    e->abort_all = true;
+    pthread_cond_signal(&e->cv);
+    pthread_mutex_unlock(&e->mu);
+    if (was_stopping)
+        return;
+    if (e->thread_started)
+        pthread_join(e->thread, NULL);
+    e->thread_started = false;
+    /* Whatever is left gets an abort event so waiting HTTP threads return. */
+    take_submissions(e);
+    publish_load(e);
+}
+
+void qs_engine_free(qs_engine *e)
+{
+    if (!e)
+        return;
+    qs_engine_close(e);
+    take_submissions(e);
+    qs_scheduler_destroy(&e->sched);
+    qs_sched_batch_free(&e->batch);
+    if (e->backend.destroy)
+        e->backend.destroy(e->backend.ctx);
+    pthread_mutex_destroy(&e->mu);
+    pthread_cond_destroy(&e->cv);
+    free(e->inbox);
+    free(e->aborts);
+    free(e->steps);
+    free(e->logits);
+    free(e->eos);
+    free(e);
+}

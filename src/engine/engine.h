@@ -1,0 +1,147 @@
+/* engine.h — the engine: one thread that owns the model and the KV cache and steps every running
+ * sequence together (continuous batching). HTTP threads submit groups of sequences (one HTTP
+ * request = one group: n choices per prompt), and read what each sequence produces — token,
+ * released text, logprobs, finish reason — from a thread-safe event sink they wait on. A request
+ * whose client went away is aborted through its sink and its KV blocks are freed at the next step.
+ *
+ * The forward pass and the KV block pool are reached through qs_engine_backend, a table of
+ * function pointers: qs_engine_backend_model() wraps qs_model_forward + qs_kv_cache, and the
+ * scheduler unit test plugs in a deterministic fake model. */
+#ifndef QS_ENGINE_ENGINE_H
+#define QS_ENGINE_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/engine_stats.h"
+#include "engine/sampler.h"
+#include "model/model.h"
+#include "util/error.h"
+
+typedef struct qs_tokenizer qs_tokenizer;
+
+typedef enum {
+    QS_FINISH_NONE = 0,
+    QS_FINISH_STOP,    /* EOS, a stop token id or a stop string */
+    QS_FINISH_LENGTH,  /* max_tokens or max_model_len reached */
+    QS_FINISH_ABORT,   /* the client went away or the server is shutting down */
+    QS_FINISH_ERROR,   /* the forward pass failed */
+    QS_FINISH_COUNT
+} qs_finish_reason;
+
+const char *qs_finish_reason_name(qs_finish_reason r);
+
+/* --- What a sequence produces --- */
+typedef struct qs_engine_event {
+    int choice;                /* the sequence's index inside its group */
+    int32_t token;             /* the sampled token, or -1 on a final event without one */
+    char *text;                /* text released by this token (malloc'd, NUL-terminated, may be "") */
+    size_t text_len;
+    bool has_logprobs;
+    qs_token_logprobs lp;
+    qs_finish_reason finish;   /* != NONE on the sequence's last event */
+    int prompt_tokens;         /* on the last event */
+    int completion_tokens;     /* on the last event */
+    char error[256];           /* on QS_FINISH_ERROR */
+    struct qs_engine_event *next;
+} qs_engine_event;
+
+void qs_engine_event_free(qs_engine_event *ev);
+void qs_engine_event_free_list(qs_engine_event *ev);
+
+/* A queue of events shared by the engine thread and one HTTP request; reference counted (the
+ * engine holds one reference per live sequence). */
+typedef struct qs_event_sink qs_event_sink;
+qs_event_sink *qs_event_sink_new(void);
+void qs_event_sink_retain(qs_event_sink *s);
+void qs_event_sink_release(qs_event_sink *s);
+/* Appends one event (engine side). */
+void qs_event_sink_push(qs_event_sink *s, qs_engine_event *ev);
+/* Takes every queued event in order, waiting up to timeout_ms for the first one (0 = don't wait).
+ * Returns NULL when none arrived in time. */
+qs_engine_event *qs_event_sink_take(qs_event_sink *s, int timeout_ms);
+
+/* --- What a sequence asks for --- */
+typedef struct qs_seq_request {
+    const int32_t *prompt;     /* copied by submit */
+    int n_prompt;
+    qs_sampling_params sampling; /* logit_bias is copied by submit */
+    int max_tokens;            /* > 0 */
+    int min_tokens;            /* EOS / stop tokens are ignored before this many outputs */
+    bool ignore_eos;
+    const int32_t *stop_token_ids;
+    int n_stop_token_ids;
+    const char *const *stop;   /* stop strings (copied) */
+    int n_stop;
+    bool include_stop_str_in_output;
+    bool skip_special_tokens;
+    int choice;
+} qs_seq_request;
+
+/* --- The forward pass and KV pool the engine drives --- */
+typedef struct qs_engine_backend {
+    void *ctx;
+    int vocab_size;
+    int num_blocks;            /* KV blocks of QS_KV_BLOCK_SIZE positions */
+    int (*forward)(void *ctx, const qs_seq_step *steps, int n_steps, float *logits, qs_err *err);
+    int32_t (*alloc_block)(void *ctx);          /* -1 when none is free */
+    void (*release_block)(void *ctx, int32_t block);
+    void (*destroy)(void *ctx);                 /* may be NULL */
+} qs_engine_backend;
+
+/* The real backend: qs_model_forward over a KV cache of num_blocks blocks. The engine takes
+ * ownership of model and kv (freed by destroy). */
+int qs_engine_backend_model(qs_model *model, qs_kv_cache *kv, qs_engine_backend *out, qs_err *err);
+
+typedef struct qs_engine_options {
+    int max_num_seqs;           /* sequences decoded together */
+    int max_num_batched_tokens; /* tokens per forward step (prefill chunks + decodes) */
+    int max_num_queued_reqs;    /* waiting sequences beyond which submit answers QS_SUBMIT_QUEUE_FULL */
+    int max_model_len;          /* prompt + output positions per sequence */
+    uint64_t seed;              /* server seed, used by requests without their own */
+    const int32_t *eos_ids;     /* copied */
+    int n_eos;
+    const qs_tokenizer *tokenizer; /* for text and stop strings; NULL = tokens only (tests) */
+    bool start_thread;          /* false: the caller drives qs_engine_step (tests) */
+} qs_engine_options;
+
+typedef struct qs_engine qs_engine;
+
+/* Creates the engine; takes ownership of backend (destroyed by qs_engine_free). */
+int qs_engine_create(const qs_engine_options *opt, const qs_engine_backend *backend, qs_engine **out,
+                     qs_err *err);
+/* Refuses new submissions, stops the thread and aborts everything still queued or running
+ * (each sequence gets its final QS_FINISH_ABORT event). Idempotent; the engine stays valid. */
+void qs_engine_close(qs_engine *e);
+/* Closes (if not yet) and frees everything, the backend included. */
+void qs_engine_free(qs_engine *e);
+
+typedef enum { QS_SUBMIT_OK = 0, QS_SUBMIT_INVALID = -1, QS_SUBMIT_QUEUE_FULL = -2, QS_SUBMIT_STOPPED = -3 } qs_submit_status;
+/* Queues n sequences whose events go to sink. All or none are queued. */
+qs_submit_status qs_engine_submit(qs_engine *e, const qs_seq_request *reqs, int n, qs_event_sink *sink,
+                                  qs_err *err);
+/* Aborts every sequence feeding sink; their blocks are released at the next step and each gets a
+ * final QS_FINISH_ABORT event. */
+void qs_engine_abort_sink(qs_engine *e, qs_event_sink *sink);
+/* Aborts everything (shutdown). */
+void qs_engine_abort_all(qs_engine *e);
+
+/* One scheduling step (for start_thread == false): admits submissions, runs one forward pass
+ * and emits events. Returns 1 if work was done, 0 if idle, -1 on a forward error (the batch's
+ * sequences are finished with QS_FINISH_ERROR). */
+int qs_engine_step(qs_engine *e);
+
+typedef struct qs_engine_load {
+    int num_running;
+    int num_waiting;
+    int num_blocks;
+    int num_free_blocks;
+    long long num_preemptions;
+} qs_engine_load;
+void qs_engine_get_load(qs_engine *e, qs_engine_load *out);
+/* Latency histograms and token counters (engine_stats.h); copied under the engine's lock. */
+void qs_engine_get_stats(qs_engine *e, qs_engine_stats *out);
+int qs_engine_max_model_len(const qs_engine *e);
+
+#endif

@@ -1,0 +1,70 @@
+/* request.h — one sequence inside the engine: its tokens (prompt, then outputs), how many of
+ * them the KV cache already holds, its block table, sampler and detokeniser state, and the
+ * output rules (max_tokens, EOS, stop token ids, stop strings with held-back text). Private to
+ * src/engine; the scheduler moves these between its queues. */
+#ifndef QS_ENGINE_REQUEST_H
+#define QS_ENGINE_REQUEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/engine.h"
+
+typedef struct qs_decode_stream qs_decode_stream;
+
+typedef struct qs_seq {
+    uint64_t id;               /* arrival order */
+    int32_t *tokens;           /* prompt then outputs */
+    int n_tokens, cap_tokens;
+    int n_prompt;
+    int n_output;
+    int n_computed;            /* positions whose K/V are in the cache */
+    int32_t *blocks;
+    int n_blocks, cap_blocks;
+    bool scheduled_before;     /* has run at least once (for queue-time stats) */
+
+    /* parameters (owned copies) */
+    qs_sampling_params sampling;
+    qs_logit_bias *logit_bias;
+    int max_tokens, min_tokens;
+    bool ignore_eos;
+    int32_t *stop_token_ids;
+    int n_stop_token_ids;
+    char **stop;
+    int n_stop;
+    size_t max_stop_len;
+    bool include_stop_str;
+    int choice;
+
+    /* output state */
+    qs_sampler_state *sampler;
+    qs_decode_stream *decoder;
+    char *held;                /* decoded text not yet released (could start a stop string) */
+    size_t held_len, held_cap;
+    qs_event_sink *sink;
+    bool aborted;
+    qs_finish_reason finish;
+
+    double t_arrival, t_first_token, t_last_token;
+} qs_seq;
+
+/* Builds a sequence from a request (copies everything). */
+qs_seq *qs_seq_new(const qs_seq_request *r, uint64_t id, qs_event_sink *sink, const qs_tokenizer *tok,
+                   int vocab_size, uint64_t engine_seed, qs_err *err);
+void qs_seq_free(qs_seq *s);
+int qs_seq_append_token(qs_seq *s, int32_t tok);
+int qs_seq_reserve_blocks(qs_seq *s, int n);
+
+/* After sampling `token`: appends it, updates text / stop state and returns the event to send
+ * (finish set when the sequence ends). eos lists the model's end tokens; max_model_len bounds
+ * the positions. tok may be NULL (no text, no stop strings). */
+qs_engine_event *qs_seq_on_token(qs_seq *s, int32_t token, const qs_token_logprobs *lp, const int32_t *eos,
+                                 int n_eos, int max_model_len, const qs_tokenizer *tok);
+/* A final event for a sequence ending without a new token (abort, error): flushes held text
+ * unless aborting. */
+qs_engine_event *qs_seq_final_event(qs_seq *s, qs_finish_reason why, const char *error);
+
+double qs_now_seconds(void);
+
+#endif
