@@ -8,6 +8,7 @@
 #include "model/model.h"
 #include "model/safetensors.h"
 #include "ops/ops.h"
+#include "quant/quant_config.h"
 #include "registry/registry.h"
 
 typedef struct qs_linear {
@@ -53,6 +54,8 @@ struct qs_model {
     qs_device_caps dev;
     const qs_ops *ops;
     qs_checkpoint *ck;
+    qs_quant_config qc;         /* parsed quantization_config (method NONE when absent) */
+    bool has_qc;
     void *embed;                /* [vocab, hidden] */
     void *final_norm;
     void *inv_freq;             /* [head_dim / 2] float32 */

@@ -13,7 +13,7 @@
 
 static int linear_desc(qs_model *m, const char *module, int64_t n, int64_t k, bool bias, qs_linear *l, qs_err *err)
 {
-    if (qs_weights_linear_desc(m->ck, module, n, k, bias, &l->desc, err) != 0)
+    if (qs_weights_linear_desc(m->ck, m->has_qc ? &m->qc : NULL, module, n, k, bias, &l->desc, err) != 0)
         return -1;
     if (l->desc.bias) {
         /* biases are added by the ops after the kernel, so every kernel sees the same contract */
@@ -98,13 +98,13 @@ static int load_moe(qs_model *m, int i, qs_layer *L, qs_err *err)
         return qs_errf(err, "out of memory for %d experts of layer %d", E, i);
     for (int e = 0; e < E; e++) {
         snprintf(name, sizeof(name), "model.layers.%d.%s.experts.%d.%s", i, block, e, gn);
-        if (qs_weights_linear_desc(m->ck, name, I, H, false, &moe->gate[e], err))
+        if (qs_weights_linear_desc(m->ck, m->has_qc ? &m->qc : NULL, name, I, H, false, &moe->gate[e], err))
             return -1;
         snprintf(name, sizeof(name), "model.layers.%d.%s.experts.%d.%s", i, block, e, un);
-        if (qs_weights_linear_desc(m->ck, name, I, H, false, &moe->up[e], err))
+        if (qs_weights_linear_desc(m->ck, m->has_qc ? &m->qc : NULL, name, I, H, false, &moe->up[e], err))
             return -1;
         snprintf(name, sizeof(name), "model.layers.%d.%s.experts.%d.%s", i, block, e, dn);
-        if (qs_weights_linear_desc(m->ck, name, H, I, false, &moe->down[e], err))
+        if (qs_weights_linear_desc(m->ck, m->has_qc ? &m->qc : NULL, name, H, I, false, &moe->down[e], err))
             return -1;
         if (moe->gate[e].scheme != moe->gate[0].scheme || moe->up[e].scheme != moe->gate[0].scheme ||
             moe->down[e].scheme != moe->gate[0].scheme)
@@ -261,8 +261,9 @@ static int load_all(qs_model *m, const qs_config *cfg, qs_err *err)
     const qs_model_config *c = &m->mc;
     if (check_config(c, err) != 0 || pick_device(cfg, m, err) != 0)
         return -1;
-    if (c->quantization_config_json)
-        return qs_errf(err, "%s: quantized checkpoints are not wired into the model loader yet", cfg->model_dir);
+    if (qs_quant_config_parse(c->quantization_config_json, cfg->model_dir, &m->qc, err) != 0)
+        return qs_err_prefix(err, "%s: ", cfg->model_dir);
+    m->has_qc = true;
     if (cfg->quantization[0])
         return qs_errf(err, "--quantization %s: online quantization is not wired into the model loader yet",
                        cfg->quantization);
@@ -365,6 +366,8 @@ void qs_model_free(qs_model *m)
     }
     if (m->ck)
         qs_checkpoint_close(m->ck);
+    if (m->has_qc)
+        qs_quant_config_free(&m->qc);
     qs_model_config_free(&m->mc);
     free(m);
 }

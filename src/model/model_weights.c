@@ -3,6 +3,8 @@
  * ops, and describes each linear layer for the kernels. Every failure names the tensor. */
 #include "model/model_weights.h"
 
+#include "quant/linear_desc.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -38,30 +40,17 @@ void *qs_weights_upload(const qs_ops *ops, const qs_checkpoint *ck, const char *
     return ops->upload_tensor(t, err);
 }
 
-int qs_weights_linear_desc(const qs_checkpoint *ck, const char *module, int64_t n, int64_t k, bool bias,
-                           qs_linear_desc *d, qs_err *err)
+int qs_weights_linear_desc(const qs_checkpoint *ck, const qs_quant_config *qc, const char *module, int64_t n,
+                           int64_t k, bool bias, qs_linear_desc *d, qs_err *err)
 {
-    char name[200];
-    memset(d, 0, sizeof(*d));
-    snprintf(d->name, sizeof(d->name), "%s", module);
-    snprintf(name, sizeof(name), "%s.weight", module);
-    d->weight = qs_weights_find(ck, name, n, k, err);
-    if (!d->weight)
+    if (qs_linear_desc_build(ck, qc, module, d, err) != 0)
         return -1;
-    if (d->weight->dtype != QS_DT_F32 && d->weight->dtype != QS_DT_F16 && d->weight->dtype != QS_DT_BF16)
-        return qs_errf(err, "tensor %s: dtype %s in a checkpoint without quantization_config (expected F32, "
-                            "F16 or BF16)", name, qs_dtype_name(d->weight->dtype));
-    d->scheme = QS_SCHEME_BF16;
-    d->n = n;
-    d->k = k;
-    d->wscale = QS_WSCALE_NONE;
-    d->aquant = QS_AQUANT_NONE;
-    d->weight_global_scale = 1.0f;
-    if (bias) {
-        snprintf(name, sizeof(name), "%s.bias", module);
-        d->bias = qs_weights_find(ck, name, n, 0, err);
-        if (!d->bias)
-            return -1;
-    }
+    if (d->n != n || d->k != k)
+        return qs_errf(err, "%s: weight is [%lld, %lld], config.json implies [%lld, %lld]", module, (long long)d->n,
+                       (long long)d->k, (long long)n, (long long)k);
+    if (bias && !d->bias)
+        return qs_errf(err, "tensor %s.bias is missing (config.json says the projection has a bias)", module);
+    if (!bias)
+        d->bias = NULL; /* transformers ignores a bias the config does not declare */
     return 0;
 }

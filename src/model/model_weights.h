@@ -8,6 +8,7 @@
 
 #include "model/safetensors.h"
 #include "ops/ops.h"
+#include "quant/quant_config.h"
 #include "quant/scheme.h"
 #include "util/error.h"
 
@@ -16,9 +17,10 @@ const qs_tensor *qs_weights_find(const qs_checkpoint *ck, const char *name, int6
 /* The same tensor uploaded to the device in its weight format. */
 void *qs_weights_upload(const qs_ops *ops, const qs_checkpoint *ck, const char *name, int64_t d0, int64_t d1,
                         qs_err *err);
-/* Describes the unquantized linear `module` ("model.layers.0.self_attn.q_proj"): weight [n, k]
- * F32/F16/BF16, bias [n] when `bias`. */
-int qs_weights_linear_desc(const qs_checkpoint *ck, const char *module, int64_t n, int64_t k, bool bias,
-                           qs_linear_desc *d, qs_err *err);
+/* Describes the linear `module` ("model.layers.0.self_attn.q_proj") through the quant loader
+ * (qs_linear_desc_build: dense, FP8 or NVFP4 as the tensors and qc say) and checks it is [n, k]
+ * with a bias exactly when `bias`. qc may be NULL for an unquantized checkpoint. */
+int qs_weights_linear_desc(const qs_checkpoint *ck, const qs_quant_config *qc, const char *module, int64_t n,
+                           int64_t k, bool bias, qs_linear_desc *d, qs_err *err);
 
 #endif

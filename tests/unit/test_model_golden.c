@@ -1,0 +1,210 @@
+/* test_model_golden.c — the forward pass on a real trained model: stories260K converted to HF
+ * format by build/convert-llama2c must reproduce llama2.c's greedy 200 tokens exactly, and a
+ * batched step (several sequences, chunked prefill and decode mixed, scattered KV blocks) must
+ * give the same logits as running each sequence alone. Skips when ../shared/data is absent. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config/config.h"
+#include "engine/kv_cache.h"
+#include "model/model.h"
+#include "util/fileio.h"
+
+static char model_dir[256];
+static qs_model *model;
+static int golden[200];
+
+static int setup(void **state)
+{
+    char bin[1024], tok[1024], ids[1024], cmd[4096];
+    const char *data = qs_shared_data_dir();
+    snprintf(bin, sizeof(bin), "%s/tinystories/stories260K.bin", data);
+    snprintf(tok, sizeof(tok), "%s/tinystories/tok512.bin", data);
+    snprintf(ids, sizeof(ids), "%s/tinystories/golden_greedy_200_ids.txt", data);
+    if (!qs_file_exists(bin) || !qs_file_exists(tok) || !qs_file_exists(ids)) {
+        printf("skip: stories260K data not found under %s\n", data);
+        return 0;
+    }
+    FILE *f = fopen(ids, "r");
+    for (int i = 0; i < 200; i++)
+        if (fscanf(f, "%d", &golden[i]) != 1)
+            return -1;
+    fclose(f);
+    snprintf(model_dir, sizeof(model_dir), "/tmp/qs-golden-XXXXXX");
+    if (!mkdtemp(model_dir))
+        return -1;
+    const char *build = getenv("QSERVE_BUILD") ? getenv("QSERVE_BUILD") : "build";
+    snprintf(cmd, sizeof(cmd), "%s/convert-llama2c %s %s %s", build, bin, tok, model_dir);
+    if (system(cmd) != 0)
+        return -1;
+    qs_config cfg;
+    qs_config_defaults(&cfg);
+    snprintf(cfg.model_dir, sizeof(cfg.model_dir), "%s", model_dir);
+    cfg.device = QS_DEVICE_CPU;
+    qs_err err;
+    if (qs_model_load(&cfg, &model, &err) != 0) {
+        printf("load: %s\n", err.msg);
+        return -1;
+    }
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    qs_model_free(model);
+    if (model_dir[0]) {
+        char cmd[512];
+        snprintf(cmd, sizeof(cmd), "rm -rf %s", model_dir);
+        if (system(cmd) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int argmax(const float *x, int n)
+{
+    int b = 0;
+    for (int i = 1; i < n; i++)
+        if (x[i] > x[b])
+            b = i;
+    return b;
+}
+
+static void greedy_200_matches_llama2c(void **state)
+{
+    if (!model)
+        skip();
+    const qs_model_config *mc = qs_model_get_config(model);
+    qs_kv_cache *kv;
+    qs_err err;
+    assert_int_equal(qs_kv_cache_create(mc, QS_PLATFORM_CPU, 16, &kv, &err), 0);
+    int32_t table[16];
+    for (int i = 0; i < 16; i++) /* scattered, reversed blocks: the table, not the order, decides */
+        table[i] = qs_kv_cache_alloc(kv);
+    for (int i = 0; i < 8; i++) {
+        int32_t t = table[i];
+        table[i] = table[15 - i];
+        table[15 - i] = t;
+    }
+    float *logits = malloc(sizeof(float) * (size_t)mc->vocab_size);
+    int32_t tok = 1;
+    for (int pos = 0; pos < 200; pos++) {
+        qs_seq_step s = {.tokens = &tok, .n_tokens = 1, .start_pos = pos, .block_table = table,
+                         .n_blocks = pos / 16 + 1, .want_logits = true};
+        assert_int_equal(qs_model_forward(model, kv, &s, 1, logits, &err), 0);
+        tok = argmax(logits, mc->vocab_size);
+        if (tok != golden[pos])
+            fail_msg("position %d: got %d, golden %d", pos, tok, golden[pos]);
+    }
+    free(logits);
+    qs_kv_cache_free(kv);
+}
+
+/* Runs tokens[0..n) of one sequence in one prefill, returns the last logits. */
+static void run_alone(const int32_t *tokens, int n, float *logits)
+{
+    const qs_model_config *mc = qs_model_get_config(model);
+    qs_kv_cache *kv;
+    qs_err err;
+    assert_int_equal(qs_kv_cache_create(mc, QS_PLATFORM_CPU, 8, &kv, &err), 0);
+    int32_t table[8];
+    for (int i = 0; i < 8; i++)
+        table[i] = qs_kv_cache_alloc(kv);
+    qs_seq_step s = {.tokens = tokens, .n_tokens = n, .start_pos = 0, .block_table = table,
+                     .n_blocks = (n + 15) / 16, .want_logits = true};
+    assert_int_equal(qs_model_forward(model, kv, &s, 1, logits, &err), 0);
+    qs_kv_cache_free(kv);
+}
+
+static void batched_step_equals_single_runs(void **state)
+{
+    if (!model)
+        skip();
+    const qs_model_config *mc = qs_model_get_config(model);
+    int V = mc->vocab_size;
+    int32_t seq[3][60];
+    for (int s = 0; s < 3; s++) {
+        seq[s][0] = 1;
+        for (int i = 1; i < 60; i++)
+            seq[s][i] = golden[(i * (s + 1) + 7 * s) % 200];
+    }
+    /* sequence lengths after the batched step: A 41 (prefill 23 then chunk of 18), B 37 (prefill
+     * 36, then one decode token), C 20 (a single prefill in the batched step) */
+    int len[3] = {41, 37, 20};
+    float *want = malloc(sizeof(float) * 3 * V), *got = malloc(sizeof(float) * 3 * V);
+    for (int s = 0; s < 3; s++)
+        run_alone(seq[s], len[s], want + s * V);
+
+    qs_kv_cache *kv;
+    qs_err err;
+    assert_int_equal(qs_kv_cache_create(mc, QS_PLATFORM_CPU, 12, &kv, &err), 0);
+    int32_t tab[3][3];
+    for (int b = 0; b < 3; b++) /* interleaved block ids across sequences */
+        for (int s = 0; s < 3; s++)
+            tab[s][b] = qs_kv_cache_alloc(kv);
+    qs_seq_step first[2] = {
+        {.tokens = seq[0], .n_tokens = 23, .start_pos = 0, .block_table = tab[0], .n_blocks = 2, .want_logits = false},
+        {.tokens = seq[1], .n_tokens = 36, .start_pos = 0, .block_table = tab[1], .n_blocks = 3, .want_logits = true},
+    };
+    assert_int_equal(qs_model_forward(model, kv, first, 2, got, &err), 0);
+    qs_seq_step mixed[3] = {
+        {.tokens = seq[0] + 23, .n_tokens = 18, .start_pos = 23, .block_table = tab[0], .n_blocks = 3,
+         .want_logits = true},
+        {.tokens = seq[1] + 36, .n_tokens = 1, .start_pos = 36, .block_table = tab[1], .n_blocks = 3,
+         .want_logits = true},
+        {.tokens = seq[2], .n_tokens = 20, .start_pos = 0, .block_table = tab[2], .n_blocks = 2, .want_logits = true},
+    };
+    assert_int_equal(qs_model_forward(model, kv, mixed, 3, got, &err), 0);
+    for (int s = 0; s < 3; s++)
+        for (int i = 0; i < V; i++) {
+            float w = want[s * V + i], g = got[s * V + i];
+            if (fabsf(w - g) > 1e-4f * (1 + fabsf(w)))
+                fail_msg("sequence %d logit %d: batched %g, alone %g", s, i, g, w);
+        }
+    free(want);
+    free(got);
+    qs_kv_cache_free(kv);
+}
+
+static void bad_steps_are_errors(void **state)
+{
+    if (!model)
+        skip();
+    const qs_model_config *mc = qs_model_get_config(model);
+    qs_kv_cache *kv;
+    qs_err err;
+    float *logits = malloc(sizeof(float) * (size_t)mc->vocab_size);
+    assert_int_equal(qs_kv_cache_create(mc, QS_PLATFORM_CPU, 2, &kv, &err), 0);
+    int32_t table[2] = {0, 1}, bad_table[1] = {7}, tok = 5, bad_tok = 512;
+    qs_seq_step s = {.tokens = &bad_tok, .n_tokens = 1, .block_table = table, .n_blocks = 1, .want_logits = true};
+    assert_int_equal(qs_model_forward(model, kv, &s, 1, logits, &err), -1);
+    assert_non_null(strstr(err.msg, "vocabulary"));
+    s.tokens = &tok;
+    s.block_table = bad_table;
+    assert_int_equal(qs_model_forward(model, kv, &s, 1, logits, &err), -1);
+    assert_non_null(strstr(err.msg, "outside the cache"));
+    s.block_table = table;
+    s.start_pos = 40; /* needs 3 blocks, has 1 */
+    assert_int_equal(qs_model_forward(model, kv, &s, 1, logits, &err), -1);
+    assert_non_null(strstr(err.msg, "KV blocks"));
+    free(logits);
+    qs_kv_cache_free(kv);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(greedy_200_matches_llama2c),
+        cmocka_unit_test(batched_step_equals_single_runs),
+        cmocka_unit_test(bad_steps_are_errors),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
