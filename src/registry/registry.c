@@ -71,7 +71,7 @@ static bool has_kernels_on_platform(const char *name, qs_platform platform, qs_l
 /* Does the list hold a built-in, batch-invariant kernel named `name` for the scheme? */
 static bool has_batch_invariant(const char *name, const qs_selection *sel)
 {
-    const qs_kernel *k = qs_registry_find(name, sel->platform, sel->kind);
+    const qs_kernel *k = qs_registry_find_for_scheme(name, sel->platform, sel->kind, sel->scheme);
     return k && k->batch_invariant && (k->schemes & (1u << sel->scheme));
 }
 
@@ -194,7 +194,7 @@ int qs_registry_select_for_layers(const qs_kernel_config *kc, const qs_device_ca
     for (int i = 0; i < n_list && sel->n_candidates < QS_MAX_CANDIDATES; i++) {
         qs_candidate *c = &sel->candidates[sel->n_candidates++];
         c->name = list[i];
-        c->kernel = qs_registry_find(list[i], sel->platform, kind);
+        c->kernel = qs_registry_find_for_scheme(list[i], sel->platform, kind, scheme);
         if (explicit_backend && strcmp(list[i], sel->used)) {
             c->status = QS_CAND_FILTERED;
             snprintf(c->reason, sizeof c->reason, "not the requested backend (%s=%s).", sel->requested_by, sel->used);

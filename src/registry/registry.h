@@ -70,6 +70,9 @@ const char *qs_candidate_status_name(qs_candidate_status s); /* "chosen", "passe
 const qs_kernel *const *qs_registry_kernels(int *count);
 /* The descriptor named `name` for (platform, kind), or NULL if none is built in. */
 const qs_kernel *qs_registry_find(const char *name, qs_platform platform, qs_layer_kind kind);
+/* The same, preferring a descriptor of that name that serves `scheme` (names may repeat). */
+const qs_kernel *qs_registry_find_for_scheme(const char *name, qs_platform platform, qs_layer_kind kind,
+                                             qs_scheme scheme);
 /* The priority list (kernel names, first wins) for (platform, kind, scheme). */
 const char *const *qs_registry_priority_list(qs_platform platform, qs_layer_kind kind, qs_scheme scheme,
                                              int *count);

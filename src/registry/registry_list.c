@@ -8,18 +8,20 @@
 #include "registry/registry.h"
 
 #include "cpu/reference_kernels.h"
+#ifdef QS_HAVE_CUDA
+#include "qs_cuda_kernels.h"
+#endif
 
-/* The reference MoE descriptor is being written (src/cpu); until it is linked in, the weak
- * reference leaves a NULL entry and MoE layers on CPU are refused as "not built into this binary". */
-extern const qs_kernel qs_kernel_reference_moe __attribute__((weak));
-
-/* Every descriptor built in. CUDA kernels add `&qs_kernel_<name>_linear` / `_moe` inside the
- * QS_HAVE_CUDA block (declared in cuda/qs_cuda.h). */
+/* Every descriptor built in. CUDA kernels add theirs inside the QS_HAVE_CUDA block (declared in
+ * cuda/qs_cuda_kernels.h). Several descriptors may share a name (cublaslt has one for bf16 and
+ * one for FP8): selection takes the one that serves the layer's scheme. */
 static const qs_kernel *const KERNELS[] = {
     &qs_kernel_reference_linear,
     &qs_kernel_reference_moe,
 #ifdef QS_HAVE_CUDA
-    /* CUDA descriptors go here, e.g. &qs_kernel_marlin_linear. */
+    &qs_kernel_cublaslt_bf16,
+    &qs_kernel_cublaslt_fp8,
+    &qs_kernel_emulation_linear,
 #endif
     NULL,
 };
@@ -57,6 +59,18 @@ const qs_kernel *qs_registry_find(const char *name, qs_platform platform, qs_lay
         if (all[i] && all[i]->platform == platform && all[i]->kind == kind && !strcmp(all[i]->name, name))
             return all[i];
     return NULL;
+}
+
+const qs_kernel *qs_registry_find_for_scheme(const char *name, qs_platform platform, qs_layer_kind kind,
+                                             qs_scheme scheme)
+{
+    int n;
+    const qs_kernel *const *all = qs_registry_kernels(&n);
+    for (int i = 0; i < n; i++)
+        if (all[i] && all[i]->platform == platform && all[i]->kind == kind && !strcmp(all[i]->name, name) &&
+            (all[i]->schemes & (1u << scheme)))
+            return all[i];
+    return qs_registry_find(name, platform, kind);
 }
 
 /* A priority list: names, first that passes wins. */

@@ -32,7 +32,7 @@ static const struct {
 static int known_names(const char *out[MAX_NAMES])
 {
     int n = 0;
-    for (int p = 0; p < 2; p++)
+    for (int p = 1; p >= 0; p--) /* CUDA first: the user-facing order */
         for (int k = 0; k < 2; k++)
             for (int s = 0; s < QS_SCHEME_COUNT; s++) {
                 int c;
