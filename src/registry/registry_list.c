@@ -8,17 +8,18 @@
 #include "registry/registry.h"
 
 #include "cpu/reference_kernels.h"
-#ifdef QS_HAVE_CUDA
+#if defined(QS_HAVE_CUDA) && __has_include("qs_cuda_kernels.h")
 #include "qs_cuda_kernels.h"
+#define QS_HAVE_CUDA_KERNELS 1
 #endif
 
-/* Every descriptor built in. CUDA kernels add theirs inside the QS_HAVE_CUDA block (declared in
+/* Every descriptor built in. CUDA kernels add theirs inside the QS_HAVE_CUDA_KERNELS block (declared in
  * cuda/qs_cuda_kernels.h). Several descriptors may share a name (cublaslt has one for bf16 and
  * one for FP8): selection takes the one that serves the layer's scheme. */
 static const qs_kernel *const KERNELS[] = {
     &qs_kernel_reference_linear,
     &qs_kernel_reference_moe,
-#ifdef QS_HAVE_CUDA
+#ifdef QS_HAVE_CUDA_KERNELS
     &qs_kernel_cublaslt_bf16,
     &qs_kernel_cublaslt_fp8,
     &qs_kernel_emulation_linear,
