@@ -1,12 +1,98 @@
-/* cmd_detokenize.c — placeholder until its issue lands; replaced by the real command. */
+/* cmd_detokenize.c — `qserve detokenize MODEL_DIR [--ids 1,2,3] [--skip-special-tokens]`: prints
+ * the text of the ids exactly (no newline added). Without --ids they come from stdin, separated
+ * by commas or whitespace, optionally inside [ ] (so tokenize's output pipes straight in). */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
+#include "cli/args.h"
 #include "cli/commands.h"
+#include "tokenizer/tokenizer.h"
+#include "util/fileio.h"
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: qserve detokenize MODEL_DIR [--ids 1,2,3] [--skip-special-tokens]\n\n"
+                 "Prints the text of the token ids, with no newline added. Without --ids the ids are read\n"
+                 "from stdin (commas or whitespace between them, optional [ ]).\n"
+                 "MODEL_DIR holds tokenizer.json (and tokenizer_config.json).\n\n"
+                 "  --ids LIST              comma-separated token ids\n"
+                 "  --skip-special-tokens   leave special tokens out of the text\n");
+}
 
 int qs_cmd_detokenize(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "error: 'detokenize' is not built yet\n");
-    return 2;
+    const char *model_dir = NULL, *ids_arg = NULL;
+    bool skip_special = false;
+    for (int i = 1; i < argc; i++) {
+        int r = qs_arg_value(argc, argv, &i, "--ids", &ids_arg);
+        if (r < 0)
+            return 2;
+        if (r)
+            continue;
+        if (qs_arg_is(argv[i], "--help") || qs_arg_is(argv[i], "-h")) {
+            usage(stdout);
+            return 0;
+        }
+        if (qs_arg_is(argv[i], "--skip-special-tokens")) {
+            skip_special = true;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            fprintf(stderr, "error: detokenize: unknown option '%s'\n", argv[i]);
+            usage(stderr);
+            return 2;
+        } else if (!model_dir) {
+            model_dir = argv[i];
+        } else {
+            fprintf(stderr, "error: detokenize: unexpected argument '%s'\n", argv[i]);
+            return 2;
+        }
+    }
+    if (!model_dir) {
+        fprintf(stderr, "error: detokenize: MODEL_DIR is required\n");
+        usage(stderr);
+        return 2;
+    }
+    qs_err err;
+    char *input = NULL;
+    if (!ids_arg) {
+        if (qs_read_stdin(&input, NULL, &err)) {
+            fprintf(stderr, "error: %s\n", err.msg);
+            return 1;
+        }
+        for (char *p = input; *p; p++)
+            if (*p == '[' || *p == ']' || *p == '\n' || *p == '\r' || *p == '\t')
+                *p = ' ';
+        ids_arg = input;
+    }
+    int *ids, n;
+    if (qs_arg_int_list("--ids", ids_arg, &ids, &n)) {
+        free(input);
+        return 2;
+    }
+    free(input);
+    qs_tokenizer *tok;
+    if (qs_tokenizer_load(model_dir, &tok, &err)) {
+        fprintf(stderr, "error: %s\n", err.msg);
+        free(ids);
+        return 1;
+    }
+    int32_t *ids32 = malloc(((size_t)n + 1) * sizeof *ids32);
+    char *text = NULL;
+    int rc = 0;
+    for (int i = 0; ids32 && i < n; i++)
+        ids32[i] = ids[i];
+    if (!ids32) {
+        fprintf(stderr, "error: out of memory\n");
+        rc = 1;
+    } else if (qs_tokenizer_decode(tok, ids32, (size_t)n, skip_special, &text, &err)) {
+        fprintf(stderr, "error: %s\n", err.msg);
+        rc = 1;
+    } else {
+        fwrite(text, 1, strlen(text), stdout);
+    }
+    free(text);
+    free(ids32);
+    free(ids);
+    qs_tokenizer_free(tok);
+    return rc;
 }

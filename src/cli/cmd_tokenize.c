@@ -1,12 +1,85 @@
-/* cmd_tokenize.c — placeholder until its issue lands; replaced by the real command. */
+/* cmd_tokenize.c — `qserve tokenize MODEL_DIR [--text TEXT] [--no-special-tokens]`: prints the
+ * token ids of TEXT (or of all of stdin, byte for byte) as a JSON array on one line. */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
+#include "cli/args.h"
 #include "cli/commands.h"
+#include "tokenizer/tokenizer.h"
+#include "util/fileio.h"
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: qserve tokenize MODEL_DIR [--text TEXT] [--no-special-tokens]\n\n"
+                 "Prints the token ids of TEXT as a JSON array on one line. Without --text the text is\n"
+                 "all of stdin, byte for byte (a trailing newline is part of it).\n"
+                 "MODEL_DIR holds tokenizer.json (and tokenizer_config.json).\n\n"
+                 "  --text TEXT           the text to encode\n"
+                 "  --no-special-tokens   do not let the post-processor add BOS/EOS (add_special_tokens=false)\n");
+}
 
 int qs_cmd_tokenize(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "error: 'tokenize' is not built yet\n");
-    return 2;
+    const char *model_dir = NULL, *text = NULL;
+    bool add_special = true;
+    for (int i = 1; i < argc; i++) {
+        int r = qs_arg_value(argc, argv, &i, "--text", &text);
+        if (r < 0)
+            return 2;
+        if (r)
+            continue;
+        if (qs_arg_is(argv[i], "--help") || qs_arg_is(argv[i], "-h")) {
+            usage(stdout);
+            return 0;
+        }
+        if (qs_arg_is(argv[i], "--no-special-tokens")) {
+            add_special = false;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            fprintf(stderr, "error: tokenize: unknown option '%s'\n", argv[i]);
+            usage(stderr);
+            return 2;
+        } else if (!model_dir) {
+            model_dir = argv[i];
+        } else {
+            fprintf(stderr, "error: tokenize: unexpected argument '%s'\n", argv[i]);
+            return 2;
+        }
+    }
+    if (!model_dir) {
+        fprintf(stderr, "error: tokenize: MODEL_DIR is required\n");
+        usage(stderr);
+        return 2;
+    }
+    qs_err err;
+    qs_tokenizer *tok;
+    if (qs_tokenizer_load(model_dir, &tok, &err)) {
+        fprintf(stderr, "error: %s\n", err.msg);
+        return 1;
+    }
+    char *input = NULL;
+    size_t len;
+    if (text) {
+        len = strlen(text);
+    } else if (qs_read_stdin(&input, &len, &err)) {
+        fprintf(stderr, "error: %s\n", err.msg);
+        qs_tokenizer_free(tok);
+        return 1;
+    }
+    int32_t *ids;
+    size_t n;
+    int rc = 0;
+    if (qs_tokenizer_encode(tok, text ? text : input, len, add_special, &ids, &n, &err)) {
+        fprintf(stderr, "error: %s\n", err.msg);
+        rc = 1;
+    } else {
+        putchar('[');
+        for (size_t i = 0; i < n; i++)
+            printf(i ? ", %d" : "%d", ids[i]);
+        puts("]");
+        free(ids);
+    }
+    free(input);
+    qs_tokenizer_free(tok);
+    return rc;
 }

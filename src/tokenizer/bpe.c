@@ -1,0 +1,307 @@
+/* bpe.c — the BPE model over one pre-tokenized word, as HF tokenizers runs it: initial symbols
+ * (bytes through the GPT-2 table, or characters with <0xNN> byte fallback / unk), then merges
+ * taken lowest rank first, leftmost on ties, from a binary heap of candidate pairs with stale
+ * entries skipped. A word cache (raw word bytes -> ids, behind a mutex so one tokenizer serves
+ * many threads) makes repeated words cost one hash lookup. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistr.h>
+
+#include "tokenizer/tokenizer_internal.h"
+
+/* ---------------- word cache ---------------- */
+
+enum { CACHE_MAX_WORD = 256, CACHE_MAX_ENTRIES = 1 << 17 };
+
+typedef struct {
+    uint64_t hash;
+    uint32_t key_off, key_len, ids_off, n_ids;
+} cache_entry;
+
+struct qs_word_cache {
+    pthread_mutex_t mu;
+    uint32_t *slots; /* entry index + 1; 0 = empty */
+    size_t n_slots;
+    cache_entry *entries;
+    size_t n_entries;
+    qs_tbuf keys;
+    qs_tids ids;
+};
+
+qs_word_cache *qs_word_cache_new(void)
+{
+    qs_word_cache *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    c->n_slots = (size_t)CACHE_MAX_ENTRIES * 2;
+    c->slots = calloc(c->n_slots, sizeof *c->slots);
+    c->entries = malloc(CACHE_MAX_ENTRIES * sizeof *c->entries);
+    if (!c->slots || !c->entries) {
+        free(c->slots);
+        free(c->entries);
+        free(c);
+        return NULL;
+    }
+    pthread_mutex_init(&c->mu, NULL);
+    return c;
+}
+
+void qs_word_cache_free(qs_word_cache *c)
+{
+    if (!c)
+        return;
+    pthread_mutex_destroy(&c->mu);
+    free(c->slots);
+    free(c->entries);
+    qs_tbuf_free(&c->keys);
+    free(c->ids.data);
+    free(c);
+}
+
+static bool cache_get(qs_word_cache *c, const char *w, size_t n, uint64_t h, qs_tids *out)
+{
+    bool found = false;
+    pthread_mutex_lock(&c->mu);
+    size_t mask = c->n_slots - 1;
+    for (size_t i = h & mask; c->slots[i]; i = (i + 1) & mask) {
+        const cache_entry *e = &c->entries[c->slots[i] - 1];
+        if (e->hash == h && e->key_len == n && !memcmp(c->keys.data + e->key_off, w, n)) {
+            found = qs_tids_append(out, c->ids.data + e->ids_off, e->n_ids) == 0;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&c->mu);
+    return found;
+}
+
+static void cache_put(qs_word_cache *c, const char *w, size_t n, uint64_t h, const int32_t *ids, size_t n_ids)
+{
+    pthread_mutex_lock(&c->mu);
+    if (c->n_entries == CACHE_MAX_ENTRIES) { /* full: start over rather than track recency */
+        memset(c->slots, 0, c->n_slots * sizeof *c->slots);
+        c->n_entries = 0;
+        c->keys.len = 0;
+        c->ids.len = 0;
+    }
+    size_t key_off = c->keys.len, ids_off = c->ids.len;
+    if (qs_tbuf_append(&c->keys, w, n) == 0 && qs_tids_append(&c->ids, ids, n_ids) == 0) {
+        size_t mask = c->n_slots - 1, i = h & mask;
+        while (c->slots[i])
+            i = (i + 1) & mask;
+        c->entries[c->n_entries] = (cache_entry){h, (uint32_t)key_off, (uint32_t)n, (uint32_t)ids_off, (uint32_t)n_ids};
+        c->slots[i] = (uint32_t)++c->n_entries;
+    }
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* ---------------- merging ---------------- */
+
+typedef struct {
+    int32_t id, prev, next, len; /* len 0: merged away */
+} symbol;
+
+typedef struct {
+    int32_t rank, pos, new_id;
+} cand;
+
+static bool cand_less(const cand *a, const cand *b) { return a->rank < b->rank || (a->rank == b->rank && a->pos < b->pos); }
+
+static void heap_push(cand *h, size_t *n, cand c)
+{
+    size_t i = (*n)++;
+    while (i > 0) {
+        size_t p = (i - 1) / 2;
+        if (!cand_less(&c, &h[p]))
+            break;
+        h[i] = h[p];
+        i = p;
+    }
+    h[i] = c;
+}
+
+static cand heap_pop(cand *h, size_t *n)
+{
+    cand top = h[0], last = h[--*n];
+    size_t i = 0;
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        const cand *best = &last;
+        if (l < *n && cand_less(&h[l], best)) {
+            m = l;
+            best = &h[l];
+        }
+        if (r < *n && cand_less(&h[r], best))
+            m = r;
+        if (m == i)
+            break;
+        h[i] = h[m];
+        i = m;
+    }
+    if (*n)
+        h[i] = last;
+    return top;
+}
+
+static int add_symbol(symbol **sym, size_t *n, size_t *cap, int32_t id, int32_t len)
+{
+    if (*n == *cap) {
+        *cap = *cap ? *cap * 2 : 64;
+        symbol *s = realloc(*sym, *cap * sizeof *s);
+        if (!s)
+            return -1;
+        *sym = s;
+    }
+    (*sym)[*n] = (symbol){id, (int32_t)*n - 1, (int32_t)*n + 1, len};
+    (*n)++;
+    return 0;
+}
+
+/* Initial symbols of a word. */
+static int initial_symbols(const qs_tokenizer *tok, const char *w, size_t n, symbol **sym, size_t *n_sym, qs_err *err)
+{
+    size_t cap = 0;
+    *n_sym = 0;
+    *sym = NULL;
+    if (tok->byte_level) {
+        for (size_t i = 0; i < n; i++) {
+            int32_t id = tok->byte_ids[(uint8_t)w[i]];
+            if (id < 0) {
+                free(*sym);
+                return qs_errf(err, "BPE: byte 0x%02X has no token in the vocabulary", (uint8_t)w[i]);
+            }
+            if (add_symbol(sym, n_sym, &cap, id, 1))
+                goto oom;
+        }
+        return 0;
+    }
+    bool last_unk = false;
+    for (size_t i = 0; i < n;) {
+        int cl = u8_mblen((const uint8_t *)w + i, n - i);
+        if (cl <= 0)
+            cl = 1;
+        int32_t id = qs_vocab_find(&tok->vocab, w + i, (size_t)cl);
+        if (id >= 0) {
+            if (add_symbol(sym, n_sym, &cap, id, cl))
+                goto oom;
+            last_unk = false;
+            i += (size_t)cl;
+            continue;
+        }
+        if (tok->byte_fallback) {
+            bool all = true;
+            for (int k = 0; k < cl; k++)
+                all = all && tok->byte_ids[(uint8_t)w[i + k]] >= 0;
+            if (all) {
+                for (int k = 0; k < cl; k++)
+                    if (add_symbol(sym, n_sym, &cap, tok->byte_ids[(uint8_t)w[i + k]], 1))
+                        goto oom;
+                last_unk = false;
+                i += (size_t)cl;
+                continue;
+            }
+        }
+        if (tok->unk_id < 0) {
+            free(*sym);
+            return qs_errf(err, "BPE: character '%.*s' is not in the vocabulary and there is no unk_token", cl, w + i);
+        }
+        if (tok->fuse_unk && last_unk) {
+            (*sym)[*n_sym - 1].len += cl;
+        } else if (add_symbol(sym, n_sym, &cap, tok->unk_id, cl)) {
+            goto oom;
+        }
+        last_unk = true;
+        i += (size_t)cl;
+    }
+    return 0;
+oom:
+    free(*sym);
+    return qs_errf(err, "BPE: out of memory");
+}
+
+static int merge_word(const qs_tokenizer *tok, symbol *s, size_t n, qs_err *err)
+{
+    if (n < 2)
+        return 0;
+    /* n - 1 initial candidates, at most two more per merge and at most n - 1 merges. */
+    cand *heap = malloc(3 * n * sizeof *heap);
+    if (!heap)
+        return qs_errf(err, "BPE: out of memory");
+    size_t nh = 0;
+    int32_t rank, merged;
+    for (size_t i = 0; i + 1 < n; i++)
+        if (qs_merges_find(&tok->merges, s[i].id, s[i + 1].id, &rank, &merged))
+            heap_push(heap, &nh, (cand){rank, (int32_t)i, merged});
+    while (nh) {
+        cand top = heap_pop(heap, &nh);
+        symbol *cur = &s[top.pos];
+        if (cur->len == 0 || cur->next >= (int32_t)n)
+            continue;
+        int32_t rpos = cur->next;
+        symbol right = s[rpos];
+        if (!qs_merges_find(&tok->merges, cur->id, right.id, &rank, &merged) || merged != top.new_id)
+            continue; /* stale: one side was merged into something else since */
+        cur->id = top.new_id;
+        cur->len += right.len;
+        cur->next = right.next;
+        s[rpos].len = 0;
+        if (right.next < (int32_t)n)
+            s[right.next].prev = top.pos;
+        if (cur->prev >= 0 && qs_merges_find(&tok->merges, s[cur->prev].id, cur->id, &rank, &merged))
+            heap_push(heap, &nh, (cand){rank, cur->prev, merged});
+        if (cur->next < (int32_t)n && qs_merges_find(&tok->merges, cur->id, s[cur->next].id, &rank, &merged))
+            heap_push(heap, &nh, (cand){rank, top.pos, merged});
+    }
+    free(heap);
+    return 0;
+}
+
+/* ignore_merges: a word that is itself a token is emitted whole. */
+static int32_t whole_word_id(const qs_tokenizer *tok, const char *w, size_t n)
+{
+    if (!tok->byte_level)
+        return qs_vocab_find(&tok->vocab, w, n);
+    char small[CACHE_MAX_WORD * 2];
+    if (n > CACHE_MAX_WORD)
+        return -1; /* longer than any token */
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        k += (size_t)qs_byte_level_char((uint8_t)w[i], small + k);
+    return qs_vocab_find(&tok->vocab, small, k);
+}
+
+int qs_bpe_word(const qs_tokenizer *tok, const char *word, size_t len, qs_tids *out, qs_err *err)
+{
+    if (!len)
+        return 0;
+    bool cacheable = tok->cache && len <= CACHE_MAX_WORD;
+    uint64_t h = 0;
+    if (cacheable) {
+        h = qs_hash_bytes(word, len);
+        if (cache_get(tok->cache, word, len, h, out))
+            return 0;
+    }
+    size_t start = out->len;
+    int32_t whole = tok->ignore_merges ? whole_word_id(tok, word, len) : -1;
+    if (whole >= 0) {
+        if (qs_tids_push(out, whole))
+            return qs_errf(err, "BPE: out of memory");
+    } else {
+        symbol *sym;
+        size_t n;
+        if (initial_symbols(tok, word, len, &sym, &n, err))
+            return -1;
+        if (merge_word(tok, sym, n, err)) {
+            free(sym);
+            return -1;
+        }
+        for (int32_t i = 0; n && i < (int32_t)n; i = sym[i].next)
+            if (qs_tids_push(out, sym[i].id)) {
+                free(sym);
+                return qs_errf(err, "BPE: out of memory");
+            }
+        free(sym);
+    }
+    if (cacheable)
+        cache_put(tok->cache, word, len, h, out->data + start, out->len - start);
+    return 0;
+}
