@@ -299,6 +299,8 @@ static int bw_flush(bufw *b)
 
 static int bw_put(bufw *b, const void *p, size_t n)
 {
+    if (n == 0)
+        return 0;
     if (n >= STAGE_BYTES / 2) {
         if (b->len && bw_flush(b))
             return -1;
