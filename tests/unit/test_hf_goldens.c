@@ -1,0 +1,148 @@
+/* test_hf_goldens.c — the forward pass against Hugging Face transformers on tiny random models of
+ * the six architectures (tests/data/hf-goldens/ARCH[-bf16], made by scripts/make-hf-goldens.py):
+ * the prompt's last logits within 1e-3 relative of transformers in float32 (also for the BF16
+ * weights, which both compute in float32), within 2e-2 of transformers' bfloat16 compute, and the
+ * 24 greedy tokens equal wherever the reference's top-1/top-2 margin is clear (> 1e-3 relative),
+ * decoding with the reference's tokens fed back so one unclear step cannot derail the rest. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config/config.h"
+#include "engine/kv_cache.h"
+#include "model/model.h"
+#include "util/fileio.h"
+
+#define GOLDEN_ROOT "tests/data/hf-goldens"
+
+static double rel_err(const float *got, const cJSON *want, int n)
+{
+    double max_diff = 0, max_ref = 0;
+    for (int i = 0; i < n; i++) {
+        double w = cJSON_GetArrayItem(want, i)->valuedouble;
+        double d = fabs(got[i] - w);
+        if (d > max_diff)
+            max_diff = d;
+        if (fabs(w) > max_ref)
+            max_ref = fabs(w);
+    }
+    return max_diff / (max_ref > 0 ? max_ref : 1);
+}
+
+static int argmax(const float *x, int n)
+{
+    int b = 0;
+    for (int i = 1; i < n; i++)
+        if (x[i] > x[b])
+            b = i;
+    return b;
+}
+
+static void check_prompt(qs_model *m, const cJSON *p, const char *name, bool bf16, int *clear, int *unclear)
+{
+    const qs_model_config *mc = qs_model_get_config(m);
+    const cJSON *ids = cJSON_GetObjectItem(p, "ids"), *greedy = cJSON_GetObjectItem(p, "greedy");
+    const cJSON *top1 = cJSON_GetObjectItem(p, "top1"), *top2 = cJSON_GetObjectItem(p, "top2");
+    int n_prompt = cJSON_GetArraySize(ids), n_greedy = cJSON_GetArraySize(greedy);
+    int total = n_prompt + n_greedy;
+    qs_kv_cache *kv;
+    qs_err err;
+    int n_blocks = (total + QS_KV_BLOCK_SIZE - 1) / QS_KV_BLOCK_SIZE;
+    assert_int_equal(qs_kv_cache_create(mc, QS_PLATFORM_CPU, n_blocks, &kv, &err), 0);
+    int32_t *table = malloc(sizeof(int32_t) * (size_t)n_blocks), *toks = malloc(sizeof(int32_t) * (size_t)total);
+    float *logits = malloc(sizeof(float) * (size_t)mc->vocab_size);
+    for (int i = 0; i < n_blocks; i++)
+        table[i] = qs_kv_cache_alloc(kv);
+    for (int i = 0; i < n_prompt; i++)
+        toks[i] = cJSON_GetArrayItem(ids, i)->valueint;
+    qs_seq_step s = {.tokens = toks, .n_tokens = n_prompt, .block_table = table, .n_blocks = n_blocks,
+                     .want_logits = true};
+    if (qs_model_forward(m, kv, &s, 1, logits, &err) != 0)
+        fail_msg("%s: forward: %s", name, err.msg);
+    double e = rel_err(logits, cJSON_GetObjectItem(p, "last_logits"), mc->vocab_size);
+    if (e > 1e-3)
+        fail_msg("%s: prompt of %d tokens: last logits differ from transformers (float32) by %.2e relative", name,
+                 n_prompt, e);
+    const cJSON *bf = cJSON_GetObjectItem(p, "last_logits_bf16_compute");
+    if (bf16 && bf) {
+        double eb = rel_err(logits, bf, mc->vocab_size);
+        if (eb > 2e-2)
+            fail_msg("%s: last logits differ from transformers (bfloat16 compute) by %.2e relative", name, eb);
+    }
+    for (int step = 0; step < n_greedy; step++) {
+        int want = cJSON_GetArrayItem(greedy, step)->valueint;
+        double t1 = cJSON_GetArrayItem(top1, step)->valuedouble, t2 = cJSON_GetArrayItem(top2, step)->valuedouble;
+        double scale = fmax(fmax(fabs(t1), fabs(t2)), 1e-6);
+        if ((t1 - t2) / scale > 1e-3) {
+            (*clear)++;
+            if (argmax(logits, mc->vocab_size) != want)
+                fail_msg("%s: greedy step %d: got token %d, transformers %d (margin %.2e)", name, step,
+                         argmax(logits, mc->vocab_size), want, (t1 - t2) / scale);
+        } else {
+            (*unclear)++;
+        }
+        if (step + 1 == n_greedy)
+            break;
+        toks[n_prompt + step] = want;
+        qs_seq_step d = {.tokens = &toks[n_prompt + step], .n_tokens = 1, .start_pos = n_prompt + step,
+                         .block_table = table, .n_blocks = n_blocks, .want_logits = true};
+        if (qs_model_forward(m, kv, &d, 1, logits, &err) != 0)
+            fail_msg("%s: decode: %s", name, err.msg);
+    }
+    free(table);
+    free(toks);
+    free(logits);
+    qs_kv_cache_free(kv);
+}
+
+static void golden_model(void **state)
+{
+    const char *name = *state;
+    char dir[512], path[600];
+    snprintf(dir, sizeof(dir), "%s/%s", GOLDEN_ROOT, name);
+    qs_path_join(path, sizeof(path), dir, "golden.json");
+    if (!qs_file_exists(path)) {
+        printf("skip %s: %s not found (run from the repository root)\n", name, path);
+        skip();
+    }
+    char *text;
+    qs_err err;
+    assert_int_equal(qs_read_file(path, &text, NULL, &err), 0);
+    cJSON *g = cJSON_Parse(text);
+    free(text);
+    assert_non_null(g);
+    qs_config cfg;
+    qs_config_defaults(&cfg);
+    snprintf(cfg.model_dir, sizeof(cfg.model_dir), "%s", dir);
+    cfg.device = QS_DEVICE_CPU;
+    qs_model *m;
+    if (qs_model_load(&cfg, &m, &err) != 0)
+        fail_msg("%s: load: %s", name, err.msg);
+    bool bf16 = strstr(name, "-bf16") != NULL;
+    int clear = 0, unclear = 0;
+    const cJSON *p;
+    cJSON_ArrayForEach(p, cJSON_GetObjectItem(g, "prompts")) check_prompt(m, p, name, bf16, &clear, &unclear);
+    printf("%s: %d greedy steps with a clear margin matched, %d unclear skipped\n", name, clear, unclear);
+    assert_true(clear > unclear);
+    qs_model_free(m);
+    cJSON_Delete(g);
+}
+
+#define GOLDEN(n) cmocka_unit_test_prestate(golden_model, (void *)n)
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        GOLDEN("llama"),     GOLDEN("llama-bf16"),     GOLDEN("mistral"), GOLDEN("mistral-bf16"),
+        GOLDEN("qwen2"),     GOLDEN("qwen2-bf16"),     GOLDEN("qwen3"),   GOLDEN("qwen3-bf16"),
+        GOLDEN("qwen3_moe"), GOLDEN("qwen3_moe-bf16"), GOLDEN("mixtral"), GOLDEN("mixtral-bf16"),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
