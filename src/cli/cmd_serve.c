@@ -1,12 +1,252 @@
-/* cmd_serve.c — placeholder until its issue lands; replaced by the real command. */
+/* cmd_serve.c — `qserve serve MODEL_DIR [flags]` (also `qserve MODEL_DIR [flags]`): parse the
+ * serve flags (src/config), bind the HTTP server first so /health answers 503 while loading,
+ * load tokenizer, model and KV cache on a loader thread, start the engine, then wait for
+ * SIGINT/SIGTERM and shut down gracefully (stop accepting, abort in-flight requests, exit 0). */
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 #include "cli/commands.h"
+#include "config/config.h"
+#include "engine/engine.h"
+#include "engine/kv_cache.h"
+#include "model/model.h"
+#include "model/model_config.h"
+#include "server/server.h"
+#include "tokenizer/chat_template.h"
+#include "tokenizer/tokenizer.h"
+#include "util/log.h"
+#include "util/parallel.h"
+
+#define CPU_KV_DEFAULT_BYTES ((size_t)2 << 30)
+
+typedef struct {
+    const qs_config *cfg;
+    qs_server *server;
+    bool failed;
+} loader_args;
+
+static void add_eos(int32_t *eos, int *n, int id)
+{
+    if (id < 0)
+        return;
+    for (int i = 0; i < *n; i++)
+        if (eos[i] == id)
+            return;
+    if (*n < 3 * QS_MAX_EOS)
+        eos[(*n)++] = id;
+}
+
+/* How many KV blocks to create: --kv-cache-memory when given, else enough for max_num_seqs
+ * full-length sequences, bounded by a memory budget. */
+static int choose_kv_blocks(const qs_config *cfg, const qs_model_config *mc, const qs_device_caps *dev,
+                            int max_model_len)
+{
+    int per_seq = (max_model_len + QS_KV_BLOCK_SIZE - 1) / QS_KV_BLOCK_SIZE;
+    if (cfg->kv_cache_memory)
+        return qs_kv_cache_blocks_for_bytes(mc, dev->platform, cfg->kv_cache_memory);
+    long long want = (long long)per_seq * (cfg->max_num_seqs > 0 ? cfg->max_num_seqs : 16);
+    size_t budget = CPU_KV_DEFAULT_BYTES;
+    if (dev->platform == QS_PLATFORM_CUDA)
+        /* weights are not counted here: a quarter of the allowed share is a safe default */
+        budget = (size_t)(0.25 * cfg->gpu_memory_utilization * (double)dev->memory_bytes);
+    long long cap = qs_kv_cache_blocks_for_bytes(mc, dev->platform, budget);
+    if (cap < per_seq)
+        cap = per_seq; /* at least one full-length sequence */
+    return (int)(want < cap ? want : cap);
+}
+
+static int load_all(const qs_config *cfg, qs_server_model *out, qs_err *err)
+{
+    memset(out, 0, sizeof *out);
+    qs_tokenizer *tok = NULL;
+    qs_model *model = NULL;
+    qs_kv_cache *kv = NULL;
+    qs_chat_template *tmpl = NULL;
+    qs_engine *engine = NULL;
+    if (qs_tokenizer_load(cfg->model_dir, &tok, err))
+        return -1;
+    double t0 = (double)clock() / CLOCKS_PER_SEC;
+    if (qs_model_load(cfg, &model, err))
+        goto fail;
+    const qs_model_config *mc = qs_model_get_config(model);
+    const qs_device_caps *dev = qs_model_device(model);
+    int max_model_len = mc->max_position_embeddings > 0 ? mc->max_position_embeddings : 2048;
+    if (cfg->max_model_len > 0) {
+        if (mc->max_position_embeddings > 0 && cfg->max_model_len > mc->max_position_embeddings) {
+            qs_errf(err, "--max-model-len %d exceeds the model's max_position_embeddings %d", cfg->max_model_len,
+                    mc->max_position_embeddings);
+            goto fail;
+        }
+        max_model_len = cfg->max_model_len;
+    }
+    int blocks = choose_kv_blocks(cfg, mc, dev, max_model_len);
+    if (qs_kv_cache_create(mc, dev->platform, blocks, &kv, err))
+        goto fail;
+    qs_info("KV cache: %d blocks of %d tokens (%d tokens) on %s", blocks, QS_KV_BLOCK_SIZE, blocks * QS_KV_BLOCK_SIZE,
+            dev->name);
+
+    int32_t eos[3 * QS_MAX_EOS];
+    int n_eos = 0;
+    for (int i = 0; i < mc->n_eos; i++)
+        add_eos(eos, &n_eos, mc->eos_token_ids[i]);
+    qs_generation_config gen;
+    qs_err gerr;
+    if (qs_generation_config_load(cfg->model_dir, &gen, &gerr) == 0)
+        for (int i = 0; i < gen.n_eos; i++)
+            add_eos(eos, &n_eos, gen.eos_token_ids[i]);
+    add_eos(eos, &n_eos, qs_tokenizer_eos_id(tok));
+
+    const char *src = qs_tokenizer_chat_template(tok);
+    if (src) {
+        qs_err terr;
+        if (qs_chat_template_compile(src, "tokenizer_config.json chat_template", &tmpl, &terr)) {
+            qs_warn("chat template not usable, /v1/chat/completions will answer 400: %s", terr.msg);
+            tmpl = NULL;
+        }
+    } else {
+        qs_info("the checkpoint has no chat template; /v1/chat/completions will answer 400");
+    }
+
+    int vocab = mc->vocab_size;
+    qs_engine_backend backend;
+    if (qs_engine_backend_model(model, kv, &backend, err))
+        goto fail;
+    model = NULL; /* owned by the backend now */
+    kv = NULL;
+    qs_engine_options opt = {
+        .max_num_seqs = cfg->max_num_seqs > 0 ? cfg->max_num_seqs : 16,
+        .max_num_batched_tokens = cfg->max_num_batched_tokens,
+        .max_num_queued_reqs = cfg->max_num_queued_reqs,
+        .max_model_len = max_model_len,
+        .seed = (uint64_t)cfg->seed,
+        .eos_ids = eos,
+        .n_eos = n_eos,
+        .tokenizer = tok,
+        .start_thread = true,
+    };
+    if (opt.max_num_batched_tokens <= 0)
+        opt.max_num_batched_tokens = 2048;
+    if (qs_engine_create(&opt, &backend, &engine, err)) {
+        backend.destroy(backend.ctx);
+        goto fail;
+    }
+    qs_info("engine: max_model_len %d, max_num_seqs %d, max_num_batched_tokens %d, %d end-of-sequence ids, "
+            "loaded in %.1f s CPU time",
+            max_model_len, opt.max_num_seqs, opt.max_num_batched_tokens, n_eos,
+            (double)clock() / CLOCKS_PER_SEC - t0);
+    *out = (qs_server_model){.engine = engine,
+                             .tokenizer = tok,
+                             .chat_template = tmpl,
+                             .max_model_len = max_model_len,
+                             .vocab_size = vocab,
+                             .created = (int64_t)time(NULL)};
+    return 0;
+fail:
+    if (tmpl)
+        qs_chat_template_free(tmpl);
+    if (kv)
+        qs_kv_cache_free(kv);
+    if (model)
+        qs_model_free(model);
+    qs_tokenizer_free(tok);
+    return -1;
+}
+
+static void *loader_main(void *arg)
+{
+    loader_args *a = arg;
+    qs_server_model m;
+    qs_err err = {{0}};
+    if (load_all(a->cfg, &m, &err)) {
+        qs_error("loading %s failed: %s", a->cfg->model_dir, err.msg);
+        qs_server_set_failed(a->server, err.msg);
+        a->failed = true;
+        kill(getpid(), SIGUSR1); /* wakes the main thread's sigwait */
+        return NULL;
+    }
+    qs_server_set_ready(a->server, &m);
+    qs_info("ready: serving '%s' (GET /health answers 200)", a->cfg->served_model_name);
+    return NULL;
+}
 
 int qs_cmd_serve(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "error: 'serve' is not built yet\n");
-    return 2;
+    static qs_config cfg; /* large; static keeps it off the stack */
+    qs_config_defaults(&cfg);
+    qs_err err = {{0}};
+    if (qs_config_parse_args(argc, argv, &cfg, &err)) {
+        fprintf(stderr, "error: %s\n", err.msg);
+        return 2;
+    }
+    if (cfg.help_requested) {
+        printf("usage: qserve serve MODEL_DIR [flags]   (or: qserve MODEL_DIR [flags])\n\n");
+        qs_config_print_help(stdout);
+        return 0;
+    }
+    if (!cfg.model_dir[0]) {
+        fprintf(stderr, "error: serve needs MODEL_DIR (usage: qserve serve MODEL_DIR [flags])\n");
+        return 2;
+    }
+    if (cfg.tensor_parallel_size > 1) {
+        fprintf(stderr,
+                "error: --tensor-parallel-size %d: tensor parallelism is not supported yet; qserve runs one model on "
+                "one device (use --tensor-parallel-size 1)\n",
+                cfg.tensor_parallel_size);
+        return 2;
+    }
+    if (!cfg.served_model_name[0])
+        snprintf(cfg.served_model_name, sizeof cfg.served_model_name, "%s", cfg.model_dir);
+    if (cfg.threads > 0)
+        qs_parallel_set_threads(cfg.threads);
+
+    /* Every thread created from here on inherits this mask; the main thread takes the signals
+     * with sigwait. SIGPIPE from a vanished client must never kill the server. */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGUSR1);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    qs_server_options sopt = {.host = cfg.host,
+                              .port = cfg.port,
+                              .model_name = cfg.served_model_name,
+                              .api_key = cfg.api_key,
+                              .max_body_bytes = 0};
+    qs_server *server = NULL;
+    if (qs_server_start(&sopt, &server, &err)) {
+        fprintf(stderr, "error: %s\n", err.msg);
+        return 1;
+    }
+    const char *shown_host = !strcmp(cfg.host, "0.0.0.0") || !cfg.host[0] ? "0.0.0.0" : cfg.host;
+    qs_info("qserve listening on http://%s:%d (model '%s' loading from %s)", shown_host, qs_server_port(server),
+            cfg.served_model_name, cfg.model_dir);
+    if (cfg.api_key[0])
+        qs_info("API key required on /v1/* (Authorization: Bearer ...)");
+
+    loader_args la = {.cfg = &cfg, .server = server};
+    pthread_t loader;
+    if (pthread_create(&loader, NULL, loader_main, &la)) {
+        qs_server_stop(server);
+        fprintf(stderr, "error: cannot start the loader thread\n");
+        return 1;
+    }
+    int sig = 0;
+    sigwait(&set, &sig);
+    if (sig == SIGUSR1 && la.failed) {
+        pthread_join(loader, NULL);
+        qs_server_stop(server);
+        return 1;
+    }
+    qs_info("received %s: refusing new requests, aborting in-flight ones, shutting down",
+            sig == SIGINT ? "SIGINT" : "SIGTERM");
+    pthread_join(loader, NULL); /* a load in progress finishes first; the engine then stops at once */
+    qs_server_stop(server);
+    qs_info("shutdown complete");
+    return 0;
 }

@@ -1,0 +1,18 @@
+/* metrics.h — GET /metrics: the engine's load and statistics in Prometheus text format, under
+ * vLLM's metric names with a qserve: prefix (qserve:num_requests_running, ...), labelled with
+ * model_name, plus HTTP request counters kept by the server. */
+#ifndef QS_SERVER_METRICS_H
+#define QS_SERVER_METRICS_H
+
+#include "engine/engine.h"
+
+typedef struct qs_http_counters {
+    unsigned long long requests_total;     /* every HTTP request answered */
+    unsigned long long errors_4xx, errors_5xx;
+    unsigned long long aborted_by_client;  /* requests whose client went away */
+} qs_http_counters;
+
+/* Renders the exposition text (malloc'd). engine may be NULL while the model loads. */
+char *qs_metrics_render(const char *model_name, qs_engine *engine, const qs_http_counters *http);
+
+#endif

@@ -1,0 +1,441 @@
+/* openai_request.c — validation of completions / chat request bodies (see openai_request.h).
+ * Ranges follow the OpenAI API reference and vLLM's SamplingParams checks. */
+#include "server/openai_request.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <unistr.h>
+
+#define MAX_JSON_INT 9007199254740991.0 /* 2^53 - 1: larger doubles are not exact integers */
+
+static bool valid_utf8(const char *s) { return u8_check((const uint8_t *)s, strlen(s)) == NULL; }
+
+cJSON *qs_json_parse_body(const char *body, size_t len, qs_api_error *e)
+{
+    if (!body || len == 0) {
+        qs_api_errorf(e, 400, NULL, "The request body is empty; expected a JSON object.");
+        return NULL;
+    }
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(body, len, &end, false);
+    if (!root) {
+        size_t off = end && end >= body ? (size_t)(end - body) : 0;
+        qs_api_errorf(e, 400, NULL,
+                      "The request body is not valid JSON (error near byte %zu; nesting deeper than %d levels is "
+                      "refused).",
+                      off, CJSON_NESTING_LIMIT);
+        return NULL;
+    }
+    /* Only whitespace may follow the value. */
+    for (const char *p = end; p && p < body + len; p++)
+        if (*p != ' ' && *p != '\n' && *p != '\r' && *p != '\t' && *p != '\0') {
+            cJSON_Delete(root);
+            qs_api_errorf(e, 400, NULL, "The request body has trailing data after the JSON value (byte %zu).",
+                          (size_t)(p - body));
+            return NULL;
+        }
+    if (!cJSON_IsObject(root)) {
+        cJSON_Delete(root);
+        qs_api_errorf(e, 400, NULL, "The request body must be a JSON object.");
+        return NULL;
+    }
+    return root;
+}
+
+static const cJSON *field(const cJSON *obj, const char *name)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
+    return cJSON_IsNull(v) ? NULL : v;
+}
+
+static bool is_integer(const cJSON *v)
+{
+    return cJSON_IsNumber(v) && isfinite(v->valuedouble) && fabs(v->valuedouble) <= MAX_JSON_INT &&
+           v->valuedouble == floor(v->valuedouble);
+}
+
+int qs_json_get_int(const cJSON *obj, const char *name, long long min, long long max, long long *out, qs_api_error *e)
+{
+    const cJSON *v = field(obj, name);
+    if (!v)
+        return 0;
+    if (!is_integer(v))
+        return qs_api_errorf(e, 400, name, "'%s' must be an integer.", name);
+    long long x = (long long)v->valuedouble;
+    if (x < min || x > max)
+        return qs_api_errorf(e, 400, name, "'%s' must be between %lld and %lld, got %lld.", name, min, max, x);
+    *out = x;
+    return 0;
+}
+
+static int get_double(const cJSON *obj, const char *name, double min, double max, bool min_open, double *out,
+                      qs_api_error *e)
+{
+    const cJSON *v = field(obj, name);
+    if (!v)
+        return 0;
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
+        return qs_api_errorf(e, 400, name, "'%s' must be a number.", name);
+    double x = v->valuedouble;
+    if (x < min || x > max || (min_open && x == min))
+        return qs_api_errorf(e, 400, name, "'%s' must be in %s%g, %g], got %g.", name, min_open ? "(" : "[", min, max,
+                             x);
+    *out = x;
+    return 0;
+}
+
+static int get_bool(const cJSON *obj, const char *name, bool *out, qs_api_error *e)
+{
+    const cJSON *v = field(obj, name);
+    if (!v)
+        return 0;
+    if (!cJSON_IsBool(v))
+        return qs_api_errorf(e, 400, name, "'%s' must be a boolean.", name);
+    *out = cJSON_IsTrue(v);
+    return 0;
+}
+
+int qs_json_token_ids(const cJSON *arr, const char *param, int32_t **ids, int *n, qs_api_error *e)
+{
+    int count = cJSON_GetArraySize(arr);
+    *ids = malloc((size_t)(count > 0 ? count : 1) * sizeof **ids);
+    *n = 0;
+    if (!*ids)
+        return qs_api_errorf(e, 500, NULL, "out of memory");
+    const cJSON *it;
+    cJSON_ArrayForEach(it, arr)
+    {
+        if (!is_integer(it) || it->valuedouble < 0 || it->valuedouble > 2147483647.0) {
+            free(*ids);
+            *ids = NULL;
+            return qs_api_errorf(e, 400, param, "'%s' must hold non-negative integer token ids.", param);
+        }
+        (*ids)[(*n)++] = (int32_t)it->valuedouble;
+    }
+    return 0;
+}
+
+static int add_text_prompt(qs_openai_request *r, const char *text, qs_api_error *e)
+{
+    if (!valid_utf8(text))
+        return qs_api_errorf(e, 400, "prompt", "'prompt' is not valid UTF-8.");
+    qs_prompt_input *p = &r->prompts[r->n_prompts];
+    p->text = strdup(text);
+    if (!p->text)
+        return qs_api_errorf(e, 500, NULL, "out of memory");
+    r->n_prompts++;
+    return 0;
+}
+
+static int add_ids_prompt(qs_openai_request *r, const cJSON *arr, qs_api_error *e)
+{
+    qs_prompt_input *p = &r->prompts[r->n_prompts];
+    if (qs_json_token_ids(arr, "prompt", &p->ids, &p->n_ids, e))
+        return -1;
+    r->n_prompts++;
+    if (p->n_ids == 0)
+        return qs_api_errorf(e, 400, "prompt", "'prompt' holds an empty list of token ids.");
+    return 0;
+}
+
+/* prompt: "text" | ["a", "b"] | [1, 2, 3] | [[1, 2], [3]] */
+static int parse_prompt(qs_openai_request *r, const cJSON *prompt, qs_api_error *e)
+{
+    if (!prompt)
+        return qs_api_errorf(e, 400, "prompt", "'prompt' is required.");
+    int count = cJSON_IsArray(prompt) ? cJSON_GetArraySize(prompt) : 1;
+    if (cJSON_IsArray(prompt) && count == 0)
+        return qs_api_errorf(e, 400, "prompt", "'prompt' must not be an empty list.");
+    if (count > QS_MAX_PROMPTS)
+        return qs_api_errorf(e, 400, "prompt", "'prompt' holds %d prompts; at most %d are accepted.", count,
+                             QS_MAX_PROMPTS);
+    r->prompts = calloc((size_t)count, sizeof *r->prompts);
+    if (!r->prompts)
+        return qs_api_errorf(e, 500, NULL, "out of memory");
+    if (cJSON_IsString(prompt))
+        return add_text_prompt(r, prompt->valuestring, e);
+    if (!cJSON_IsArray(prompt))
+        return qs_api_errorf(e, 400, "prompt",
+                             "'prompt' must be a string, a list of strings, a list of token ids or a list of lists of "
+                             "token ids.");
+    const cJSON *first = prompt->child;
+    if (cJSON_IsNumber(first)) {
+        /* one prompt given as token ids */
+        free(r->prompts);
+        r->prompts = calloc(1, sizeof *r->prompts);
+        if (!r->prompts)
+            return qs_api_errorf(e, 500, NULL, "out of memory");
+        return add_ids_prompt(r, prompt, e);
+    }
+    const cJSON *it;
+    cJSON_ArrayForEach(it, prompt)
+    {
+        if (cJSON_IsString(it) && cJSON_IsString(first)) {
+            if (add_text_prompt(r, it->valuestring, e))
+                return -1;
+        } else if (cJSON_IsArray(it) && cJSON_IsArray(first)) {
+            if (add_ids_prompt(r, it, e))
+                return -1;
+        } else {
+            return qs_api_errorf(e, 400, "prompt",
+                                 "'prompt' lists must hold only strings, only token ids, or only lists of token ids.");
+        }
+    }
+    return 0;
+}
+
+static int parse_messages(qs_openai_request *r, const cJSON *msgs, qs_api_error *e)
+{
+    if (!msgs)
+        return qs_api_errorf(e, 400, "messages", "'messages' is required.");
+    if (!cJSON_IsArray(msgs) || cJSON_GetArraySize(msgs) == 0)
+        return qs_api_errorf(e, 400, "messages", "'messages' must be a non-empty array of message objects.");
+    const cJSON *m;
+    int i = 0;
+    cJSON_ArrayForEach(m, msgs)
+    {
+        const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
+        if (!cJSON_IsObject(m) || !cJSON_IsString(role))
+            return qs_api_errorf(e, 400, "messages", "messages[%d] must be an object with a string 'role'.", i);
+        if (!valid_utf8(role->valuestring))
+            return qs_api_errorf(e, 400, "messages", "messages[%d].role is not valid UTF-8.", i);
+        const cJSON *content = cJSON_GetObjectItemCaseSensitive(m, "content");
+        if (content && !cJSON_IsNull(content) && !cJSON_IsString(content) && !cJSON_IsArray(content))
+            return qs_api_errorf(e, 400, "messages",
+                                 "messages[%d].content must be a string, an array of content parts or null.", i);
+        if (cJSON_IsString(content) && !valid_utf8(content->valuestring))
+            return qs_api_errorf(e, 400, "messages", "messages[%d].content is not valid UTF-8.", i);
+        if (cJSON_IsArray(content)) {
+            const cJSON *part;
+            cJSON_ArrayForEach(part, content)
+            {
+                const cJSON *type = cJSON_GetObjectItemCaseSensitive(part, "type");
+                const cJSON *text = cJSON_GetObjectItemCaseSensitive(part, "text");
+                if (!cJSON_IsObject(part) || !cJSON_IsString(type))
+                    return qs_api_errorf(e, 400, "messages", "messages[%d].content parts must be objects with a 'type'.",
+                                         i);
+                if (strcmp(type->valuestring, "text") != 0)
+                    return qs_api_errorf(e, 400, "messages",
+                                         "messages[%d].content: only 'text' parts are supported by this server.", i);
+                if (!cJSON_IsString(text) || !valid_utf8(text->valuestring))
+                    return qs_api_errorf(e, 400, "messages", "messages[%d].content text parts need a UTF-8 'text'.", i);
+            }
+        }
+        i++;
+    }
+    r->messages = msgs;
+    return 0;
+}
+
+static int parse_stop(qs_openai_request *r, const cJSON *stop, qs_api_error *e)
+{
+    if (!stop)
+        return 0;
+    int count = cJSON_IsArray(stop) ? cJSON_GetArraySize(stop) : 1;
+    if (!cJSON_IsString(stop) && !cJSON_IsArray(stop))
+        return qs_api_errorf(e, 400, "stop", "'stop' must be a string or a list of strings.");
+    if (count > QS_MAX_STOP)
+        return qs_api_errorf(e, 400, "stop", "'stop' holds %d strings; at most %d are accepted.", count, QS_MAX_STOP);
+    r->stop = calloc((size_t)(count > 0 ? count : 1), sizeof *r->stop);
+    if (!r->stop)
+        return qs_api_errorf(e, 500, NULL, "out of memory");
+    const cJSON *single[1] = {stop};
+    for (int i = 0; i < count; i++) {
+        const cJSON *s = cJSON_IsArray(stop) ? cJSON_GetArrayItem(stop, i) : single[0];
+        if (!cJSON_IsString(s))
+            return qs_api_errorf(e, 400, "stop", "'stop' must be a string or a list of strings.");
+        if (strlen(s->valuestring) > QS_MAX_STOP_LEN)
+            return qs_api_errorf(e, 400, "stop", "stop strings are limited to %d bytes.", QS_MAX_STOP_LEN);
+        if (!valid_utf8(s->valuestring))
+            return qs_api_errorf(e, 400, "stop", "'stop' is not valid UTF-8.");
+        r->stop[r->n_stop] = strdup(s->valuestring);
+        if (!r->stop[r->n_stop])
+            return qs_api_errorf(e, 500, NULL, "out of memory");
+        r->n_stop++;
+    }
+    return 0;
+}
+
+static int parse_logit_bias(qs_openai_request *r, const cJSON *lb, qs_api_error *e)
+{
+    if (!lb)
+        return 0;
+    if (!cJSON_IsObject(lb))
+        return qs_api_errorf(e, 400, "logit_bias", "'logit_bias' must be an object mapping token ids to biases.");
+    int count = cJSON_GetArraySize(lb);
+    if (count > QS_MAX_LOGIT_BIAS)
+        return qs_api_errorf(e, 400, "logit_bias", "'logit_bias' holds %d entries; at most %d are accepted.", count,
+                             QS_MAX_LOGIT_BIAS);
+    r->logit_bias = calloc((size_t)(count > 0 ? count : 1), sizeof *r->logit_bias);
+    if (!r->logit_bias)
+        return qs_api_errorf(e, 500, NULL, "out of memory");
+    const cJSON *it;
+    cJSON_ArrayForEach(it, lb)
+    {
+        char *end = NULL;
+        long id = strtol(it->string, &end, 10);
+        if (!it->string[0] || *end || id < 0 || id > 2147483647L)
+            return qs_api_errorf(e, 400, "logit_bias", "'logit_bias' keys must be token ids, got \"%.40s\".", it->string);
+        if (!cJSON_IsNumber(it) || !isfinite(it->valuedouble) || it->valuedouble < -100 || it->valuedouble > 100)
+            return qs_api_errorf(e, 400, "logit_bias", "'logit_bias' values must be numbers in [-100, 100].");
+        r->logit_bias[r->sampling.n_logit_bias++] = (qs_logit_bias){(int32_t)id, (float)it->valuedouble};
+    }
+    r->sampling.logit_bias = r->logit_bias;
+    return 0;
+}
+
+static int parse_sampling(qs_openai_request *r, const cJSON *root, qs_api_error *e)
+{
+    qs_sampling_params *p = &r->sampling;
+    if (get_double(root, "temperature", 0, 2, false, &p->temperature, e) ||
+        get_double(root, "top_p", 0, 1, true, &p->top_p, e) || get_double(root, "min_p", 0, 1, false, &p->min_p, e) ||
+        get_double(root, "presence_penalty", -2, 2, false, &p->presence_penalty, e) ||
+        get_double(root, "frequency_penalty", -2, 2, false, &p->frequency_penalty, e) ||
+        get_double(root, "repetition_penalty", 0, 10, true, &p->repetition_penalty, e))
+        return -1;
+    long long top_k = p->top_k, seed = 0;
+    if (qs_json_get_int(root, "top_k", -1, 1 << 30, &top_k, e))
+        return -1;
+    p->top_k = (int)top_k;
+    if (field(root, "seed")) {
+        const cJSON *s = field(root, "seed");
+        if (!is_integer(s))
+            return qs_api_errorf(e, 400, "seed", "'seed' must be an integer.");
+        seed = (long long)s->valuedouble;
+        p->has_seed = true;
+        p->seed = (uint64_t)seed;
+    }
+    return parse_logit_bias(r, field(root, "logit_bias"), e);
+}
+
+static int parse_logprobs(qs_openai_request *r, const cJSON *root, qs_api_error *e)
+{
+    r->sampling.logprobs = -1;
+    if (r->kind == QS_API_COMPLETIONS) {
+        long long lp = -1;
+        if (qs_json_get_int(root, "logprobs", 0, QS_MAX_LOGPROBS, &lp, e))
+            return -1;
+        r->sampling.logprobs = (int)lp;
+        return 0;
+    }
+    if (get_bool(root, "logprobs", &r->chat_logprobs, e))
+        return -1;
+    long long top = -1;
+    if (qs_json_get_int(root, "top_logprobs", 0, QS_MAX_LOGPROBS, &top, e))
+        return -1;
+    if (top >= 0 && !r->chat_logprobs)
+        return qs_api_errorf(e, 400, "top_logprobs", "'top_logprobs' needs 'logprobs': true.");
+    if (r->chat_logprobs)
+        r->sampling.logprobs = top >= 0 ? (int)top : 0;
+    return 0;
+}
+
+int qs_openai_request_parse(qs_api_kind kind, const char *body, size_t len, qs_openai_request *r, qs_api_error *e)
+{
+    memset(r, 0, sizeof *r);
+    r->kind = kind;
+    r->n = 1;
+    r->max_tokens = -1;
+    r->skip_special_tokens = true;
+    r->add_generation_prompt = true;
+    qs_sampling_params_defaults(&r->sampling);
+    r->root = qs_json_parse_body(body, len, e);
+    if (!r->root)
+        return -1;
+    const cJSON *root = r->root;
+
+    const cJSON *model = field(root, "model");
+    if (model) {
+        if (!cJSON_IsString(model) || !valid_utf8(model->valuestring))
+            return qs_api_errorf(e, 400, "model", "'model' must be a string.");
+        r->model = strdup(model->valuestring);
+    }
+    if (kind == QS_API_COMPLETIONS) {
+        if (parse_prompt(r, field(root, "prompt"), e) || get_bool(root, "echo", &r->echo, e))
+            return -1;
+    } else {
+        if (parse_messages(r, field(root, "messages"), e))
+            return -1;
+        const cJSON *tools = field(root, "tools");
+        if (tools && !cJSON_IsArray(tools))
+            return qs_api_errorf(e, 400, "tools", "'tools' must be an array.");
+        r->tools = tools;
+        const cJSON *kw = field(root, "chat_template_kwargs");
+        if (kw && !cJSON_IsObject(kw))
+            return qs_api_errorf(e, 400, "chat_template_kwargs", "'chat_template_kwargs' must be an object.");
+        r->chat_template_kwargs = kw;
+        if (get_bool(root, "add_generation_prompt", &r->add_generation_prompt, e))
+            return -1;
+    }
+
+    long long v = -1;
+    if (qs_json_get_int(root, "max_tokens", 1, 1 << 30, &v, e))
+        return -1;
+    if (kind == QS_API_CHAT && qs_json_get_int(root, "max_completion_tokens", 1, 1 << 30, &v, e))
+        return -1;
+    r->max_tokens = (int)v;
+    v = 0;
+    if (qs_json_get_int(root, "min_tokens", 0, 1 << 30, &v, e))
+        return -1;
+    r->min_tokens = (int)v;
+    if (r->max_tokens > 0 && r->min_tokens > r->max_tokens)
+        return qs_api_errorf(e, 400, "min_tokens", "'min_tokens' (%d) must not exceed 'max_tokens' (%d).",
+                             r->min_tokens, r->max_tokens);
+    v = 1;
+    if (qs_json_get_int(root, "n", 1, QS_MAX_N, &v, e))
+        return -1;
+    r->n = (int)v;
+    if (parse_sampling(r, root, e) || parse_logprobs(r, root, e) || parse_stop(r, field(root, "stop"), e))
+        return -1;
+    const cJSON *stop_ids = field(root, "stop_token_ids");
+    if (stop_ids) {
+        if (!cJSON_IsArray(stop_ids) || cJSON_GetArraySize(stop_ids) > QS_MAX_STOP_IDS)
+            return qs_api_errorf(e, 400, "stop_token_ids", "'stop_token_ids' must be a list of at most %d token ids.",
+                                 QS_MAX_STOP_IDS);
+        if (qs_json_token_ids(stop_ids, "stop_token_ids", &r->stop_token_ids, &r->n_stop_token_ids, e))
+            return -1;
+    }
+    if (get_bool(root, "stream", &r->stream, e) || get_bool(root, "ignore_eos", &r->ignore_eos, e) ||
+        get_bool(root, "skip_special_tokens", &r->skip_special_tokens, e) ||
+        get_bool(root, "include_stop_str_in_output", &r->include_stop_str_in_output, e))
+        return -1;
+    const cJSON *so = field(root, "stream_options");
+    if (so) {
+        if (!cJSON_IsObject(so))
+            return qs_api_errorf(e, 400, "stream_options", "'stream_options' must be an object.");
+        if (!r->stream)
+            return qs_api_errorf(e, 400, "stream_options", "'stream_options' is only allowed when 'stream' is true.");
+        if (get_bool(so, "include_usage", &r->include_usage, e)) {
+            snprintf(e->param, sizeof e->param, "stream_options");
+            return -1;
+        }
+    }
+    const cJSON *user = field(root, "user");
+    if (user && !cJSON_IsString(user))
+        return qs_api_errorf(e, 400, "user", "'user' must be a string.");
+    if (r->stream && r->n_prompts > 1 && kind == QS_API_COMPLETIONS && r->echo)
+        return qs_api_errorf(e, 400, "echo", "'echo' with several prompts is not supported while streaming.");
+    return 0;
+}
+
+void qs_openai_request_free(qs_openai_request *r)
+{
+    if (!r)
+        return;
+    cJSON_Delete(r->root);
+    free(r->model);
+    for (int i = 0; i < r->n_prompts; i++) {
+        free(r->prompts[i].text);
+        free(r->prompts[i].ids);
+    }
+    free(r->prompts);
+    free(r->logit_bias);
+    for (int i = 0; i < r->n_stop; i++)
+        free(r->stop[i]);
+    free(r->stop);
+    free(r->stop_token_ids);
+    memset(r, 0, sizeof *r);
+}

@@ -1,0 +1,48 @@
+/* prompt_build.c — prompt text / messages to token ids (see prompt_build.h). */
+#include "server/prompt_build.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "tokenizer/chat_template.h"
+#include "tokenizer/tokenizer.h"
+
+int qs_render_chat(const qs_server_model *m, const cJSON *messages, const cJSON *tools, bool add_generation_prompt,
+                   const cJSON *kwargs, char **text, qs_api_error *e)
+{
+    if (!m->chat_template)
+        return qs_api_errorf(e, 400, "messages",
+                             "This model has no chat template (tokenizer_config.json chat_template); use "
+                             "/v1/completions.");
+    qs_err err = {{0}};
+    if (qs_chat_template_render(m->chat_template, messages, tools, add_generation_prompt,
+                                qs_tokenizer_bos_token(m->tokenizer), qs_tokenizer_eos_token(m->tokenizer), kwargs,
+                                text, &err))
+        return qs_api_errorf(e, 400, "messages", "The chat template could not render these messages: %s", err.msg);
+    return 0;
+}
+
+int qs_encode_text(const qs_server_model *m, const char *text, bool add_special_tokens, int32_t **ids, int *n,
+                   qs_api_error *e)
+{
+    size_t count = 0;
+    qs_err err = {{0}};
+    if (qs_tokenizer_encode(m->tokenizer, text, strlen(text), add_special_tokens, ids, &count, &err))
+        return qs_api_errorf(e, 400, "prompt", "The prompt cannot be tokenized: %s", err.msg);
+    if (count > (size_t)1 << 30) {
+        free(*ids);
+        *ids = NULL;
+        return qs_api_errorf(e, 400, "prompt", "The prompt is too long.");
+    }
+    *n = (int)count;
+    return 0;
+}
+
+int qs_check_token_ids(const qs_server_model *m, const int32_t *ids, int n, const char *param, qs_api_error *e)
+{
+    for (int i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= m->vocab_size)
+            return qs_api_errorf(e, 400, param, "Token id %d is outside the vocabulary [0, %d).", ids[i],
+                                 m->vocab_size);
+    return 0;
+}

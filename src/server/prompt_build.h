@@ -1,0 +1,25 @@
+/* prompt_build.h — turns what a request says (text, token ids, chat messages) into the token ids
+ * the engine runs: completions text is encoded with the tokenizer's special tokens (BOS), chat
+ * messages are rendered with the checkpoint's chat template and encoded without adding more.
+ * Failures are 400s naming the parameter. */
+#ifndef QS_SERVER_PROMPT_BUILD_H
+#define QS_SERVER_PROMPT_BUILD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <cJSON.h>
+
+#include "server/api_error.h"
+#include "server/server.h"
+
+/* Renders messages with the model's template; *text malloc'd. */
+int qs_render_chat(const qs_server_model *m, const cJSON *messages, const cJSON *tools, bool add_generation_prompt,
+                   const cJSON *kwargs, char **text, qs_api_error *e);
+/* Encodes text; *ids malloc'd. */
+int qs_encode_text(const qs_server_model *m, const char *text, bool add_special_tokens, int32_t **ids, int *n,
+                   qs_api_error *e);
+/* Checks ids against the vocabulary. */
+int qs_check_token_ids(const qs_server_model *m, const int32_t *ids, int n, const char *param, qs_api_error *e);
+
+#endif
