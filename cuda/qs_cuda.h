@@ -5,12 +5,12 @@
 #ifndef QS_CUDA_H
 #define QS_CUDA_H
 
-#include "registry/kernel.h"
-#include "util/error.h"
-
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+#include "registry/kernel.h"
+#include "util/error.h"
 
 /* Number of CUDA devices usable by this process; 0 when there is no driver, no GPU, or the driver
  * is older than the runtime (the reason is kept for qs_cuda_unavailable_reason). */

@@ -1,12 +1,216 @@
-/* cmd_backends.c — placeholder until its issue lands; replaced by the real command. */
+/* cmd_backends.c — `qserve backends [MODEL_DIR] [--assume-compute-capability X.Y] [--device D]
+ * [--linear-backend B] [--moe-backend B] [--kernel-config JSON] [--batch-invariant]
+ * [--disabled-kernels A,B] [--json]`: runs the registry's selection exactly as `serve` would, but
+ * without loading weights (headers only), and prints every candidate with its reason. Without
+ * MODEL_DIR it describes the registry itself and the choice per layer kind and scheme on the
+ * device. --assume-compute-capability pretends a CUDA GPU, so a user sees what an A100 (8.0),
+ * L40S (8.9) or H200 (9.0) would run. Exit status: 0, 1 when a layer type of the model has no
+ * kernel (serve would fail too) or the model cannot be read, 2 on a usage error. */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
+#include "cli/backends_model.h"
+#include "cli/backends_report.h"
 #include "cli/commands.h"
+#include "device/device.h"
+
+/* The serve options this command also understands; they go through the serve option table. */
+static const char *const KERNEL_FLAGS[] = {"linear-backend", "moe-backend", "kernel-config", "batch-invariant",
+                                           "disabled-kernels", "device"};
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: qserve backends [MODEL_DIR] [options]\n\n"
+            "Shows which kernel serves each layer kind and scheme, every candidate in priority order\n"
+            "and why it was taken or refused, without loading weights. Without MODEL_DIR: the whole\n"
+            "registry (kernels, priority lists) and the choice for every scheme on the device.\n\n"
+            "options:\n"
+            "  --assume-compute-capability X.Y  pretend a CUDA GPU of that capability (8.0 A100, 8.9 L40S,\n"
+            "                                   9.0 H100/H200, 10.0 B200)\n"
+            "  --device auto|cpu|cuda           the device to select for (default auto)\n"
+            "  --linear-backend NAME            as for serve: auto, cublaslt, marlin, emulation, reference\n"
+            "  --moe-backend NAME               as for serve\n"
+            "  --kernel-config JSON             as for serve (linear_backend_per_quant, batch_invariant, ...)\n"
+            "  --batch-invariant                as for serve\n"
+            "  --disabled-kernels A,B           as QSERVE_DISABLED_KERNELS\n"
+            "  --json                           print JSON instead of text\n");
+}
+
+typedef struct {
+    const char *model_dir, *assume_cc;
+    bool json;
+    qs_config cfg; /* only device and kernels are used */
+} backends_args;
+
+static const qs_option *kernel_option(const char *arg)
+{
+    const qs_option *o = qs_config_find_option(arg);
+    for (size_t i = 0; o && i < sizeof KERNEL_FLAGS / sizeof *KERNEL_FLAGS; i++)
+        if (!strcmp(o->name, KERNEL_FLAGS[i]))
+            return o;
+    return NULL;
+}
+
+/* Two passes so --kernel-config is applied before the flags that override it (as for serve). */
+static int parse_args(int argc, char **argv, backends_args *a, qs_err *err)
+{
+    memset(a, 0, sizeof *a);
+    qs_config_defaults(&a->cfg);
+    if (qs_kernel_config_apply_env(&a->cfg.kernels, err))
+        return -1;
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 1; i < argc; i++) {
+            const char *arg = argv[i];
+            if (arg[0] != '-') {
+                if (pass == 0 && a->model_dir)
+                    return qs_errf(err, "unexpected argument '%s' (MODEL_DIR is already '%s')", arg, a->model_dir);
+                a->model_dir = arg;
+                continue;
+            }
+            char name[96];
+            snprintf(name, sizeof name, "%s", arg);
+            char *eq = strchr(name, '=');
+            if (eq)
+                *eq = '\0';
+            const char *value = eq ? arg + (eq - name) + 1 : NULL;
+            if (!strcmp(name, "--json")) {
+                a->json = true;
+                continue;
+            }
+            if (!strcmp(name, "--assume-compute-capability")) {
+                if (!value && i + 1 >= argc)
+                    return qs_errf(err, "--assume-compute-capability needs a value (X.Y)");
+                a->assume_cc = value ? value : argv[++i];
+                continue;
+            }
+            const qs_option *o = strncmp(name, "--", 2) ? NULL : kernel_option(name + 2);
+            if (!o)
+                return qs_errf(err, "unknown option '%s' (see qserve backends --help)", arg);
+            bool bare = o->type == QS_OPT_BOOL;
+            if (!value && !bare) {
+                if (i + 1 >= argc)
+                    return qs_errf(err, "--%s needs a value (%s)", o->name, o->metavar ? o->metavar : "VALUE");
+                value = argv[++i];
+            }
+            if ((pass == 0) != (o->type == QS_OPT_KERNEL_CONFIG))
+                continue;
+            char source[128];
+            snprintf(source, sizeof source, "--%s", o->name);
+            if (qs_config_set_option(&a->cfg, o, value, source, err))
+                return -1;
+        }
+    if (a->assume_cc && a->cfg.device == QS_DEVICE_CPU)
+        return qs_errf(err, "--assume-compute-capability pretends a CUDA GPU; it cannot be combined with --device cpu");
+    return qs_registry_check_kernel_config(&a->cfg.kernels, err);
+}
+
+static void select_row(const backends_args *a, const qs_device_caps *dev, qs_layer_kind kind, qs_scheme scheme,
+                       const qs_linear_desc *const *lin, const qs_moe_desc *const *moe, int n, qs_backends_row *row)
+{
+    qs_err e;
+    memset(row, 0, sizeof *row);
+    row->n_layers = n;
+    if (n > 0)
+        snprintf(row->first_layer, sizeof row->first_layer, "%s", kind == QS_KIND_MOE ? moe[0]->name : lin[0]->name);
+    int rc = qs_registry_select_for_layers(&a->cfg.kernels, dev, kind, scheme, lin, kind == QS_KIND_LINEAR ? n : 0,
+                                           moe, kind == QS_KIND_MOE ? n : 0, &row->sel, &e);
+    if (rc) {
+        row->failed = 1;
+        snprintf(row->error, sizeof row->error, "%s", e.msg);
+    }
+}
+
+/* One row per (kind, scheme) present in the model, linear first, in scheme order. */
+static int model_rows(const backends_args *a, const qs_device_caps *dev, const qs_backends_model *m,
+                      qs_backends_row *rows, qs_err *err)
+{
+    int n_rows = 0;
+    int cap = m->n_linears > m->n_moes ? m->n_linears : m->n_moes;
+    const qs_linear_desc **lin = calloc((size_t)cap + 1, sizeof *lin);
+    const qs_moe_desc **moe = calloc((size_t)cap + 1, sizeof *moe);
+    if (!lin || !moe) {
+        free(lin);
+        free(moe);
+        return qs_errf(err, "out of memory");
+    }
+    for (int s = 0; s < QS_SCHEME_COUNT; s++) {
+        int n = 0;
+        for (int i = 0; i < m->n_linears; i++)
+            if ((int)m->linears[i].scheme == s)
+                lin[n++] = &m->linears[i];
+        if (n)
+            select_row(a, dev, QS_KIND_LINEAR, (qs_scheme)s, lin, NULL, n, &rows[n_rows++]);
+    }
+    for (int s = 0; s < QS_SCHEME_COUNT; s++) {
+        int n = 0;
+        for (int i = 0; i < m->n_moes; i++)
+            if ((int)m->moes[i].scheme == s)
+                moe[n++] = &m->moes[i];
+        if (n)
+            select_row(a, dev, QS_KIND_MOE, (qs_scheme)s, NULL, moe, n, &rows[n_rows++]);
+    }
+    free(lin);
+    free(moe);
+    return n_rows;
+}
 
 int qs_cmd_backends(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "error: 'backends' is not built yet\n");
-    return 2;
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage(stdout);
+            return 0;
+        }
+    backends_args a;
+    qs_err err;
+    if (parse_args(argc, argv, &a, &err)) {
+        fprintf(stderr, "error: %s\n", err.msg);
+        return 2;
+    }
+    qs_device_caps dev;
+    if (a.assume_cc ? qs_device_assume(a.assume_cc, &dev, &err) : qs_device_detect(a.cfg.device, &dev, &err)) {
+        fprintf(stderr, "error: %s\n", err.msg);
+        return a.assume_cc ? 2 : 1;
+    }
+    qs_backends_row rows[2 * QS_SCHEME_COUNT];
+    qs_backends_report r = {.dev = &dev, .kc = &a.cfg.kernels, .rows = rows};
+    qs_backends_model m;
+    bool have_model = false;
+    if (a.model_dir) {
+        if (qs_backends_model_open(a.model_dir, &m, &err)) {
+            fprintf(stderr, "error: %s\n", err.msg);
+            return 1;
+        }
+        have_model = true;
+        r.model_dir = a.model_dir;
+        r.architecture = m.mc.arch_name;
+        r.quantization = m.qc.description[0] ? m.qc.description : qs_quant_method_name(m.qc.method);
+        r.n_rows = model_rows(&a, &dev, &m, rows, &err);
+        if (r.n_rows < 0) {
+            fprintf(stderr, "error: %s\n", err.msg);
+            qs_backends_model_close(&m);
+            return 1;
+        }
+    } else {
+        for (int k = QS_KIND_LINEAR; k <= QS_KIND_MOE; k++)
+            for (int s = 0; s < QS_SCHEME_COUNT; s++)
+                select_row(&a, &dev, (qs_layer_kind)k, (qs_scheme)s, NULL, NULL, 0, &rows[r.n_rows++]);
+    }
+    int rc = 0;
+    if (a.json) {
+        if (qs_backends_print_json(stdout, &r, &err)) {
+            fprintf(stderr, "error: %s\n", err.msg);
+            rc = 1;
+        }
+    } else {
+        qs_backends_print_text(stdout, &r);
+    }
+    for (int i = 0; have_model && i < r.n_rows; i++)
+        if (rows[i].failed)
+            rc = 1;
+    if (have_model)
+        qs_backends_model_close(&m);
+    return rc;
 }
