@@ -1,0 +1,271 @@
+/* test_openai_request.c — validation of completions / chat bodies: every accepted shape of
+ * `prompt`, defaults, and a 400 naming the parameter for each wrong type or out-of-range value;
+ * plus the OpenAI error body. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "server/api_error.h"
+#include "server/openai_request.h"
+
+static int parse(qs_api_kind kind, const char *body, qs_openai_request *r, qs_api_error *e)
+{
+    memset(e, 0, sizeof *e);
+    return qs_openai_request_parse(kind, body, strlen(body), r, e);
+}
+
+static void expect_ok(qs_api_kind kind, const char *body, qs_openai_request *r)
+{
+    qs_api_error e;
+    if (parse(kind, body, r, &e))
+        fail_msg("rejected %s: %s", body, e.message);
+}
+
+static void expect_400(qs_api_kind kind, const char *body, const char *param)
+{
+    qs_openai_request r;
+    qs_api_error e;
+    if (parse(kind, body, &r, &e) == 0)
+        fail_msg("accepted %s", body);
+    assert_int_equal(e.status, 400);
+    assert_string_equal(e.param, param);
+    assert_true(strlen(e.message) > 0);
+    qs_openai_request_free(&r);
+}
+
+static void test_prompt_shapes(void **state)
+{
+    (void)state;
+    qs_openai_request r;
+    expect_ok(QS_API_COMPLETIONS, "{\"model\":\"m\",\"prompt\":\"hello\"}", &r);
+    assert_int_equal(r.n_prompts, 1);
+    assert_string_equal(r.prompts[0].text, "hello");
+    assert_string_equal(r.model, "m");
+    qs_openai_request_free(&r);
+
+    expect_ok(QS_API_COMPLETIONS, "{\"prompt\":[\"a\",\"b\",\"c\"]}", &r);
+    assert_int_equal(r.n_prompts, 3);
+    assert_string_equal(r.prompts[2].text, "c");
+    assert_null(r.model);
+    qs_openai_request_free(&r);
+
+    expect_ok(QS_API_COMPLETIONS, "{\"prompt\":[1,2,3]}", &r);
+    assert_int_equal(r.n_prompts, 1);
+    assert_int_equal(r.prompts[0].n_ids, 3);
+    assert_int_equal(r.prompts[0].ids[2], 3);
+    qs_openai_request_free(&r);
+
+    expect_ok(QS_API_COMPLETIONS, "{\"prompt\":[[5,6],[7]]}", &r);
+    assert_int_equal(r.n_prompts, 2);
+    assert_int_equal(r.prompts[1].n_ids, 1);
+    assert_int_equal(r.prompts[1].ids[0], 7);
+    qs_openai_request_free(&r);
+
+    expect_400(QS_API_COMPLETIONS, "{}", "prompt");
+    expect_400(QS_API_COMPLETIONS, "{\"prompt\":[]}", "prompt");
+    expect_400(QS_API_COMPLETIONS, "{\"prompt\":42}", "prompt");
+    expect_400(QS_API_COMPLETIONS, "{\"prompt\":[\"a\",1]}", "prompt");
+    expect_400(QS_API_COMPLETIONS, "{\"prompt\":[1,-2]}", "prompt");
+    expect_400(QS_API_COMPLETIONS, "{\"prompt\":[1,2.5]}", "prompt");
+    expect_400(QS_API_COMPLETIONS, "{\"prompt\":[[1],[]]}", "prompt");
+    expect_400(QS_API_COMPLETIONS, "{\"prompt\":\"\\u00ff\xff\"}", "prompt"); /* invalid UTF-8 */
+}
+
+static void test_defaults(void **state)
+{
+    (void)state;
+    qs_openai_request r;
+    expect_ok(QS_API_COMPLETIONS, "{\"prompt\":\"x\"}", &r);
+    assert_int_equal(r.n, 1);
+    assert_int_equal(r.max_tokens, -1);
+    assert_false(r.stream);
+    assert_false(r.echo);
+    assert_true(r.skip_special_tokens);
+    assert_int_equal(r.sampling.logprobs, -1);
+    assert_true(r.sampling.temperature == 1.0);
+    assert_true(r.sampling.top_p == 1.0);
+    qs_openai_request_free(&r);
+}
+
+static void test_sampling_fields(void **state)
+{
+    (void)state;
+    qs_openai_request r;
+    expect_ok(QS_API_COMPLETIONS,
+              "{\"prompt\":\"x\",\"max_tokens\":7,\"temperature\":0,\"top_p\":0.5,\"top_k\":40,\"min_p\":0.1,"
+              "\"seed\":-3,\"n\":3,\"stop\":[\"a\",\"bc\"],\"stop_token_ids\":[9],\"presence_penalty\":1.5,"
+              "\"frequency_penalty\":-1,\"repetition_penalty\":1.2,\"logit_bias\":{\"17\":-100,\"4\":2.5},"
+              "\"logprobs\":3,\"echo\":true,\"stream\":true,\"stream_options\":{\"include_usage\":true},"
+              "\"ignore_eos\":true,\"user\":\"u\",\"min_tokens\":2}",
+              &r);
+    assert_int_equal(r.max_tokens, 7);
+    assert_int_equal(r.min_tokens, 2);
+    assert_true(r.sampling.temperature == 0.0);
+    assert_true(r.sampling.top_p == 0.5);
+    assert_int_equal(r.sampling.top_k, 40);
+    assert_true(r.sampling.has_seed);
+    assert_int_equal((int64_t)r.sampling.seed, -3);
+    assert_int_equal(r.n, 3);
+    assert_int_equal(r.n_stop, 2);
+    assert_string_equal(r.stop[1], "bc");
+    assert_int_equal(r.n_stop_token_ids, 1);
+    assert_int_equal(r.sampling.n_logit_bias, 2);
+    assert_int_equal(r.sampling.logit_bias[0].token_id, 17);
+    assert_true(r.sampling.logit_bias[0].bias == -100.0f);
+    assert_int_equal(r.sampling.logprobs, 3);
+    assert_true(r.echo && r.stream && r.include_usage && r.ignore_eos);
+    qs_openai_request_free(&r);
+
+    expect_ok(QS_API_COMPLETIONS, "{\"prompt\":\"x\",\"stop\":\"END\",\"max_tokens\":null}", &r);
+    assert_int_equal(r.n_stop, 1);
+    assert_string_equal(r.stop[0], "END");
+    assert_int_equal(r.max_tokens, -1);
+    qs_openai_request_free(&r);
+}
+
+static void test_out_of_range(void **state)
+{
+    (void)state;
+    expect_400(QS_API_COMPLETIONS, "{\"prompt\":\"x\",\"max_tokens\":0}", "max_tokens");
+    expect_400(QS_API_COMPLETIONS, "{\"prompt\":\"x\",\"max_tokens\":\"5\"}", "max_tokens");
+    expect_400(QS_API_COMPLETIONS, "{\"prompt\":\"x\",\"max_tokens\":1e300}", "max_tokens");
+    expect_400(QS_API_COMPLETIONS, "{\"prompt\":\"x\",\"max_tokens\":3.5}", "max_tokens");
+    expect_400(QS_API_COMPLETIONS, "{\"prompt\":\"x\",\"temperature\":-0.1}", "temperature");
+    expect_400(QS_API_COMPLETIONS, "{\"prompt\":\"x\",\"temperature\":\"hot\"}", "temperature");
+    expect_400(QS_API_COMPLETIONS, "{\"prompt\":\"x\",\"top_p\":0}", "top_p");
+    expect_400(QS_API_COMPLETIONS, "{\"prompt\":\"x\",\"top_p\":1.5}", "top_p");
+    expect_400(QS_API_COMPLETIONS, "{\"prompt\":\"x\",\"top_k\":-2}", "top_k");
+    expect_400(QS_API_COMPLETIONS, "{\"prompt\":\"x\",\"min_p\":2}", "min_p");
+    expect_400(QS_API_COMPLETIONS, "{\"prompt\":\"x\",\"n\":0}", "n");
+    expect_400(QS_API_COMPLETIONS, "{\"prompt\":\"x\",\"n\":100000}", "n");
+    expect_400(QS_API_COMPLETIONS, "{\"prompt\":\"x\",\"seed\":\"s\"}", "seed");
+    expect_400(QS_API_COMPLETIONS, "{\"prompt\":\"x\",\"presence_penalty\":3}", "presence_penalty");
+    expect_400(QS_API_COMPLETIONS, "{\"prompt\":\"x\",\"frequency_penalty\":-2.5}", "frequency_penalty");
+    expect_400(QS_API_COMPLETIONS, "{\"prompt\":\"x\",\"repetition_penalty\":0}", "repetition_penalty");
+    expect_400(QS_API_COMPLETIONS, "{\"prompt\":\"x\",\"logprobs\":21}", "logprobs");
+    expect_400(QS_API_COMPLETIONS, "{\"prompt\":\"x\",\"logprobs\":true}", "logprobs");
+    expect_400(QS_API_COMPLETIONS, "{\"prompt\":\"x\",\"stop\":7}", "stop");
+    expect_400(QS_API_COMPLETIONS, "{\"prompt\":\"x\",\"stop\":[\"a\",1]}", "stop");
+    expect_400(QS_API_COMPLETIONS, "{\"prompt\":\"x\",\"stop_token_ids\":[\"a\"]}", "stop_token_ids");
+    expect_400(QS_API_COMPLETIONS, "{\"prompt\":\"x\",\"logit_bias\":{\"abc\":1}}", "logit_bias");
+    expect_400(QS_API_COMPLETIONS, "{\"prompt\":\"x\",\"logit_bias\":{\"5\":101}}", "logit_bias");
+    expect_400(QS_API_COMPLETIONS, "{\"prompt\":\"x\",\"logit_bias\":[1]}", "logit_bias");
+    expect_400(QS_API_COMPLETIONS, "{\"prompt\":\"x\",\"stream\":\"yes\"}", "stream");
+    expect_400(QS_API_COMPLETIONS, "{\"prompt\":\"x\",\"stream_options\":{\"include_usage\":true}}", "stream_options");
+    expect_400(QS_API_COMPLETIONS, "{\"prompt\":\"x\",\"echo\":1}", "echo");
+    expect_400(QS_API_COMPLETIONS, "{\"prompt\":\"x\",\"model\":5}", "model");
+    expect_400(QS_API_COMPLETIONS, "{\"prompt\":\"x\",\"user\":[]}", "user");
+    expect_400(QS_API_COMPLETIONS, "{\"prompt\":\"x\",\"max_tokens\":3,\"min_tokens\":4}", "min_tokens");
+}
+
+static void test_chat_fields(void **state)
+{
+    (void)state;
+    qs_openai_request r;
+    expect_ok(QS_API_CHAT,
+              "{\"messages\":[{\"role\":\"system\",\"content\":\"be brief\"},{\"role\":\"user\",\"content\":[{\"type\":"
+              "\"text\",\"text\":\"hi\"}]}],\"max_completion_tokens\":9,\"logprobs\":true,\"top_logprobs\":4,"
+              "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}],\"chat_template_kwargs\":{"
+              "\"enable_thinking\":false},\"add_generation_prompt\":false}",
+              &r);
+    assert_int_equal(cJSON_GetArraySize(r.messages), 2);
+    assert_int_equal(r.max_tokens, 9);
+    assert_true(r.chat_logprobs);
+    assert_int_equal(r.sampling.logprobs, 4);
+    assert_non_null(r.tools);
+    assert_non_null(r.chat_template_kwargs);
+    assert_false(r.add_generation_prompt);
+    qs_openai_request_free(&r);
+
+    expect_ok(QS_API_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"logprobs\":true}", &r);
+    assert_int_equal(r.sampling.logprobs, 0);
+    qs_openai_request_free(&r);
+
+    expect_400(QS_API_CHAT, "{}", "messages");
+    expect_400(QS_API_CHAT, "{\"messages\":[]}", "messages");
+    expect_400(QS_API_CHAT, "{\"messages\":\"hi\"}", "messages");
+    expect_400(QS_API_CHAT, "{\"messages\":[{\"content\":\"hi\"}]}", "messages");
+    expect_400(QS_API_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":5}]}", "messages");
+    expect_400(QS_API_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"image_url\"}]}]}", "messages");
+    expect_400(QS_API_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"top_logprobs\":2}",
+               "top_logprobs");
+    expect_400(QS_API_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"logprobs\":3}", "logprobs");
+    expect_400(QS_API_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"tools\":{}}", "tools");
+    expect_400(QS_API_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"chat_template_kwargs\":1}",
+               "chat_template_kwargs");
+    expect_400(QS_API_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_completion_tokens\":-1}",
+               "max_completion_tokens");
+}
+
+static void test_malformed_json(void **state)
+{
+    (void)state;
+    const char *bad[] = {"", "{", "{\"prompt\":}", "[1,2]", "\"str\"", "{\"prompt\":\"x\"} trailing", "nul"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        qs_openai_request r;
+        qs_api_error e;
+        assert_int_equal(parse(QS_API_COMPLETIONS, bad[i], &r, &e), -1);
+        assert_int_equal(e.status, 400);
+        assert_string_equal(e.param, "");
+        qs_openai_request_free(&r);
+    }
+    /* deeply nested JSON is refused, not a stack overflow */
+    size_t depth = 100000;
+    char *deep = malloc(2 * depth + 16);
+    size_t n = 0;
+    n += (size_t)sprintf(deep, "{\"prompt\":");
+    for (size_t i = 0; i < depth; i++)
+        deep[n++] = '[';
+    for (size_t i = 0; i < depth; i++)
+        deep[n++] = ']';
+    deep[n++] = '}';
+    deep[n] = '\0';
+    qs_openai_request r;
+    qs_api_error e;
+    assert_int_equal(qs_openai_request_parse(QS_API_COMPLETIONS, deep, n, &r, &e), -1);
+    assert_int_equal(e.status, 400);
+    free(deep);
+    qs_openai_request_free(&r);
+}
+
+static void test_error_body(void **state)
+{
+    (void)state;
+    qs_api_error e;
+    assert_int_equal(qs_api_errorf(&e, 400, "top_p", "'top_p' must be in (0, 1], got %g.", 2.0), -1);
+    char *json = qs_api_error_json(&e);
+    cJSON *root = cJSON_Parse(json);
+    cJSON *err = cJSON_GetObjectItem(root, "error");
+    assert_string_equal(cJSON_GetObjectItem(err, "message")->valuestring, "'top_p' must be in (0, 1], got 2.");
+    assert_string_equal(cJSON_GetObjectItem(err, "type")->valuestring, "invalid_request_error");
+    assert_string_equal(cJSON_GetObjectItem(err, "param")->valuestring, "top_p");
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(err, "code")));
+    cJSON_Delete(root);
+    free(json);
+    qs_api_errorf(&e, 404, "model", "no such model");
+    qs_api_error_code(&e, "model_not_found");
+    json = qs_api_error_json(&e);
+    root = cJSON_Parse(json);
+    err = cJSON_GetObjectItem(root, "error");
+    assert_string_equal(cJSON_GetObjectItem(err, "code")->valuestring, "model_not_found");
+    assert_string_equal(cJSON_GetObjectItem(err, "type")->valuestring, "not_found_error");
+    cJSON_Delete(root);
+    free(json);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_prompt_shapes),  cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_sampling_fields), cmocka_unit_test(test_out_of_range),
+        cmocka_unit_test(test_chat_fields),    cmocka_unit_test(test_malformed_json),
+        cmocka_unit_test(test_error_body),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
