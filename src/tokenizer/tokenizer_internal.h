@@ -38,12 +38,15 @@ typedef struct {
     int32_t *slots;   /* hash slots holding ids, -1 empty */
     size_t n_slots;   /* power of two */
     size_t n_entries;
+    char **chunks; /* string storage */
+    size_t n_chunks, chunk_used, chunk_cap;
 } qs_vocab;
 uint64_t qs_hash_bytes(const void *p, size_t n);
 /* Sets the string of id (copied). A second string for the same id, or a second id for the same
  * string, is an error naming both. */
 int qs_vocab_set(qs_vocab *v, int32_t id, const char *s, size_t n, qs_err *err);
 int32_t qs_vocab_find(const qs_vocab *v, const char *s, size_t n); /* -1 if absent */
+int qs_vocab_reserve(qs_vocab *v, size_t n_tokens); /* pre-sizes for n_tokens entries */
 void qs_vocab_free(qs_vocab *v);
 
 /* ---- merges: (left id, right id) -> (rank, merged id) (vocab.c) ---- */
@@ -52,6 +55,7 @@ typedef struct {
     int32_t *rank, *merged;
     size_t n_slots, n_entries;
 } qs_merges;
+int qs_merges_reserve(qs_merges *m, size_t n);
 int qs_merges_add(qs_merges *m, int32_t left, int32_t right, int32_t rank, int32_t merged);
 /* Returns true and fills rank/merged if the pair merges. */
 static inline bool qs_merges_find(const qs_merges *m, int32_t left, int32_t right, int32_t *rank, int32_t *merged)

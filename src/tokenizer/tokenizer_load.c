@@ -37,6 +37,8 @@ static int load_vocab(qs_tokenizer *tok, const cJSON *vocab, qs_err *err)
 {
     if (!cJSON_IsObject(vocab))
         return qs_errf(err, "model.vocab: expected an object of token -> id");
+    if (qs_vocab_reserve(&tok->vocab, (size_t)cJSON_GetArraySize(vocab) + 1024))
+        return qs_errf(err, "model.vocab: out of memory");
     for (const cJSON *e = vocab->child; e; e = e->next) {
         if (!cJSON_IsNumber(e) || e->valuedouble != (double)(int32_t)e->valuedouble)
             return qs_errf(err, "model.vocab: token '%s' has no integer id", e->string);
@@ -69,6 +71,8 @@ static int load_merges(qs_tokenizer *tok, const cJSON *merges, qs_err *err)
         return 0;
     if (!cJSON_IsArray(merges))
         return qs_errf(err, "model.merges: expected an array");
+    if (qs_merges_reserve(&tok->merges, (size_t)cJSON_GetArraySize(merges)))
+        return qs_errf(err, "model.merges: out of memory");
     size_t rank = 0;
     for (const cJSON *m = merges->child; m; m = m->next, rank++) {
         if (cJSON_IsString(m)) {

@@ -88,6 +88,37 @@ int32_t qs_vocab_find(const qs_vocab *v, const char *s, size_t n)
     }
 }
 
+/* Token strings live in large chunks: one malloc per megabyte rather than per token. */
+static char *arena_alloc(qs_vocab *v, size_t n)
+{
+    enum { CHUNK = 1 << 20 };
+    if (!v->n_chunks || v->chunk_used + n > v->chunk_cap) {
+        size_t cap = n > CHUNK ? n : CHUNK;
+        char **chunks = realloc(v->chunks, (v->n_chunks + 1) * sizeof *chunks);
+        if (!chunks)
+            return NULL;
+        v->chunks = chunks;
+        if (!(v->chunks[v->n_chunks] = malloc(cap)))
+            return NULL;
+        v->n_chunks++;
+        v->chunk_used = 0;
+        v->chunk_cap = cap;
+    }
+    char *p = v->chunks[v->n_chunks - 1] + v->chunk_used;
+    v->chunk_used += n;
+    return p;
+}
+
+int qs_vocab_reserve(qs_vocab *v, size_t n_tokens)
+{
+    size_t slots = 1024;
+    while (slots < 2 * n_tokens)
+        slots *= 2;
+    if (slots > v->n_slots && vocab_rehash(v, slots))
+        return -1;
+    return vocab_grow_ids(v, n_tokens);
+}
+
 int qs_vocab_set(qs_vocab *v, int32_t id, const char *s, size_t n, qs_err *err)
 {
     int shown = (int)(n > 64 ? 64 : n);
@@ -103,7 +134,7 @@ int qs_vocab_set(qs_vocab *v, int32_t id, const char *s, size_t n, qs_err *err)
         return qs_errf(err, "token '%.*s' has two ids, %d and %d", shown, s, other, id);
     if (vocab_grow_ids(v, (size_t)id + 1))
         return qs_errf(err, "vocabulary: out of memory");
-    char *copy = malloc(n + 1);
+    char *copy = arena_alloc(v, n + 1);
     if (!copy)
         return qs_errf(err, "vocabulary: out of memory");
     memcpy(copy, s, n);
@@ -121,8 +152,9 @@ int qs_vocab_set(qs_vocab *v, int32_t id, const char *s, size_t n, qs_err *err)
 
 void qs_vocab_free(qs_vocab *v)
 {
-    for (size_t i = 0; i < v->n_ids; i++)
-        free(v->str[i]);
+    for (size_t i = 0; i < v->n_chunks; i++)
+        free(v->chunks[i]);
+    free(v->chunks);
     free(v->str);
     free(v->len);
     free(v->slots);
@@ -159,6 +191,14 @@ static int merges_rehash(qs_merges *m, size_t n_slots)
     m->merged = merged;
     m->n_slots = n_slots;
     return 0;
+}
+
+int qs_merges_reserve(qs_merges *m, size_t n)
+{
+    size_t slots = 1024;
+    while (slots < 2 * n)
+        slots *= 2;
+    return slots > m->n_slots ? merges_rehash(m, slots) : 0;
 }
 
 int qs_merges_add(qs_merges *m, int32_t left, int32_t right, int32_t rank, int32_t merged)
