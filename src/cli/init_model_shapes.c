@@ -1,0 +1,132 @@
+/* init_model_shapes.c — the model shapes `qserve init-model` knows (real ones copied from the
+ * published config.json files, checkpoint-formats.md §7, and tiny ones with hidden 64, 2 layers and
+ * vocab 512 per architecture) and the config.json written for each, as transformers saves it. */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/init_model.h"
+#include "util/fileio.h"
+
+static const qs_init_shape SHAPES[] = {
+    /* name, arch, model_type, tokens, vocab, hidden, inter, layers, heads, kv, head_dim, max_pos, theta, eps,
+       llama3_rope, tie, qkv_bias, qk_norm, experts, top_k, moe_inter */
+    {"llama-3.1-8b", "LlamaForCausalLM", "llama", QS_TOKFAM_LLAMA3, 128256, 4096, 14336, 32, 32, 8, 128, 131072,
+     500000.0, 1e-5, true, false, false, false, 0, 0, 0},
+    {"qwen3-8b", "Qwen3ForCausalLM", "qwen3", QS_TOKFAM_QWEN, 151936, 4096, 12288, 36, 32, 8, 128, 40960, 1000000.0,
+     1e-6, false, false, false, true, 0, 0, 0},
+    {"qwen3-30b-a3b", "Qwen3MoeForCausalLM", "qwen3_moe", QS_TOKFAM_QWEN, 151936, 2048, 6144, 48, 32, 4, 128, 40960,
+     1000000.0, 1e-6, false, false, false, true, 128, 8, 768},
+    {"mixtral-8x7b", "MixtralForCausalLM", "mixtral", QS_TOKFAM_MISTRAL, 32000, 4096, 14336, 32, 32, 8, 128, 32768,
+     1000000.0, 1e-5, false, false, false, false, 8, 2, 14336},
+    {"tiny-llama", "LlamaForCausalLM", "llama", QS_TOKFAM_LLAMA3, 512, 64, 128, 2, 4, 2, 16, 2048, 500000.0, 1e-5,
+     true, false, false, false, 0, 0, 0},
+    {"tiny-mistral", "MistralForCausalLM", "mistral", QS_TOKFAM_MISTRAL, 512, 64, 128, 2, 4, 2, 16, 2048, 1000000.0,
+     1e-5, false, false, false, false, 0, 0, 0},
+    {"tiny-qwen2", "Qwen2ForCausalLM", "qwen2", QS_TOKFAM_QWEN, 512, 64, 128, 2, 4, 2, 16, 2048, 1000000.0, 1e-6,
+     false, true, true, false, 0, 0, 0},
+    {"tiny-qwen3", "Qwen3ForCausalLM", "qwen3", QS_TOKFAM_QWEN, 512, 64, 128, 2, 4, 2, 32, 2048, 1000000.0, 1e-6,
+     false, true, false, true, 0, 0, 0},
+    {"tiny-qwen3-moe", "Qwen3MoeForCausalLM", "qwen3_moe", QS_TOKFAM_QWEN, 512, 64, 128, 2, 4, 2, 16, 2048,
+     1000000.0, 1e-6, false, false, false, true, 8, 2, 32},
+    {"tiny-mixtral", "MixtralForCausalLM", "mixtral", QS_TOKFAM_MISTRAL, 512, 64, 128, 2, 4, 2, 16, 2048, 1000000.0,
+     1e-5, false, false, false, false, 4, 2, 128},
+};
+#define N_SHAPES (sizeof SHAPES / sizeof SHAPES[0])
+
+const qs_init_shape *qs_init_shape_find(const char *name)
+{
+    for (size_t i = 0; i < N_SHAPES; i++)
+        if (!strcmp(SHAPES[i].name, name))
+            return &SHAPES[i];
+    return NULL;
+}
+
+const char *qs_init_shape_names(void)
+{
+    static char buf[512];
+    if (!buf[0])
+        for (size_t i = 0; i < N_SHAPES; i++) {
+            if (i)
+                strcat(buf, ", ");
+            strcat(buf, SHAPES[i].name);
+        }
+    return buf;
+}
+
+int qs_init_write_config(const char *dir, const qs_init_shape *s, qs_dtype dtype, qs_err *err)
+{
+    cJSON *c = cJSON_CreateObject();
+    cJSON *archs = cJSON_AddArrayToObject(c, "architectures");
+    cJSON_AddItemToArray(archs, cJSON_CreateString(s->arch));
+    cJSON_AddStringToObject(c, "model_type", s->model_type);
+    int bos, eos, eot;
+    qs_init_special_ids(s, &bos, &eos, &eot);
+    cJSON_AddNumberToObject(c, "bos_token_id", bos);
+    cJSON_AddNumberToObject(c, "eos_token_id", eos);
+    cJSON_AddStringToObject(c, "hidden_act", "silu");
+    cJSON_AddNumberToObject(c, "hidden_size", s->hidden);
+    cJSON_AddNumberToObject(c, "intermediate_size", s->inter);
+    cJSON_AddNumberToObject(c, "initializer_range", 0.02);
+    cJSON_AddNumberToObject(c, "max_position_embeddings", s->max_pos);
+    cJSON_AddNumberToObject(c, "num_attention_heads", s->heads);
+    cJSON_AddNumberToObject(c, "num_hidden_layers", s->layers);
+    cJSON_AddNumberToObject(c, "num_key_value_heads", s->kv_heads);
+    cJSON_AddNumberToObject(c, "head_dim", s->head_dim);
+    cJSON_AddNumberToObject(c, "rms_norm_eps", s->rms_eps);
+    cJSON_AddNumberToObject(c, "rope_theta", s->rope_theta);
+    if (s->llama3_rope) {
+        cJSON *rs = cJSON_AddObjectToObject(c, "rope_scaling");
+        cJSON_AddStringToObject(rs, "rope_type", "llama3");
+        cJSON_AddNumberToObject(rs, "factor", 8.0);
+        cJSON_AddNumberToObject(rs, "low_freq_factor", 1.0);
+        cJSON_AddNumberToObject(rs, "high_freq_factor", 4.0);
+        cJSON_AddNumberToObject(rs, "original_max_position_embeddings", 8192);
+    } else {
+        cJSON_AddNullToObject(c, "rope_scaling");
+    }
+    cJSON_AddBoolToObject(c, "tie_word_embeddings", s->tie);
+    cJSON_AddStringToObject(c, "torch_dtype", dtype == QS_DT_F32 ? "float32" : "bfloat16");
+    cJSON_AddStringToObject(c, "transformers_version", "4.51.0");
+    cJSON_AddBoolToObject(c, "use_cache", true);
+    cJSON_AddNumberToObject(c, "vocab_size", s->vocab);
+    if (!strcmp(s->model_type, "llama")) {
+        cJSON_AddBoolToObject(c, "attention_bias", false);
+        cJSON_AddBoolToObject(c, "mlp_bias", false);
+    } else if (!strcmp(s->model_type, "mistral") || !strcmp(s->model_type, "mixtral")) {
+        cJSON_AddNullToObject(c, "sliding_window");
+    } else if (!strcmp(s->model_type, "qwen2")) {
+        cJSON_AddBoolToObject(c, "use_sliding_window", false);
+        cJSON_AddNullToObject(c, "sliding_window");
+        cJSON_AddNumberToObject(c, "max_window_layers", s->layers);
+    } else {
+        cJSON_AddBoolToObject(c, "attention_bias", false);
+        cJSON_AddBoolToObject(c, "use_sliding_window", false);
+        cJSON_AddNullToObject(c, "sliding_window");
+    }
+    if (!strcmp(s->model_type, "qwen3_moe")) {
+        cJSON_AddNumberToObject(c, "num_experts", s->experts);
+        cJSON_AddNumberToObject(c, "num_experts_per_tok", s->top_k);
+        cJSON_AddNumberToObject(c, "moe_intermediate_size", s->moe_inter);
+        cJSON_AddBoolToObject(c, "norm_topk_prob", true);
+        cJSON_AddNumberToObject(c, "decoder_sparse_step", 1);
+        cJSON_AddItemToObject(c, "mlp_only_layers", cJSON_CreateArray());
+        cJSON_AddBoolToObject(c, "output_router_logits", false);
+        cJSON_AddNumberToObject(c, "router_aux_loss_coef", 0.001);
+    } else if (!strcmp(s->model_type, "mixtral")) {
+        cJSON_AddNumberToObject(c, "num_local_experts", s->experts);
+        cJSON_AddNumberToObject(c, "num_experts_per_tok", s->top_k);
+        cJSON_AddNumberToObject(c, "router_jitter_noise", 0.0);
+        cJSON_AddBoolToObject(c, "output_router_logits", false);
+        cJSON_AddNumberToObject(c, "router_aux_loss_coef", 0.02);
+    }
+    char *text = cJSON_Print(c);
+    cJSON_Delete(c);
+    if (!text)
+        return qs_errf(err, "config.json: out of memory");
+    char path[2048];
+    int rc = qs_write_file(qs_path_join(path, sizeof path, dir, "config.json"), text, strlen(text), err);
+    free(text);
+    return rc;
+}
