@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# test_tokenize.sh — `qserve tokenize` / `qserve detokenize` end to end: ids as one JSON line,
+# --no-special-tokens, stdin input, round trips, --help, and clear errors with non-zero exits.
+set -u
+BIN=${QSERVE_BIN:-build/qserve}
+DATA=${QSERVE_SHARED_DATA:-../shared/data}
+SMALL=tests/data/tokenizer/llama2_style
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+
+check() { # name, command-status (0 = pass)
+  if [ "$2" -eq 0 ]; then echo "ok $1"; else echo "not ok $1"; fi
+}
+
+"$BIN" tokenize --help >"$tmp/h" 2>&1; rc=$?
+grep -q -- "--no-special-tokens" "$tmp/h"; check tokenize_help $(( rc == 0 ? $? : 1 ))
+"$BIN" detokenize --help >"$tmp/h" 2>&1; rc=$?
+grep -q -- "--ids" "$tmp/h"; check detokenize_help $(( rc == 0 ? $? : 1 ))
+
+# The committed Llama-2 style tokenizer needs no shared data: BOS 1 comes from TemplateProcessing.
+out=$("$BIN" tokenize "$SMALL" --text "Hello World"); rc=$?
+[ $rc -eq 0 ] && [ "$out" = "[1, 357, 284, 319, 306, 279, 350]" ]; check small_tokenize $?
+out=$("$BIN" tokenize "$SMALL" --text "Hello World" --no-special-tokens)
+[ "$out" = "[357, 284, 319, 306, 279, 350]" ]; check small_no_special_tokens $?
+# HF keeps the "▁" of the token after <s> as a space: "<s> Hello World".
+out=$("$BIN" detokenize "$SMALL" --ids 1,357,284,319,306,279,350)
+[ "$out" = "<s> Hello World" ]; check small_detokenize $?
+out=$("$BIN" detokenize "$SMALL" --ids 1,357,284,319,306,279,350 --skip-special-tokens)
+[ "$out" = "Hello World" ]; check small_detokenize_skip_special $?
+
+# Errors: missing folder, folder without tokenizer.json, bad and unknown ids, no MODEL_DIR.
+"$BIN" tokenize "$tmp/nope" --text hi >/dev/null 2>"$tmp/e"; rc=$?
+[ $rc -ne 0 ] && grep -q "$tmp/nope" "$tmp/e"; check error_missing_folder $?
+"$BIN" tokenize "$tmp" --text hi >/dev/null 2>"$tmp/e"; rc=$?
+[ $rc -ne 0 ] && grep -q "tokenizer.json" "$tmp/e"; check error_no_tokenizer_json $?
+"$BIN" detokenize "$SMALL" --ids 1,x,3 >/dev/null 2>"$tmp/e"; rc=$?
+[ $rc -ne 0 ] && grep -q -- "--ids" "$tmp/e"; check error_bad_ids $?
+"$BIN" detokenize "$SMALL" --ids 1,99999 >/dev/null 2>"$tmp/e"; rc=$?
+[ $rc -ne 0 ] && grep -q "99999" "$tmp/e"; check error_unknown_id $?
+"$BIN" tokenize >/dev/null 2>"$tmp/e"; rc=$?
+[ $rc -eq 2 ] && grep -q "MODEL_DIR" "$tmp/e"; check error_no_model_dir $?
+printf 'ab\xffcd' | "$BIN" tokenize "$SMALL" >/dev/null 2>"$tmp/e"; rc=$?
+[ $rc -ne 0 ] && grep -q "offset 2" "$tmp/e"; check error_invalid_utf8_offset $?
+
+if [ ! -f "$DATA/tokenizers/qwen3/tokenizer.json" ]; then
+  for t in qwen3_im_tokens llama3_bos stdin_roundtrip_qwen3 stdin_roundtrip_llama3; do echo "skip $t: $DATA/tokenizers absent"; done
+  exit 0
+fi
+Q=$DATA/tokenizers/qwen3; L=$DATA/tokenizers/llama3_1
+out=$("$BIN" tokenize "$Q" --text $'<|im_start|>user\nhi<|im_end|>')
+[ "$out" = "[151644, 872, 198, 6023, 151645]" ]; check qwen3_im_tokens $?
+out=$("$BIN" tokenize "$L" --text "Hello World")
+[ "$out" = "[128000, 9906, 4435]" ]; check llama3_bos $?
+# stdin text (trailing newline included) through tokenize | detokenize comes back byte for byte.
+text=$'Janet’s ducks lay 16 eggs 😀 per day.\n  多 spaces\t\n'
+for m in qwen3:"$Q" llama3:"$L"; do
+  name=${m%%:*}; dir=${m#*:}
+  printf '%s' "$text" | "$BIN" tokenize "$dir" --no-special-tokens >"$tmp/ids" && \
+    "$BIN" detokenize "$dir" <"$tmp/ids" >"$tmp/back" && printf '%s' "$text" | cmp -s - "$tmp/back"
+  check stdin_roundtrip_$name $?
+done
