@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# test_generate.sh — `qserve generate` end to end on stories260K converted by build/convert-llama2c:
+# the greedy 200 tokens and their text equal llama2.c's goldens; BF16 and FP8 copies made by
+# `qserve quantize` keep the first sentence; sampling is reproducible per seed; stop strings,
+# logprobs and bad arguments behave. Prints ok / not ok / skip lines.
+set -u
+BIN=${QSERVE_BIN:-build/qserve}
+BUILD=${QSERVE_BUILD:-build}
+DATA=${QSERVE_SHARED_DATA:-../shared/data}/tinystories
+names="greedy_ids greedy_text streamed_text bf16_first_sentence fp8_first_sentence seed_reproducible stop_string logprobs chat bad_args"
+if [ ! -f "$DATA/stories260K.bin" ]; then
+  for n in $names; do echo "skip $n: stories260K not found under $DATA"; done
+  exit 0
+fi
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+M=$TMP/stories260K
+"$BUILD/convert-llama2c" "$DATA/stories260K.bin" "$DATA/tok512.bin" "$M" || { echo "not ok convert: convert-llama2c failed"; exit 1; }
+
+py_json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); $2" "$1"; }
+check() { if [ "$2" = 0 ]; then echo "ok $1"; else echo "not ok $1${3:+: $3}"; fi; }
+
+"$BIN" generate "$M" --prompt-ids 1 --max-tokens 200 --temperature 0 --ignore-eos --json >"$TMP/g.json" 2>"$TMP/g.err"
+py_json "$TMP/g.json" "sys.exit(0 if d['token_ids'] == [int(x) for x in open('$DATA/golden_greedy_200_ids.txt').read().split()] else 1)"
+check greedy_ids $? "$(head -c 300 "$TMP/g.err")"
+py_json "$TMP/g.json" "sys.exit(0 if d['text'] == open('$DATA/golden_greedy_200.txt').read() and d['prompt_ids'] == [1] else 1)"
+check greedy_text $?
+
+# streaming mode prints the same text (plus a final newline) and a tokens/s line on stderr
+"$BIN" generate "$M" --prompt-ids 1 --max-tokens 200 --temperature 0 --ignore-eos >"$TMP/s.txt" 2>"$TMP/s.err"
+python3 -c "import sys; sys.exit(0 if open('$TMP/s.txt').read() == open('$DATA/golden_greedy_200.txt').read() + '\n' else 1)" \
+  && grep -q 'tokens/s' "$TMP/s.err"
+check streamed_text $?
+
+first_sentence() { # model dir -> ok if its greedy text starts with the golden's first sentence
+  "$BIN" generate "$1" --prompt-ids 1 --max-tokens 40 --temperature 0 --ignore-eos --json >"$TMP/q.json" 2>"$TMP/q.err" &&
+    python3 -c "import json,sys; t=open('$DATA/golden_greedy_200.txt').read(); s=t[:t.index('.')+1]; sys.exit(0 if json.load(open('$TMP/q.json'))['text'].startswith(s) else 1)"
+}
+for q in bf16 fp8; do
+  if "$BIN" quantize --help >/dev/null 2>&1; then
+    if "$BIN" quantize "$M" "$TMP/$q" --scheme "$q" >"$TMP/quant-$q.log" 2>&1; then
+      first_sentence "$TMP/$q"; check ${q}_first_sentence $? "$(tail -c 300 "$TMP/q.err")"
+    else
+      echo "not ok ${q}_first_sentence: qserve quantize --scheme $q failed: $(tail -c 200 "$TMP/quant-$q.log")"
+    fi
+  else
+    echo "skip ${q}_first_sentence: qserve quantize is not built yet"
+  fi
+done
+
+a=$("$BIN" generate "$M" --prompt "Once upon a time" --max-tokens 30 --temperature 1 --top-p 0.9 --seed 11 --json 2>/dev/null)
+b=$("$BIN" generate "$M" --prompt "Once upon a time" --max-tokens 30 --temperature 1 --top-p 0.9 --seed 11 --json 2>/dev/null)
+c=$("$BIN" generate "$M" --prompt "Once upon a time" --max-tokens 30 --temperature 1 --top-p 0.9 --seed 12 --json 2>/dev/null)
+[ -n "$a" ] && [ "$a" = "$b" ] && [ "$a" != "$c" ]
+check seed_reproducible $?
+
+# the golden text's first sentence ends at "Lily." : stopping on "Lily" cuts it before the name
+"$BIN" generate "$M" --prompt-ids 1 --max-tokens 200 --temperature 0 --stop "Lily" --stop "zebra" --json >"$TMP/st.json" 2>/dev/null
+py_json "$TMP/st.json" "sys.exit(0 if d['text'] == 'Once upon a time, there was a little girl named ' and len(d['token_ids']) < 20 else 1)"
+check stop_string $?
+
+"$BIN" generate "$M" --prompt-ids 1 --max-tokens 5 --temperature 0 --logprobs 3 --json >"$TMP/lp.json" 2>/dev/null
+py_json "$TMP/lp.json" "
+lp = d['logprobs']; ok = len(lp) == 5
+for e, t in zip(lp, d['token_ids']):
+    tops = [x['logprob'] for x in e['top']]
+    ok &= e['token_id'] == t and len(tops) == 3 and tops == sorted(tops, reverse=True)
+    ok &= e['top'][0]['token_id'] == t and abs(e['logprob'] - tops[0]) < 1e-6 and e['logprob'] <= 0
+sys.exit(0 if ok else 1)"
+check logprobs $?
+
+"$BIN" generate "$M" --prompt "Lily and Tim" --chat --max-tokens 10 --temperature 0 --json >"$TMP/chat.json" 2>"$TMP/chat.err"
+py_json "$TMP/chat.json" "sys.exit(0 if d['prompt_ids'][0] == 1 and d['prompt_ids'].count(1) == 1 and len(d['token_ids']) == 10 else 1)"
+check chat $? "$(tail -c 300 "$TMP/chat.err")"
+
+rc=0
+"$BIN" generate "$M" --max-tokens 3 >/dev/null 2>&1; [ $? -eq 2 ] || rc=1
+"$BIN" generate "$M" --prompt x --prompt-ids 1 >/dev/null 2>&1; [ $? -eq 2 ] || rc=1
+"$BIN" generate "$M" --prompt-ids 1 --top-p 0 >/dev/null 2>&1; [ $? -eq 2 ] || rc=1
+"$BIN" generate "$M" --prompt-ids 1,9999 >/dev/null 2>"$TMP/bad.err"; [ $? -eq 1 ] && grep -q 9999 "$TMP/bad.err" || rc=1
+"$BIN" generate "$TMP/nonexistent" --prompt-ids 1 >/dev/null 2>"$TMP/nx.err"; [ $? -eq 1 ] && grep -q nonexistent "$TMP/nx.err" || rc=1
+check bad_args $rc
