@@ -352,4 +352,25 @@ names.forEach((name, ti) => {
   };
   fs.writeFileSync(path.join(outDir, `${name}.json`), JSON.stringify(doc, null, 1) + "\n");
 });
+// Fixtures for tests/cli/test_chat_template.sh: a messages file and the exact expected prompt.
+const cliDir = path.join(outDir, "cli");
+fs.mkdirSync(cliDir, { recursive: true });
+const cliFixtures = [
+  // [fixture name, template, case name, how the messages file holds the conversation]
+  ["qwen3_tools", "qwen3", "tool_call_dict+gen[enable_thinking=false]", "object"],
+  ["qwen3_tools_flag", "qwen3", "tools_no_system+gen", "array"],
+  ["llama3_1_multi_turn", "llama3_1", "multi_turn+gen", "array"],
+  ["chatml_unicode", "chatml", "unicode", "array"],
+  ["mistral_bad_roles", "mistral", "tool_call_dict", "array"],
+];
+for (const [fixture, tname, cname, form] of cliFixtures) {
+  const doc = JSON.parse(fs.readFileSync(path.join(outDir, `${tname}.json`), "utf8"));
+  const c = doc.cases.find((x) => x.name === cname);
+  if (!c) throw new Error(`no case ${cname} in ${tname}`);
+  const msgs = form === "object" ? { messages: c.messages, tools: c.tools } : c.messages;
+  fs.writeFileSync(path.join(cliDir, `${fixture}.messages.json`), JSON.stringify(msgs, null, 1) + "\n");
+  if (form === "array" && c.tools) fs.writeFileSync(path.join(cliDir, `${fixture}.tools.json`), JSON.stringify(c.tools, null, 1) + "\n");
+  if ("expected" in c) fs.writeFileSync(path.join(cliDir, `${fixture}.expected`), c.expected);
+  else fs.writeFileSync(path.join(cliDir, `${fixture}.expected_error`), c.expected_error + "\n");
+}
 console.log(`wrote ${names.length} files, ${total} cases to ${path.relative(process.cwd(), outDir) || "."}; @huggingface/jinja differs from python in ${differ}`);
