@@ -49,7 +49,7 @@ EVAL_SRC := $(sort $(wildcard evals/*.c))
 
 ALL_CFLAGS = $(STD) $(WARN) $(CFLAGS) $(DEFS) $(INCLUDES) $(PKG_CFLAGS) -MMD -MP
 
-.PHONY: all test fuzz clean demo tests
+.PHONY: all test fuzz clean demo tests cuda-tests
 .SECONDARY:
 all: $(BUILD)/qserve $(TOOL_BIN) $(if $(EVAL_SRC),$(BUILD)/qserve-eval)
 
@@ -59,7 +59,7 @@ $(BUILD)/%.o: %.c
 
 $(BUILD)/cuda/%.o: cuda/%.cu
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVCC_FLAGS) -c $< -o $@
+	$(NVCC) $(NVCC_FLAGS) -MMD -MP -c $< -o $@
 
 $(LIB): $(LIB_OBJ) $(CUDA_OBJ)
 	@rm -f $@
@@ -79,6 +79,14 @@ $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS) -lcmocka $(if $(CUDA_OBJ),-lstdc++)
 
 tests: all $(TEST_BIN)
+
+# GPU tests (tests/cuda/test_*.c): built here, run on a CUDA machine by scripts/gpu-check.sh.
+CUDA_TEST_SRC := $(sort $(wildcard tests/cuda/test_*.c))
+CUDA_TEST_BIN := $(CUDA_TEST_SRC:tests/cuda/%.c=$(BUILD)/cuda-tests/%)
+cuda-tests: $(CUDA_TEST_BIN)
+$(BUILD)/cuda-tests/%: tests/cuda/%.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS) -lstdc++
 
 test: tests
 	@BUILD=$(BUILD) scripts/run-tests.sh

@@ -6,6 +6,10 @@
 
 #include <stddef.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define QS_ERR_MSG_MAX 1024
 
 typedef struct qs_err {
@@ -18,5 +22,9 @@ int qs_errf(qs_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 
 
 /* Prefixes the existing message with more context ("loading model.safetensors: " + old msg). */
 int qs_err_prefix(qs_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

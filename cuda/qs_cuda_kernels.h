@@ -1,0 +1,24 @@
+/* qs_cuda_kernels.h — the CUDA kernel descriptors the registry lists (src/registry/kernel.h):
+ *  - cublaslt: BF16 GEMM (bf16 scheme) and FP8 W8A8 GEMMs with per-tensor, per-channel/per-token
+ *    (outer-vector) and 128x128-block scales, as far as the machine's cuBLASLt supports them;
+ *  - emulation: every scheme, dequantize to BF16 then a cuBLASLt BF16 GEMM (W8A8/W4A4 schemes
+ *    also quantize-dequantize their activations, so the result is the checkpoint's function).
+ * Only linked when nvcc is found (QS_HAVE_CUDA). */
+#ifndef QS_CUDA_KERNELS_H
+#define QS_CUDA_KERNELS_H
+
+#include "registry/kernel.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+extern const qs_kernel qs_kernel_cublaslt_bf16;
+extern const qs_kernel qs_kernel_cublaslt_fp8;
+extern const qs_kernel qs_kernel_emulation_linear;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

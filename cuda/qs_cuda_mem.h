@@ -1,0 +1,32 @@
+/* qs_cuda_mem.h — the plain-C door to device memory and streams: allocation, copies and
+ * synchronisation for host code (the model loader, the GPU tests). Every call is checked and
+ * reports failures through qs_err; nothing here aborts. Only built when nvcc is found
+ * (QS_HAVE_CUDA). */
+#ifndef QS_CUDA_MEM_H
+#define QS_CUDA_MEM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+int qs_cuda_malloc(void **ptr, size_t bytes, qs_err *err);
+void qs_cuda_free(void *ptr);
+int qs_cuda_memcpy_h2d(void *dst, const void *src, size_t bytes, qs_err *err);
+int qs_cuda_memcpy_d2h(void *dst, const void *src, size_t bytes, qs_err *err);
+int qs_cuda_memset(void *dst, int value, size_t bytes, qs_err *err);
+/* Waits for all work on the device; reports any asynchronous error that happened. */
+int qs_cuda_synchronize(qs_err *err);
+/* Converts between host float32 and device bf16 (n elements) through a host staging copy. */
+int qs_cuda_upload_f32_as_bf16(void *dst_bf16, const float *src, size_t n, qs_err *err);
+int qs_cuda_download_bf16_as_f32(float *dst, const void *src_bf16, size_t n, qs_err *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

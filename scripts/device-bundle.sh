@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Builds qserve with CUDA here and gathers what the GPU machine lacks into out/device/:
+# the binaries, the GPU test programs, and the shared libraries the GPU machine does not have
+# (libmicrohttpd, cJSON, libyaml, libunistring), found through rpath $ORIGIN/lib.
+# Usage: scripts/device-bundle.sh   then run scripts/gpu-check.sh on the GPU machine with
+# `carry: ["out/device"]`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+make -j2 BUILD="$BUILD" all cuda-tests >/dev/null
+dest=out/device
+rm -rf "$dest"
+mkdir -p "$dest/lib" "$dest/cuda-tests"
+cp "$BUILD"/qserve "$dest/"
+for t in "$BUILD"/cuda-tests/test_*; do
+  case "$t" in *.d) continue;; esac
+  cp "$t" "$dest/cuda-tests/"
+done
+for tool in convert-llama2c bench_serve bench_tokenizer qserve-eval bench_kernels; do
+  [ -x "$BUILD/$tool" ] && cp "$BUILD/$tool" "$dest/"
+done
+# Libraries absent from the GPU machine (Ubuntu 24.04 without these -dev packages).
+for lib in libmicrohttpd.so.12 libcjson.so.1 libyaml-0.so.2 libunistring.so.2; do
+  path=$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64/ {print $NF; exit}')
+  [ -n "$path" ] && cp -L "$path" "$dest/lib/"
+done
+# Test programs live one folder down: give them the same libraries.
+ln -sfn ../lib "$dest/cuda-tests/lib"
+du -sh "$dest"
