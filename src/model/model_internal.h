@@ -6,6 +6,7 @@
 #define QS_MODEL_MODEL_INTERNAL_H
 
 #include "model/model.h"
+#include "model/online_quant.h"
 #include "model/safetensors.h"
 #include "ops/ops.h"
 #include "quant/quant_config.h"
@@ -16,6 +17,7 @@ typedef struct qs_linear {
     const qs_kernel *kernel;
     void *state;
     void *bias;                 /* device bias added by ops->add_bias, or NULL */
+    qs_online_fp8 *online;      /* --quantization fp8: the quantized weights desc points at */
 } qs_linear;
 
 typedef struct qs_moe_layer {
@@ -24,6 +26,7 @@ typedef struct qs_moe_layer {
     const qs_kernel *kernel;
     void *state;
     qs_linear router;
+    qs_online_fp8 *online;      /* --quantization fp8: [3 * num_experts] gate, up, down */
 } qs_moe_layer;
 
 typedef struct qs_layer {

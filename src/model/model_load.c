@@ -224,6 +224,39 @@ static int select_and_prepare_moe(qs_model *m, const qs_config *cfg, qs_err *err
     return rc;
 }
 
+/* --quantization fp8: every attention, MLP and expert projection becomes FP8 per-channel. */
+static int quantize_online(qs_model *m, qs_err *err)
+{
+    for (int i = 0; i < m->mc.num_layers; i++) {
+        qs_layer *L = &m->layers[i];
+        qs_linear *ls[] = {&L->q, &L->k, &L->v, &L->o, &L->gate, &L->up, &L->down};
+        int n = L->is_moe ? 4 : 7;
+        for (int j = 0; j < n; j++) {
+            ls[j]->online = calloc(1, sizeof(qs_online_fp8));
+            if (!ls[j]->online)
+                return qs_errf(err, "out of memory");
+            if (qs_online_fp8_quantize(&ls[j]->desc, ls[j]->online, err))
+                return -1;
+        }
+        if (!L->is_moe)
+            continue;
+        qs_moe_layer *moe = &L->moe;
+        int E = moe->desc.num_experts;
+        moe->online = calloc((size_t)E * 3, sizeof(qs_online_fp8));
+        if (!moe->online)
+            return qs_errf(err, "out of memory");
+        for (int e = 0; e < E; e++)
+            if (qs_online_fp8_quantize(&moe->gate[e], &moe->online[3 * e], err) ||
+                qs_online_fp8_quantize(&moe->up[e], &moe->online[3 * e + 1], err) ||
+                qs_online_fp8_quantize(&moe->down[e], &moe->online[3 * e + 2], err))
+                return -1;
+        moe->desc.scheme = moe->gate[0].scheme;
+    }
+    qs_info("--quantization fp8: attention, MLP and expert weights quantized to FP8 per channel "
+            "(activations dynamic per token); embeddings, lm_head and routers unquantized");
+    return 0;
+}
+
 static int check_config(const qs_model_config *c, qs_err *err)
 {
     if (c->hidden_size <= 0 || c->num_layers <= 0 || c->num_heads <= 0 || c->num_kv_heads <= 0 ||
@@ -264,9 +297,12 @@ static int load_all(qs_model *m, const qs_config *cfg, qs_err *err)
     if (qs_quant_config_parse(c->quantization_config_json, cfg->model_dir, &m->qc, err) != 0)
         return qs_err_prefix(err, "%s: ", cfg->model_dir);
     m->has_qc = true;
-    if (cfg->quantization[0])
-        return qs_errf(err, "--quantization %s: online quantization is not wired into the model loader yet",
-                       cfg->quantization);
+    bool online_fp8 = false;
+    if (cfg->quantization[0]) {
+        if (strcmp(cfg->quantization, "fp8") != 0)
+            return qs_errf(err, "--quantization %s: unknown online quantization (supported: fp8)", cfg->quantization);
+        online_fp8 = true;
+    }
     if (qs_checkpoint_open(cfg->model_dir, false, &m->ck, err) != 0)
         return -1;
     int64_t H = c->hidden_size, V = c->vocab_size;
@@ -301,6 +337,8 @@ static int load_all(qs_model *m, const qs_config *cfg, qs_err *err)
         if (load_attention(m, i, L, err) || (L->is_moe ? load_moe(m, i, L, err) : load_mlp(m, i, L, err)))
             return -1;
     }
+    if (online_fp8 && quantize_online(m, err) != 0)
+        return -1;
     if (select_and_prepare_linears(m, cfg, err) != 0 || select_and_prepare_moe(m, cfg, err) != 0)
         return -1;
     qs_info("loaded %s (%s): %d layers, hidden %d, %d heads / %d kv heads, head_dim %d, vocab %d%s on %s",
@@ -329,6 +367,8 @@ static void free_linear(const qs_ops *ops, qs_linear *l)
         l->kernel->release(l->state);
     if (ops && l->bias)
         ops->free(l->bias);
+    qs_online_fp8_free(l->online);
+    free(l->online);
 }
 
 void qs_model_free(qs_model *m)
@@ -348,6 +388,9 @@ void qs_model_free(qs_model *m)
                 free_linear(ops, ls[j]);
             if (L->moe.kernel && L->moe.state)
                 L->moe.kernel->release(L->moe.state);
+            for (int e = 0; L->moe.online && e < 3 * L->moe.desc.num_experts; e++)
+                qs_online_fp8_free(&L->moe.online[e]);
+            free(L->moe.online);
             free(L->moe.gate);
             free(L->moe.up);
             free(L->moe.down);

@@ -7,7 +7,7 @@ set -u
 BIN=${QSERVE_BIN:-build/qserve}
 BUILD=${QSERVE_BUILD:-build}
 DATA=${QSERVE_SHARED_DATA:-../shared/data}/tinystories
-names="greedy_ids greedy_text streamed_text bf16_first_sentence fp8_first_sentence seed_reproducible stop_string logprobs chat bad_args"
+names="greedy_ids greedy_text streamed_text bf16_first_sentence fp8_first_sentence online_fp8_first_sentence seed_reproducible stop_string logprobs chat bad_args"
 if [ ! -f "$DATA/stories260K.bin" ]; then
   for n in $names; do echo "skip $n: stories260K not found under $DATA"; done
   exit 0
@@ -32,8 +32,8 @@ python3 -c "import sys; sys.exit(0 if open('$TMP/s.txt').read() == open('$DATA/g
   && grep -q 'tokens/s' "$TMP/s.err"
 check streamed_text $?
 
-first_sentence() { # model dir -> ok if its greedy text starts with the golden's first sentence
-  "$BIN" generate "$1" --prompt-ids 1 --max-tokens 40 --temperature 0 --ignore-eos --json >"$TMP/q.json" 2>"$TMP/q.err" &&
+first_sentence() { # model dir [flags] -> ok if its greedy text starts with the golden's first sentence
+  "$BIN" generate "$@" --prompt-ids 1 --max-tokens 40 --temperature 0 --ignore-eos --json >"$TMP/q.json" 2>"$TMP/q.err" &&
     python3 -c "import json,sys; t=open('$DATA/golden_greedy_200.txt').read(); s=t[:t.index('.')+1]; sys.exit(0 if json.load(open('$TMP/q.json'))['text'].startswith(s) else 1)"
 }
 for q in bf16 fp8; do
@@ -47,6 +47,9 @@ for q in bf16 fp8; do
     echo "skip ${q}_first_sentence: qserve quantize is not built yet"
   fi
 done
+
+first_sentence "$M" --quantization fp8 && grep -q "fp8_w8a8" "$TMP/q.err"
+check online_fp8_first_sentence $? "$(tail -c 300 "$TMP/q.err")"
 
 a=$("$BIN" generate "$M" --prompt "Once upon a time" --max-tokens 30 --temperature 1 --top-p 0.9 --seed 11 --json 2>/dev/null)
 b=$("$BIN" generate "$M" --prompt "Once upon a time" --max-tokens 30 --temperature 1 --top-p 0.9 --seed 11 --json 2>/dev/null)
