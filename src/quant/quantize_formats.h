@@ -1,0 +1,26 @@
+/* quantize_formats.h — the quantization_config / hf_quant_config.json documents `qserve quantize`
+ * writes, and the tensor names each format uses (internal to quant/). */
+#ifndef QS_QUANT_QUANTIZE_FORMATS_H
+#define QS_QUANT_QUANTIZE_FORMATS_H
+
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+
+#include "quant/quantize_checkpoint.h"
+
+/* Modules left unquantized, by kind, so each format can spell its ignore list its own way. */
+typedef struct qs_quant_excludes {
+    bool lm_head;
+    bool qwen_router;        /* model.layers.N.mlp.gate */
+    bool mixtral_router;     /* model.layers.N.block_sparse_moe.gate */
+    bool shared_expert_gate; /* model.layers.N.mlp.shared_expert_gate */
+    const char **skipped;    /* full module names kept unquantized for their shape */
+    int n_skipped;
+} qs_quant_excludes;
+
+/* config.json "quantization_config" for the target in the format (caller frees). */
+cJSON *qs_quant_format_config(qs_quant_target t, qs_quant_format f, const qs_quant_excludes *ex);
+/* hf_quant_config.json (ModelOpt only; NULL otherwise). */
+cJSON *qs_quant_format_hf_quant_config(qs_quant_target t, const qs_quant_excludes *ex);
+
+#endif
