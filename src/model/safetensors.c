@@ -575,48 +575,9 @@ static int pread_full(int fd, void *buf, size_t n, off_t off)
     return 0;
 }
 
-int qs_safetensors_open(const char *path, qs_safetensors_file **out, qs_err *err)
-{
-    *out = NULL;
-    int fd;
-    uint64_t size;
-    if (open_fd(path, &fd, &size, err))
-        return -1;
-    qs_safetensors_file *f = file_new(path);
-    if (!f) {
-        close(fd);
-        return qs_errf(err, "%s: out of memory", path);
-    }
-    uint64_t n;
-    uint8_t first8[8] = {0};
-    if (size >= 8 && pread_full(fd, first8, 8, 0)) {
-        close(fd);
-        qs_safetensors_close(f);
-        return qs_errf(err, "%s: read error: %s", path, strerror(errno));
-    }
-    if (check_prefix(first8, size, path, &n, err)) {
-        close(fd);
-        qs_safetensors_close(f);
-        return -1;
-    }
-    void *map = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0);
-    int map_errno = errno;
-    close(fd);
-    if (map == MAP_FAILED) {
-        qs_safetensors_close(f);
-        return qs_errf(err, "%s: mmap of %llu bytes failed: %s", path, (unsigned long long)size, strerror(map_errno));
-    }
-    f->map = map;
-    f->map_len = (size_t)size;
-    if (parse_header(f->map + 8, n, size - 8 - n, f->map + 8 + n, f, err)) {
-        qs_safetensors_close(f);
-        return -1;
-    }
-    *out = f;
-    return 0;
-}
-
-int qs_safetensors_open_headers(const char *path, qs_safetensors_file **out, qs_err *err)
+/* Reads the header with pread (no page faults on a mapping just to parse it); unless headers_only,
+ * then maps the whole file read-only for the tensor data. */
+static int open_file(const char *path, bool headers_only, qs_safetensors_file **out, qs_err *err)
 {
     *out = NULL;
     int fd;
@@ -632,7 +593,7 @@ int qs_safetensors_open_headers(const char *path, qs_safetensors_file **out, qs_
         goto out;
     }
     if (size >= 8 && pread_full(fd, first8, 8, 0)) {
-        qs_errf(err, "%s: read error: %s", path, strerror(errno));
+        qs_errf(err, "%s: read error: %s", path, errno ? strerror(errno) : "short read");
         goto out;
     }
     if (check_prefix(first8, size, path, &n, err))
@@ -646,7 +607,18 @@ int qs_safetensors_open_headers(const char *path, qs_safetensors_file **out, qs_
         qs_errf(err, "%s: read error: %s", path, errno ? strerror(errno) : "short read");
         goto out;
     }
-    if (parse_header(hdr, n, size - 8 - n, NULL, f, err))
+    const uint8_t *data = NULL;
+    if (!headers_only) {
+        void *map = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (map == MAP_FAILED) {
+            qs_errf(err, "%s: mmap of %llu bytes failed: %s", path, (unsigned long long)size, strerror(errno));
+            goto out;
+        }
+        f->map = map;
+        f->map_len = (size_t)size;
+        data = f->map + 8 + n;
+    }
+    if (parse_header(hdr, n, size - 8 - n, data, f, err))
         goto out;
     rc = 0;
 out:
@@ -657,6 +629,16 @@ out:
     else
         *out = f;
     return rc;
+}
+
+int qs_safetensors_open(const char *path, qs_safetensors_file **out, qs_err *err)
+{
+    return open_file(path, false, out, err);
+}
+
+int qs_safetensors_open_headers(const char *path, qs_safetensors_file **out, qs_err *err)
+{
+    return open_file(path, true, out, err);
 }
 
 size_t qs_safetensors_count(const qs_safetensors_file *f) { return f ? f->n : 0; }

@@ -362,7 +362,10 @@ static int write_file(const qs_st_writer *w, entry **es, size_t n, const char *p
         return qs_errf(err, "%s: out of memory building the header", path);
     }
     char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", path) >= sizeof tmp) {
+        free(h.p);
+        return qs_errf(err, "%.200s...: path too long", path);
+    }
     bufw b = {.fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644), .stage = malloc(STAGE_BYTES)};
     if (b.fd < 0 || !b.stage) {
         int e = errno;
@@ -488,8 +491,9 @@ int qs_st_writer_write_sharded(qs_st_writer *w, const char *dir, size_t max_shar
             sb_str(&j, "\n  }\n}\n");
             char tmp[4096];
             qs_path_join(path, sizeof path, dir, "model.safetensors.index.json");
-            snprintf(tmp, sizeof tmp, "%s.tmp", path);
-            if (j.oom)
+            if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", path) >= sizeof tmp)
+                rc = qs_errf(err, "%.200s...: path too long", path);
+            else if (j.oom)
                 rc = qs_errf(err, "%s: out of memory", path);
             else if (qs_write_file(tmp, j.p, j.len, err))
                 rc = -1;
