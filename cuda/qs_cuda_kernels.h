@@ -16,6 +16,11 @@ extern "C" {
 extern const qs_kernel qs_kernel_cublaslt_bf16;
 extern const qs_kernel qs_kernel_cublaslt_fp8;
 extern const qs_kernel qs_kernel_emulation_linear;
+/* MoE: the experts as per-expert GEMMs over the tokens sorted by expert, each through the linear
+ * kernel of the same name; SwiGLU between; a weighted, fixed-order combine. */
+extern const qs_kernel qs_kernel_cublaslt_moe_bf16;
+extern const qs_kernel qs_kernel_cublaslt_moe_fp8;
+extern const qs_kernel qs_kernel_emulation_moe;
 
 #ifdef __cplusplus
 }

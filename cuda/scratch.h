@@ -16,6 +16,11 @@ enum qs_scratch_slot {
     QS_SCRATCH_ACT_SCALES,
     QS_SCRATCH_ACT_BF16,
     QS_SCRATCH_OUT_BF16,
+    QS_SCRATCH_MOE_X,      // token rows gathered in expert order
+    QS_SCRATCH_MOE_GATE,
+    QS_SCRATCH_MOE_UP,
+    QS_SCRATCH_MOE_Y,      // expert outputs in expert order
+    QS_SCRATCH_MOE_INDEX,  // gather and combine index arrays
     QS_SCRATCH_COUNT
 };
 

@@ -1,0 +1,145 @@
+// attention_cuda.cu — paged-KV attention and KV writes for the CUDA ops (see src/ops/ops.h).
+// KV cache per layer: [block][kv_head][slot][head_dim] BF16, QS_KV_BLOCK_SIZE slots a block.
+// attention: one CTA per (token, query head); its warps stride over the positions the token may
+// see, each keeping an online softmax (running max, sum and weighted V in FP32, one dimension
+// slice per lane), then the warps' partial results are merged. This is the correct, simple
+// baseline (CUDA cores, no split-KV across CTAs); the tensor-core prefill and split-KV decode
+// kernels are the next step.
+#include <cuda_bf16.h>
+#include <math.h>
+
+#include "cuda_check.h"
+#include "qs_cuda_ops.h"
+
+extern "C" {
+#include "engine/kv_cache.h"
+}
+
+namespace {
+
+typedef __nv_bfloat16 bf16;
+constexpr int kMaxHeadDim = 256;
+constexpr int kPerLane = kMaxHeadDim / 32;
+constexpr int kWarps = 4;
+
+__global__ void kv_write_kernel(bf16 *kc, bf16 *vc, const bf16 *k, const bf16 *v, const int32_t *slots,
+                                int64_t n_tokens, int n_kv, int head_dim)
+{
+    int64_t per_token = (int64_t)n_kv * head_dim;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n_tokens * per_token;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t t = i / per_token, r = i % per_token;
+        int kvh = (int)(r / head_dim), d = (int)(r % head_dim);
+        int32_t slot = slots[t];
+        int64_t block = slot / QS_KV_BLOCK_SIZE, s = slot % QS_KV_BLOCK_SIZE;
+        int64_t dst = ((block * n_kv + kvh) * QS_KV_BLOCK_SIZE + s) * head_dim + d;
+        kc[dst] = k[i];
+        vc[dst] = v[i];
+    }
+}
+
+__global__ void __launch_bounds__(kWarps * 32)
+    attention_kernel(bf16 *out, const bf16 *q, const bf16 *kc, const bf16 *vc, const int32_t *tok_seq,
+                     const int32_t *tok_pos, const int32_t *block_tables, int max_blocks, int n_heads, int n_kv,
+                     int head_dim, float scale)
+{
+    int t = blockIdx.x, h = blockIdx.y;
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    int kvh = h / (n_heads / n_kv);
+    int pos = tok_pos[t];
+    const int32_t *table = block_tables + (int64_t)tok_seq[t] * max_blocks;
+    const bf16 *qrow = q + ((int64_t)t * n_heads + h) * head_dim;
+
+    float qv[kPerLane], acc[kPerLane];
+#pragma unroll
+    for (int j = 0; j < kPerLane; j++) {
+        int d = lane + 32 * j;
+        qv[j] = d < head_dim ? __bfloat162float(qrow[d]) * scale : 0.f;
+        acc[j] = 0.f;
+    }
+    float m = -INFINITY, l = 0.f;
+    for (int p = warp; p <= pos; p += kWarps) {
+        int64_t block = table[p / QS_KV_BLOCK_SIZE];
+        int64_t base = ((block * n_kv + kvh) * QS_KV_BLOCK_SIZE + p % QS_KV_BLOCK_SIZE) * head_dim;
+        float s = 0.f;
+#pragma unroll
+        for (int j = 0; j < kPerLane; j++) {
+            int d = lane + 32 * j;
+            if (d < head_dim)
+                s += qv[j] * __bfloat162float(kc[base + d]);
+        }
+        for (int o = 16; o > 0; o >>= 1)
+            s += __shfl_xor_sync(0xffffffffu, s, o);
+        float m_new = fmaxf(m, s);
+        float corr = __expf(m - m_new), w = __expf(s - m_new);
+        l = l * corr + w;
+#pragma unroll
+        for (int j = 0; j < kPerLane; j++) {
+            int d = lane + 32 * j;
+            float v = d < head_dim ? __bfloat162float(vc[base + d]) : 0.f;
+            acc[j] = acc[j] * corr + w * v;
+        }
+        m = m_new;
+    }
+    __shared__ float sm_m[kWarps], sm_l[kWarps];
+    __shared__ float sm_acc[kWarps][kMaxHeadDim];
+    if (lane == 0) {
+        sm_m[warp] = m;
+        sm_l[warp] = l;
+    }
+#pragma unroll
+    for (int j = 0; j < kPerLane; j++) {
+        int d = lane + 32 * j;
+        if (d < head_dim)
+            sm_acc[warp][d] = acc[j];
+    }
+    __syncthreads();
+    float mx = -INFINITY;
+    for (int w = 0; w < kWarps; w++)
+        mx = fmaxf(mx, sm_m[w]);
+    float total = 0.f;
+    for (int w = 0; w < kWarps; w++)
+        total += sm_m[w] == -INFINITY ? 0.f : sm_l[w] * __expf(sm_m[w] - mx);
+    bf16 *orow = out + ((int64_t)t * n_heads + h) * head_dim;
+    for (int d = threadIdx.x; d < head_dim; d += blockDim.x) {
+        float v = 0.f;
+        for (int w = 0; w < kWarps; w++)
+            if (sm_m[w] != -INFINITY)
+                v += sm_acc[w][d] * __expf(sm_m[w] - mx);
+        orow[d] = __float2bfloat16_rn(v / total);
+    }
+}
+
+} // namespace
+
+int qs_cuda_kv_write(void *k_cache, void *v_cache, const void *k, const void *v, const qs_attn_batch *b,
+                     int n_kv_heads, int head_dim, qs_err *err)
+{
+    int64_t count = b->n_tokens * n_kv_heads * head_dim;
+    if (count == 0)
+        return 0;
+    int64_t grid = (count + 255) / 256;
+    kv_write_kernel<<<(unsigned)(grid > 1048576 ? 1048576 : grid), 256>>>(
+        (bf16 *)k_cache, (bf16 *)v_cache, (const bf16 *)k, (const bf16 *)v, b->slot_mapping, b->n_tokens, n_kv_heads,
+        head_dim);
+    QS_LAUNCH_CHECK(err);
+    return 0;
+}
+
+int qs_cuda_attention(void *out, const void *q, const void *k_cache, const void *v_cache, const qs_attn_batch *b,
+                      int n_heads, int n_kv_heads, int head_dim, float scale, qs_err *err)
+{
+    if (head_dim > kMaxHeadDim)
+        return qs_errf(err, "CUDA attention supports head_dim up to %d, the model has %d", kMaxHeadDim, head_dim);
+    if (b->n_tokens == 0)
+        return 0;
+    if (b->n_tokens > 2147483647LL || n_heads > 65535)
+        return qs_errf(err, "CUDA attention: %lld tokens x %d heads is too large a grid", (long long)b->n_tokens,
+                       n_heads);
+    dim3 grid((unsigned)b->n_tokens, (unsigned)n_heads);
+    attention_kernel<<<grid, kWarps * 32>>>((bf16 *)out, (const bf16 *)q, (const bf16 *)k_cache, (const bf16 *)v_cache,
+                                            b->tok_seq, b->tok_pos, b->block_tables, b->max_blocks, n_heads, n_kv_heads,
+                                            head_dim, scale);
+    QS_LAUNCH_CHECK(err);
+    return 0;
+}

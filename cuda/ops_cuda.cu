@@ -1,0 +1,328 @@
+// ops_cuda.cu — memory and elementwise / row ops of the CUDA ops table (see qs_cuda_ops.h):
+// embedding, RMSNorm (plain and fused with the residual add), bias, RoPE, SwiGLU, MoE routing,
+// row gathers. Attention and the KV cache writes live in attention_cuda.cu. All work goes to the
+// default stream; copies to the host synchronise with it.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <vector>
+
+#include "cuda_check.h"
+#include "qs_cuda_ops.h"
+
+extern "C" {
+#include "model/safetensors.h"
+}
+
+int qs_cuda_attention(void *out, const void *q, const void *k_cache, const void *v_cache, const qs_attn_batch *b,
+                      int n_heads, int n_kv_heads, int head_dim, float scale, qs_err *err);
+int qs_cuda_kv_write(void *k_cache, void *v_cache, const void *k, const void *v, const qs_attn_batch *b,
+                     int n_kv_heads, int head_dim, qs_err *err);
+
+namespace {
+
+typedef __nv_bfloat16 bf16;
+
+int grid_for(int64_t count, int threads)
+{
+    int64_t g = (count + threads - 1) / threads;
+    return (int)(g > 65535 * 16 ? 65535 * 16 : (g < 1 ? 1 : g));
+}
+
+void *cuda_alloc(size_t bytes, qs_err *err)
+{
+    void *p = nullptr;
+    cudaError_t rc = cudaMalloc(&p, bytes ? bytes : 1);
+    if (rc != cudaSuccess) {
+        qs_errf(err, "cudaMalloc of %zu bytes failed: %s", bytes, cudaGetErrorString(rc));
+        return nullptr;
+    }
+    rc = cudaMemset(p, 0, bytes ? bytes : 1);
+    if (rc != cudaSuccess) {
+        cudaFree(p);
+        qs_errf(err, "cudaMemset failed: %s", cudaGetErrorString(rc));
+        return nullptr;
+    }
+    return p;
+}
+
+void cuda_free(void *p)
+{
+    if (p)
+        cudaFree(p);
+}
+
+int cuda_to_device(void *dst, const void *src, size_t bytes, qs_err *err)
+{
+    QS_CUDA_TRY(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice), err);
+    return 0;
+}
+
+int cuda_to_host(void *dst, const void *src, size_t bytes, qs_err *err)
+{
+    QS_CUDA_TRY(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost), err);
+    return 0;
+}
+
+void *cuda_upload_tensor(const qs_tensor *t, qs_err *err)
+{
+    if (!t->data) {
+        qs_errf(err, "tensor %s has no data loaded", t->name);
+        return nullptr;
+    }
+    std::vector<bf16> host((size_t)t->numel);
+    for (int64_t i = 0; i < t->numel; i++)
+        host[(size_t)i] = __float2bfloat16_rn(qs_tensor_get_f32(t, i));
+    void *p = cuda_alloc(host.size() * sizeof(bf16), err);
+    if (p && cuda_to_device(p, host.data(), host.size() * sizeof(bf16), err)) {
+        cudaFree(p);
+        return nullptr;
+    }
+    return p;
+}
+
+int cuda_acts_to_host(float *dst, const void *src, int64_t n, qs_err *err)
+{
+    std::vector<bf16> host((size_t)n);
+    if (cuda_to_host(host.data(), src, (size_t)n * sizeof(bf16), err))
+        return -1;
+    for (int64_t i = 0; i < n; i++)
+        dst[i] = __bfloat162float(host[(size_t)i]);
+    return 0;
+}
+
+int cuda_acts_from_host(void *dst, const float *src, int64_t n, qs_err *err)
+{
+    std::vector<bf16> host((size_t)n);
+    for (int64_t i = 0; i < n; i++)
+        host[(size_t)i] = __float2bfloat16_rn(src[i]);
+    return cuda_to_device(dst, host.data(), (size_t)n * sizeof(bf16), err);
+}
+
+__global__ void embedding_kernel(bf16 *out, const bf16 *table, const int32_t *ids, int64_t n_tokens, int64_t d)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n_tokens * d;
+         i += (int64_t)gridDim.x * blockDim.x)
+        out[i] = table[(int64_t)ids[i / d] * d + i % d];
+}
+
+int cuda_embedding(void *out, const void *table, const int32_t *ids, int64_t n_tokens, int64_t d, qs_err *err)
+{
+    embedding_kernel<<<grid_for(n_tokens * d, 256), 256>>>((bf16 *)out, (const bf16 *)table, ids, n_tokens, d);
+    QS_LAUNCH_CHECK(err);
+    return 0;
+}
+
+__device__ float block_sum(float v)
+{
+    __shared__ float partial[32];
+    for (int o = 16; o > 0; o >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, o);
+    int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
+    __syncthreads();
+    if (lane == 0)
+        partial[wid] = v;
+    __syncthreads();
+    int nw = (blockDim.x + 31) >> 5;
+    v = lane < nw ? partial[lane] : 0.f;
+    for (int o = 16; o > 0; o >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+// One block per row. residual may be null (plain RMSNorm of x); otherwise residual += x first and
+// the norm reads the updated residual.
+__global__ void rmsnorm_kernel(bf16 *out, const bf16 *x, bf16 *residual, const bf16 *w, int64_t d, float eps)
+{
+    int64_t row = blockIdx.x;
+    const bf16 *xr = x + row * d;
+    bf16 *rr = residual ? residual + row * d : nullptr;
+    float ss = 0.f;
+    for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
+        float v = __bfloat162float(xr[i]);
+        if (rr) {
+            bf16 sum = __float2bfloat16_rn(__bfloat162float(rr[i]) + v);
+            rr[i] = sum;
+            v = __bfloat162float(sum);
+        }
+        ss += v * v;
+    }
+    float inv = rsqrtf(block_sum(ss) / (float)d + eps);
+    const bf16 *src = rr ? rr : xr;
+    for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
+        // As transformers: normalise in float, round to the activation dtype, then scale.
+        float normed = __bfloat162float(__float2bfloat16_rn(__bfloat162float(src[i]) * inv));
+        out[row * d + i] = __float2bfloat16_rn(normed * __bfloat162float(w[i]));
+    }
+}
+
+int threads_for_row(int64_t d) { return d >= 1024 ? 1024 : (d >= 256 ? 256 : 64); }
+
+int cuda_rmsnorm(void *out, const void *x, const void *w, int64_t rows, int64_t d, float eps, qs_err *err)
+{
+    if (rows == 0)
+        return 0;
+    rmsnorm_kernel<<<(unsigned)rows, threads_for_row(d)>>>((bf16 *)out, (const bf16 *)x, nullptr, (const bf16 *)w, d,
+                                                           eps);
+    QS_LAUNCH_CHECK(err);
+    return 0;
+}
+
+int cuda_add_rmsnorm(void *residual, const void *x, void *out, const void *w, int64_t rows, int64_t d, float eps,
+                     qs_err *err)
+{
+    if (rows == 0)
+        return 0;
+    rmsnorm_kernel<<<(unsigned)rows, threads_for_row(d)>>>((bf16 *)out, (const bf16 *)x, (bf16 *)residual,
+                                                           (const bf16 *)w, d, eps);
+    QS_LAUNCH_CHECK(err);
+    return 0;
+}
+
+__global__ void add_bias_kernel(bf16 *y, const bf16 *bias, int64_t rows, int64_t n)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < rows * n; i += (int64_t)gridDim.x * blockDim.x)
+        y[i] = __float2bfloat16_rn(__bfloat162float(y[i]) + __bfloat162float(bias[i % n]));
+}
+
+int cuda_add_bias(void *y, const void *bias, int64_t rows, int64_t n, qs_err *err)
+{
+    add_bias_kernel<<<grid_for(rows * n, 256), 256>>>((bf16 *)y, (const bf16 *)bias, rows, n);
+    QS_LAUNCH_CHECK(err);
+    return 0;
+}
+
+// One thread per (token, head, i < head_dim/2): rotates the pair (i, i + half).
+__global__ void rope_kernel(bf16 *x, const int32_t *pos, const float *inv_freq, int64_t n_tokens, int n_heads,
+                            int head_dim)
+{
+    int half = head_dim / 2;
+    int64_t total = n_tokens * n_heads * half;
+    for (int64_t idx = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; idx < total;
+         idx += (int64_t)gridDim.x * blockDim.x) {
+        int i = (int)(idx % half);
+        int64_t th = idx / half; // token * n_heads + head
+        int64_t t = th / n_heads;
+        float angle = (float)pos[t] * inv_freq[i];
+        float c, s;
+        sincosf(angle, &s, &c);
+        bf16 *row = x + th * head_dim;
+        float a = __bfloat162float(row[i]), b = __bfloat162float(row[i + half]);
+        row[i] = __float2bfloat16_rn(a * c - b * s);
+        row[i + half] = __float2bfloat16_rn(b * c + a * s);
+    }
+}
+
+int cuda_rope(void *x, const int32_t *pos, const void *inv_freq, int64_t n_tokens, int n_heads, int head_dim,
+              qs_err *err)
+{
+    rope_kernel<<<grid_for(n_tokens * n_heads * (head_dim / 2), 256), 256>>>((bf16 *)x, pos, (const float *)inv_freq,
+                                                                             n_tokens, n_heads, head_dim);
+    QS_LAUNCH_CHECK(err);
+    return 0;
+}
+
+__global__ void swiglu_kernel(bf16 *out, const bf16 *gate, const bf16 *up, int64_t count)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < count; i += (int64_t)gridDim.x * blockDim.x) {
+        float g = __bfloat162float(gate[i]);
+        float silu = g / (1.f + __expf(-g));
+        out[i] = __float2bfloat16_rn(__bfloat162float(__float2bfloat16_rn(silu)) * __bfloat162float(up[i]));
+    }
+}
+
+int cuda_swiglu(void *out, const void *gate, const void *up, int64_t rows, int64_t n, qs_err *err)
+{
+    swiglu_kernel<<<grid_for(rows * n, 256), 256>>>((bf16 *)out, (const bf16 *)gate, (const bf16 *)up, rows * n);
+    QS_LAUNCH_CHECK(err);
+    return 0;
+}
+
+// One thread per token: softmax over the router logits in float, top-k by repeated selection
+// (ties: the lower expert id), optional renormalisation. n_experts <= 512, top_k <= 16.
+__global__ void moe_route_kernel(const bf16 *logits, int32_t *ids, float *weights, int64_t n_tokens, int n_experts,
+                                 int top_k, bool norm)
+{
+    int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (t >= n_tokens)
+        return;
+    const bf16 *row = logits + t * n_experts;
+    float mx = -INFINITY;
+    for (int e = 0; e < n_experts; e++)
+        mx = fmaxf(mx, __bfloat162float(row[e]));
+    float sum = 0.f;
+    for (int e = 0; e < n_experts; e++)
+        sum += __expf(__bfloat162float(row[e]) - mx);
+    float picked_sum = 0.f;
+    for (int j = 0; j < top_k; j++) {
+        int best = -1;
+        float best_v = -INFINITY;
+        for (int e = 0; e < n_experts; e++) {
+            bool taken = false;
+            for (int p = 0; p < j; p++)
+                taken |= ids[t * top_k + p] == e;
+            float v = __bfloat162float(row[e]);
+            if (!taken && (best < 0 || v > best_v)) {
+                best = e;
+                best_v = v;
+            }
+        }
+        float prob = __expf(best_v - mx) / sum;
+        ids[t * top_k + j] = best;
+        weights[t * top_k + j] = prob;
+        picked_sum += prob;
+    }
+    if (norm && picked_sum > 0.f)
+        for (int j = 0; j < top_k; j++)
+            weights[t * top_k + j] /= picked_sum;
+}
+
+int cuda_moe_route(const void *router_logits, int32_t *topk_ids, float *topk_weights, int64_t n_tokens, int n_experts,
+                   int top_k, bool norm_topk, qs_err *err)
+{
+    if (n_tokens == 0)
+        return 0;
+    moe_route_kernel<<<grid_for(n_tokens, 128), 128>>>((const bf16 *)router_logits, topk_ids, topk_weights, n_tokens,
+                                                        n_experts, top_k, norm_topk);
+    QS_LAUNCH_CHECK(err);
+    return 0;
+}
+
+__global__ void gather_rows_kernel(bf16 *out, const bf16 *x, const int32_t *rows, int64_t n, int64_t d)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n * d; i += (int64_t)gridDim.x * blockDim.x)
+        out[i] = x[(int64_t)rows[i / d] * d + i % d];
+}
+
+int cuda_gather_rows(void *out, const void *x, const int32_t *rows, int64_t n, int64_t d, qs_err *err)
+{
+    gather_rows_kernel<<<grid_for(n * d, 256), 256>>>((bf16 *)out, (const bf16 *)x, rows, n, d);
+    QS_LAUNCH_CHECK(err);
+    return 0;
+}
+
+const qs_ops kCudaOps = {
+    "cuda",
+    QS_PLATFORM_CUDA,
+    sizeof(bf16),
+    cuda_alloc,
+    cuda_free,
+    cuda_to_device,
+    cuda_to_host,
+    cuda_upload_tensor,
+    cuda_acts_to_host,
+    cuda_acts_from_host,
+    cuda_embedding,
+    cuda_rmsnorm,
+    cuda_add_rmsnorm,
+    cuda_add_bias,
+    cuda_rope,
+    qs_cuda_kv_write,
+    qs_cuda_attention,
+    cuda_swiglu,
+    cuda_moe_route,
+    cuda_gather_rows,
+};
+
+} // namespace
+
+extern "C" const qs_ops *qs_ops_cuda(void) { return &kCudaOps; }
