@@ -23,8 +23,7 @@ bool qs_stop_is_stop_token(const qs_stop_matcher *m, int32_t id);
 /* Feeds newly detokenised text. Returns true when a stop string completed: *out then holds the
  * remaining text before it and the generation should end (later feeds release nothing). Else
  * returns false and *out holds the text that can no longer be part of a stop string. *out stays
- * valid until the next call; -1 in *out_len never happens (out of memory drops nothing: the text
- * is released unmatched). */
+ * valid until the next call. When memory runs out the text is released unmatched, never lost. */
 bool qs_stop_feed(qs_stop_matcher *m, const char *text, size_t len, const char **out, size_t *out_len);
 /* At the end of generation: releases the held-back text (nothing after a stop string matched). */
 void qs_stop_flush(qs_stop_matcher *m, const char **out, size_t *out_len);
