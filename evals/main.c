@@ -28,6 +28,8 @@ static void usage(FILE *out)
             "                          removed after a completed run)\n"
             "  --host H --port P       evaluate a running server; nothing is started or stopped\n"
             "  --config-list FILE      run every config listed (one YAML path per line) and tabulate\n"
+            "  --skip-missing-models   a model found neither as a folder nor in the local Hugging Face\n"
+            "                          cache counts as skipped instead of an error\n"
             "overrides of config values (vLLM's standalone evaluator flags):\n"
             "  --num-questions N  --num-shots N  --max-tokens N  --temperature T  --seed S\n"
             "  --max-concurrency N  --request-timeout-seconds S  --use-chat-completions  --model NAME\n");
@@ -54,6 +56,8 @@ int main(int argc, char **argv)
             return 0;
         } else if (!strcmp(a, "--use-chat-completions")) {
             o.use_chat_completions = true;
+        } else if (!strcmp(a, "--skip-missing-models")) {
+            o.skip_missing_models = true;
         } else if ((r = qs_arg_value(argc, argv, &i, "--data-dir", &o.data_dir)) ||
                    (r = qs_arg_value(argc, argv, &i, "--save-results", &o.save_results)) ||
                    (r = qs_arg_value(argc, argv, &i, "--server-log", &o.server_log)) ||

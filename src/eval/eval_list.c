@@ -59,13 +59,17 @@ int qs_eval_run_list(const char *list_path, const qs_eval_options *o, FILE *tabl
         n_fail += r->status == QS_EVAL_FAILED;
         n_skip += r->status == QS_EVAL_SKIPPED;
         n_err += r->status == QS_EVAL_ERROR;
-        char acc[16] = "-", need[16] = "-", note[200];
+        char acc[16] = "-", need[16] = "-", note[320];
         if (measured) {
             snprintf(acc, sizeof acc, "%.3f", r->accuracy);
             snprintf(need, sizeof need, "%.3f", r->needed);
         }
-        /* The note is the first line of the reason, shortened for the table. */
-        snprintf(note, sizeof note, "%.*s", (int)strcspn(r->reason, "\n"), r->reason);
+        /* The note is the first line of the reason without the config path the row already names. */
+        const char *reason = r->reason;
+        size_t plen = strlen(paths.items[i]);
+        if (!strncmp(reason, paths.items[i], plen) && !strncmp(reason + plen, ": ", 2))
+            reason += plen + 2;
+        snprintf(note, sizeof note, "%.*s", (int)strcspn(reason, "\n"), reason);
         fprintf(table_out, "%-48s %-8s %-9s %-8s %s\n", base_name(paths.items[i]), qs_eval_status_name(r->status),
                 acc, need, note);
         cJSON *row = cJSON_CreateObject();

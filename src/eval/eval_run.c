@@ -144,6 +144,10 @@ qs_eval_status qs_eval_run(const char *config_path, const qs_eval_options *o, qs
         }
         if (qs_hf_resolve_model(cfg.model_name, model_dir, sizeof model_dir, &err) != 0) {
             qs_err_prefix(&err, "%s: ", cfg.path);
+            if (o->skip_missing_models) {
+                snprintf(out->reason, sizeof out->reason, "%s", err.msg);
+                status = QS_EVAL_SKIPPED;
+            }
             goto done;
         }
         if (qs_eval_model_dir_unsupported(model_dir, out->reason, sizeof out->reason)) {

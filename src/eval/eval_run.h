@@ -17,6 +17,7 @@ typedef struct qs_eval_options {
     const char *host;           /* --host: evaluate a running server, start nothing */
     int port;                   /* --port, with host */
     double stop_grace_s;        /* SIGTERM -> SIGKILL; 0 = 8 s */
+    bool skip_missing_models;   /* --skip-missing-models: a model not found locally is "skipped" */
     /* Command-line overrides of config values (standalone-evaluator flags); has_* says given. */
     bool has_num_questions, has_num_shots, has_max_tokens, has_temperature, has_seed, has_max_concurrency,
         has_request_timeout, use_chat_completions;

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -252,6 +253,67 @@ static void unsupported_models_are_recognised(void **state)
     rmdir(dir);
 }
 
+/* Every shipped config parses cleanly, every list names existing configs, and the Marlin list holds
+ * the six vLLM keeps with their thresholds. */
+static void shipped_configs_are_valid(void **state)
+{
+    glob_t g;
+    assert_int_equal(glob("evals/configs/*.yaml", 0, NULL, &g), 0);
+    assert_true(g.gl_pathc >= 7);
+    setenv("QSERVE_STORIES260K_DIR", "/tmp/unused-stories260K", 1);
+    for (size_t i = 0; i < g.gl_pathc; i++) {
+        qs_eval_config c;
+        qs_err err;
+        if (qs_eval_config_load(g.gl_pathv[i], &c, &err) != 0)
+            fail_msg("%s", err.msg);
+        if (c.warnings[0])
+            fail_msg("%s: %s", g.gl_pathv[i], c.warnings);
+        qs_eval_config_free(&c);
+    }
+    globfree(&g);
+    assert_int_equal(glob("evals/configs/*.txt", 0, NULL, &g), 0);
+    for (size_t i = 0; i < g.gl_pathc; i++) {
+        qs_eval_strlist l = {0};
+        qs_err err;
+        assert_int_equal(qs_eval_read_config_list(g.gl_pathv[i], &l, &err), 0);
+        assert_true(l.count > 0);
+        for (size_t k = 0; k < l.count; k++)
+            if (!qs_file_exists(l.items[k]))
+                fail_msg("%s lists missing %s", g.gl_pathv[i], l.items[k]);
+        qs_eval_strlist_free(&l);
+    }
+    globfree(&g);
+    static const struct {
+        const char *file, *model;
+        double threshold;
+    } marlin[] = {
+        {"Qwen3-30B-A3B-Fp8-AutoFp8-marlin.yaml", "Qwen/Qwen3-Coder-30B-A3B-Instruct-FP8", 0.88},
+        {"Qwen3-30B-A3B-Fp8-CT-Block-marlin.yaml", "RedHatAI/Qwen3-30B-A3B-FP8-block", 0.85},
+        {"Qwen3-30B-A3B-Fp8-CT-Channel-marlin.yaml", "RedHatAI/Qwen3-30B-A3B-FP8-dynamic", 0.85},
+        {"Qwen3-30B-A3B-NvFp4-ModelOpt-marlin.yaml", "nvidia/Qwen3-30B-A3B-NVFP4", 0.88},
+        {"Qwen3-30B-A3B-NvFp4-CT-marlin.yaml", "RedHatAI/Qwen3-30B-A3B-NVFP4", 0.88},
+        {"Llama-4-Scout-Fp8-ModelOpt-marlin.yaml", "nvidia/Llama-4-Scout-17B-16E-Instruct-FP8", 0.92},
+    };
+    qs_eval_strlist l = {0};
+    qs_err err;
+    assert_int_equal(qs_eval_read_config_list("evals/configs/models-marlin.txt", &l, &err), 0);
+    assert_int_equal(l.count, 6);
+    for (size_t i = 0; i < 6; i++) {
+        char path[256];
+        snprintf(path, sizeof path, "evals/configs/%s", marlin[i].file);
+        assert_string_equal(l.items[i], path);
+        qs_eval_config c;
+        assert_int_equal(qs_eval_config_load(path, &c, &err), 0);
+        assert_string_equal(c.model_name, marlin[i].model);
+        assert_true(c.accuracy_threshold == marlin[i].threshold);
+        assert_int_equal(c.num_questions, 1319);
+        assert_int_equal(c.num_fewshot, 5);
+        assert_non_null(strstr(c.server_args, "--linear-backend marlin --moe-backend marlin"));
+        qs_eval_config_free(&c);
+    }
+    qs_eval_strlist_free(&l);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -264,6 +326,7 @@ int main(void)
         cmocka_unit_test(env_defaults_expand),
         cmocka_unit_test(config_list_resolves_relative_paths),
         cmocka_unit_test(unsupported_models_are_recognised),
+        cmocka_unit_test(shipped_configs_are_valid),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
