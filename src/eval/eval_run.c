@@ -158,9 +158,13 @@ qs_eval_status qs_eval_run(const char *config_path, const qs_eval_options *o, qs
     if (build_inputs(&cfg, o->data_dir, &in, &err) != 0)
         goto done;
 
+    /* vLLM serves a model under its id and its runner sends that id as "model" in chat requests. A
+     * model found in the HF cache is served under its snapshot path unless named explicitly. */
+    const char *named = qs_eval_flag_value(&cfg.server_argv, "--served-model-name");
+    const char *add_served_name = !o->host && !named && strcmp(model_dir, cfg.model_name) ? cfg.model_name : NULL;
     qs_eval_request_params params = {
         .chat = cfg.use_chat_completions,
-        .model = o->model,
+        .model = o->model ? o->model : o->host ? NULL : named ? named : cfg.model_name,
         .max_tokens = cfg.max_tokens,
         .send_temperature = config_path || o->has_temperature || !cfg.use_chat_completions,
         .temperature = cfg.temperature,
@@ -185,6 +189,7 @@ qs_eval_status qs_eval_run(const char *config_path, const qs_eval_options *o, qs
             .startup_wait_s = cfg.startup_max_wait_seconds,
             .log_path = o->server_log,
             .stop_grace_s = o->stop_grace_s,
+            .served_model_name = add_served_name,
         };
         fprintf(stderr, "qserve-eval: %s: starting the server (up to %g s)\n", cfg.path, cfg.startup_max_wait_seconds);
         if (qs_eval_server_start(&so, &server, &err) != 0) {
@@ -206,8 +211,13 @@ qs_eval_status qs_eval_run(const char *config_path, const qs_eval_options *o, qs
         goto done;
     }
     int rc = qs_eval_run_requests(&params, in.prompts, in.n, responses, &wall, &err);
-    int server_status = qs_eval_server_stop(&server);
-    (void)server_status;
+    char how[128];
+    if (rc == 0 && qs_eval_server_exited(&server, how, sizeof how)) {
+        char what[256];
+        snprintf(what, sizeof what, "%s: the server exited during the run (%s)", cfg.path, how);
+        rc = qs_eval_server_log_error(&server, &err, what);
+    }
+    qs_eval_server_stop(&server);
     if (rc == 0) {
         qs_eval_result result;
         qs_eval_score(responses, in.labels, in.n, wall, cfg.num_fewshot, cfg.max_tokens, &result);

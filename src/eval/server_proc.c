@@ -175,11 +175,37 @@ static void describe_status(int status, char *buf, size_t cap)
         snprintf(buf, cap, "status %d", status);
 }
 
-static int fail_with_log(qs_eval_server *s, qs_err *err, const char *what)
+int qs_eval_server_log_error(const qs_eval_server *s, qs_err *err, const char *what)
 {
     char tail[640];
     qs_eval_tail_file(s->log_path, 12, tail, sizeof tail);
     return qs_errf(err, "%s; server log %s, last lines:\n%s", what, s->log_path, tail[0] ? tail : "  (empty)");
+}
+
+const char *qs_eval_flag_value(const qs_eval_strlist *args, const char *flag)
+{
+    const char *value = NULL;
+    size_t n = strlen(flag);
+    for (size_t i = 0; i < args->count; i++) {
+        const char *a = args->items[i];
+        if (!strcmp(a, flag) && i + 1 < args->count)
+            value = args->items[++i];
+        else if (!strncmp(a, flag, n) && a[n] == '=')
+            value = a + n + 1;
+    }
+    return value;
+}
+
+bool qs_eval_server_exited(qs_eval_server *s, char *how, size_t cap)
+{
+    int status;
+    if (s->pid <= 0 || waitpid(s->pid, &status, WNOHANG) != s->pid)
+        return false;
+    describe_status(status, how, cap);
+    kill(-s->pid, SIGKILL); /* anything it left behind in its group */
+    s->pid = 0;
+    qs_eval_set_server_group(0);
+    return true;
 }
 
 static void build_command(const qs_eval_server *s, const qs_eval_strlist *argv, char *buf, size_t cap)
@@ -251,6 +277,8 @@ int qs_eval_server_start(const qs_eval_server_opts *o, qs_eval_server *s, qs_err
         has_host |= !strcmp(o->args->items[i], "--host") || !strncmp(o->args->items[i], "--host=", 7);
     int rc = qs_eval_strlist_push(&argv, o->binary) | qs_eval_strlist_push(&argv, o->model_dir) |
              qs_eval_strlist_extend(&argv, o->args);
+    if (o->served_model_name)
+        rc |= qs_eval_strlist_push(&argv, "--served-model-name") | qs_eval_strlist_push(&argv, o->served_model_name);
     if (!has_host)
         rc |= qs_eval_strlist_push(&argv, "--host") | qs_eval_strlist_push(&argv, "127.0.0.1");
     rc |= qs_eval_strlist_push(&argv, "--port") | qs_eval_strlist_push(&argv, port) |
@@ -284,7 +312,7 @@ int qs_eval_server_start(const qs_eval_server_opts *o, qs_eval_server *s, qs_err
             kill(-s->pid, SIGKILL); /* anything it left behind in its group */
             s->pid = 0;
             qs_eval_set_server_group(0);
-            fail_with_log(s, err, what);
+            qs_eval_server_log_error(s, err, what);
             break;
         }
         if (health_ok(curl, url)) {
@@ -301,7 +329,7 @@ int qs_eval_server_start(const qs_eval_server_opts *o, qs_eval_server *s, qs_err
                      "the server failed to start in time: GET %s did not return 200 within "
                      "startup_max_wait_seconds=%g",
                      url, o->startup_wait_s);
-            fail_with_log(s, err, what);
+            qs_eval_server_log_error(s, err, what);
             break;
         }
         /* 0.5 s between polls, in short steps so an interrupt or an exit is seen quickly. */

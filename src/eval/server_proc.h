@@ -21,6 +21,7 @@ typedef struct qs_eval_server_opts {
     double startup_wait_s;
     const char *log_path;          /* NULL: a fresh /tmp/qserve-eval-server-XXXXXX.log */
     double stop_grace_s;           /* SIGTERM -> SIGKILL delay; 0 = 8 s */
+    const char *served_model_name; /* not NULL: `--served-model-name NAME` is added */
 } qs_eval_server_opts;
 
 typedef struct qs_eval_server {
@@ -39,6 +40,13 @@ int qs_eval_find_server_binary(const char *given, char *out, size_t cap, qs_err 
 int qs_eval_free_port(int *port, qs_err *err);
 /* Starts the server and waits until /health answers 200. On failure nothing is left running. */
 int qs_eval_server_start(const qs_eval_server_opts *o, qs_eval_server *s, qs_err *err);
+/* True (with "exit status N" / "killed by signal N" in how) when the server has exited by itself;
+ * then the error of a run should quote its log (qs_eval_server_log_error). */
+bool qs_eval_server_exited(qs_eval_server *s, char *how, size_t cap);
+/* Fills err with `what` and the last lines of the server log; returns -1. */
+int qs_eval_server_log_error(const qs_eval_server *s, qs_err *err, const char *what);
+/* The value of `--flag VALUE` or `--flag=VALUE` in args (the last one), or NULL. */
+const char *qs_eval_flag_value(const qs_eval_strlist *args, const char *flag);
 /* Stops it (idempotent). Returns the exit status as waitpid reports it, or -1 if none ran. */
 int qs_eval_server_stop(qs_eval_server *s);
 /* The last `max_lines` lines of a file, each indented by two spaces, into buf ("" if unreadable). */

@@ -11,6 +11,7 @@ Environment (set through a config's `env:` mapping, which also tests that mappin
   FAKE_EXIT_CODE    print a few log lines and exit with this code before listening
   FAKE_NEVER_READY  /health answers 503 forever
   FAKE_READY_AFTER  /health answers 503 for this many seconds, then 200
+  FAKE_DIE_AFTER    exit with status 1 (a crash) when this many completions have been answered
 Reply policy for question index i (its line in test.jsonl): i % 4 == 0 the right number written
 with thousands separators, 1 the right number plus one, 2 no number at all, 3 an earlier number
 and then the right one.
@@ -81,6 +82,8 @@ def main():
     questions = load_questions(os.environ.get("FAKE_GSM8K_TEST"))
     never_ready = bool(os.environ.get("FAKE_NEVER_READY"))
     ready_after = float(os.environ.get("FAKE_READY_AFTER", "0"))
+    die_after = int(os.environ.get("FAKE_DIE_AFTER", "0"))
+    answered = [0]
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -125,6 +128,11 @@ def main():
             self.send_json(200, {"id": "x", "object": "text_completion", "choices": [choice],
                                  "usage": {"prompt_tokens": 1, "completion_tokens": len(text.split()),
                                            "total_tokens": 1 + len(text.split())}})
+            with LOCK:
+                answered[0] += 1
+                if die_after and answered[0] >= die_after:
+                    print(f"fake server: dying after {answered[0]} requests", flush=True)
+                    os._exit(1)
 
     class Server(ThreadingHTTPServer):
         request_queue_size = 256  # the harness opens many connections at once

@@ -9,7 +9,7 @@ EVAL="${QSERVE_BUILD:-build}/qserve-eval"
 FAKE="$PWD/tests/cli/fake_openai_server.py"
 DATA="${QSERVE_SHARED_DATA:-../shared/data}/gsm8k"
 ALL="prompt_bytes argv server_stopped accuracy exit_pass exit_fail save_results chat_mode standalone \
-missing_binary early_exit startup_timeout interrupt config_list bad_config"
+missing_binary early_exit startup_timeout interrupt died_during_run config_list bad_config"
 if [ ! -x "$EVAL" ]; then for t in $ALL; do echo "skip $t: $EVAL is not built"; done; exit 0; fi
 if [ ! -f "$DATA/test.jsonl" ] || [ ! -f "$DATA/train.jsonl" ]; then
     for t in $ALL; do echo "skip $t: GSM8K data absent at $DATA"; done; exit 0
@@ -80,7 +80,8 @@ for r in reqs:
         assert list(body) == ["prompt", "max_tokens", "stop", "temperature", "seed"], list(body)
         prompt = body["prompt"]
     else:
-        assert list(body) == ["messages", "max_tokens", "stop", "temperature", "seed"], list(body)
+        assert list(body) == ["messages", "max_tokens", "stop", "model", "temperature", "seed"], list(body)
+        assert body["model"] == "tiny model", body["model"]
         assert body["messages"][0]["role"] == "user"
         prompt = body["messages"][0]["content"]
     assert prompt in expected, "a prompt differs from vLLM's format:\n" + prompt[-300:]
@@ -202,6 +203,16 @@ for _ in $(seq 100); do kill -0 $epid 2>/dev/null || break; sleep 0.1; done
 wait $epid; rc=$?
 if [ $rc -eq 2 ] && grep -q "interrupted" "$TMP/err" && [ -n "$sport" ] && port_closed "$sport"; then ok interrupt
 else not_ok interrupt "exit $rc: $(tail -3 "$TMP/err")"; fi
+
+rm -f "$TMP/rec/"*
+write_config "$TMP/die.yaml" 0.0 "  FAKE_DIE_AFTER: \"3\""
+sed -i 's/^num_questions: .*/num_questions: 40/' "$TMP/die.yaml"
+echo "max_concurrency: 2" >>"$TMP/die.yaml"
+"$EVAL" "$TMP/die.yaml" --server "$FAKE" --data-dir "$DATA" >"$TMP/out" 2>"$TMP/err"
+rc=$?
+if [ $rc -eq 2 ] && grep -q "the server exited during the run (exit status 1)" "$TMP/err" &&
+   grep -q "dying after 3 requests" "$TMP/err"; then ok died_during_run
+else not_ok died_during_run "exit $rc: $(tail -4 "$TMP/err")"; fi
 
 # --- a config list: pass, skipped (Llama-4), missing file ---
 mkdir -p "$TMP/list/sub"
