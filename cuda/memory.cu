@@ -1,6 +1,7 @@
 // memory.cu — device allocation, copies and bf16 staging conversions (see qs_cuda_mem.h).
 #include <cuda_bf16.h>
 #include <stdlib.h>
+#include <algorithm>
 #include <vector>
 
 #include "cuda_check.h"
@@ -61,4 +62,71 @@ extern "C" int qs_cuda_download_bf16_as_f32(float *dst, const void *src_bf16, si
     for (size_t i = 0; i < n; i++)
         dst[i] = __bfloat162float(staging[i]);
     return 0;
+}
+
+struct qs_cuda_timer {
+    cudaEvent_t start, stop;
+};
+
+extern "C" qs_cuda_timer *qs_cuda_timer_new(void)
+{
+    qs_cuda_timer *t = new qs_cuda_timer;
+    cudaEventCreate(&t->start);
+    cudaEventCreate(&t->stop);
+    return t;
+}
+
+extern "C" void qs_cuda_timer_start(qs_cuda_timer *t) { cudaEventRecord(t->start, 0); }
+
+extern "C" float qs_cuda_timer_stop_ms(qs_cuda_timer *t)
+{
+    float ms = 0.f;
+    cudaEventRecord(t->stop, 0);
+    cudaEventSynchronize(t->stop);
+    cudaEventElapsedTime(&ms, t->start, t->stop);
+    return ms;
+}
+
+extern "C" void qs_cuda_timer_free(qs_cuda_timer *t)
+{
+    if (!t)
+        return;
+    cudaEventDestroy(t->start);
+    cudaEventDestroy(t->stop);
+    delete t;
+}
+
+extern "C" int qs_cuda_copy_bandwidth(size_t bytes, int iters, double *gbps, qs_err *err)
+{
+    void *a = nullptr, *b = nullptr;
+    QS_CUDA_TRY(cudaMalloc(&a, bytes), err);
+    if (cudaMalloc(&b, bytes) != cudaSuccess) {
+        cudaFree(a);
+        return qs_errf(err, "cudaMalloc of %zu bytes failed", bytes);
+    }
+    cudaMemset(a, 1, bytes);
+    std::vector<float> ms;
+    qs_cuda_timer *t = qs_cuda_timer_new();
+    for (int i = 0; i < iters + 2; i++) {
+        qs_cuda_timer_start(t);
+        cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, 0);
+        float e = qs_cuda_timer_stop_ms(t);
+        if (i >= 2)
+            ms.push_back(e);
+    }
+    qs_cuda_timer_free(t);
+    cudaFree(a);
+    cudaFree(b);
+    std::sort(ms.begin(), ms.end());
+    *gbps = 2.0 * (double)bytes / (ms[ms.size() / 2] * 1e-3) / 1e9;
+    QS_CUDA_TRY(cudaGetLastError(), err);
+    return 0;
+}
+
+extern "C" int qs_cuda_l2_bytes(void)
+{
+    int dev = 0, l2 = 0;
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev);
+    return l2;
 }

@@ -25,6 +25,18 @@ int qs_cuda_synchronize(qs_err *err);
 int qs_cuda_upload_f32_as_bf16(void *dst_bf16, const float *src, size_t n, qs_err *err);
 int qs_cuda_download_bf16_as_f32(float *dst, const void *src_bf16, size_t n, qs_err *err);
 
+/* Device-event timing of work queued on the default stream. */
+typedef struct qs_cuda_timer qs_cuda_timer;
+qs_cuda_timer *qs_cuda_timer_new(void);
+void qs_cuda_timer_start(qs_cuda_timer *t);
+/* Milliseconds since start (waits for the queued work to finish). */
+float qs_cuda_timer_stop_ms(qs_cuda_timer *t);
+void qs_cuda_timer_free(qs_cuda_timer *t);
+/* Device-to-device copy bandwidth in GB/s (bytes read + written), median of iters copies. */
+int qs_cuda_copy_bandwidth(size_t bytes, int iters, double *gbps, qs_err *err);
+/* Sizes of the L2 cache and device memory. */
+int qs_cuda_l2_bytes(void);
+
 #ifdef __cplusplus
 }
 #endif

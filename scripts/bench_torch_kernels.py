@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""Same-run torch baselines for tools/bench_kernels.c (run on the GPU machine): for the
+Llama-3.1-8B linear shapes and M of ../shared/TARGETS.md, times torch.matmul in BF16 and
+torch._scaled_mm in FP8 (per-tensor scales), rotating weight copies past the L2, and prints the
+same columns as bench_kernels plus the device-to-device copy bandwidth."""
+import math
+import sys
+
+import torch
+
+SHAPES = [(6144, 4096), (4096, 4096), (28672, 4096), (4096, 14336)]
+MS = [int(x) for x in sys.argv[1].split(",")] if len(sys.argv) > 1 else [1, 4, 16, 64, 256, 1024, 4096]
+
+
+def median_us(fn, copies, iters=20, reps=7):
+    for i in range(3):
+        fn(i % copies)
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for i in range(iters):
+            fn(i % copies)
+        stop.record()
+        stop.synchronize()
+        times.append(start.elapsed_time(stop) * 1000 / iters)
+    times.sort()
+    return times[len(times) // 2]
+
+
+def copy_bandwidth():
+    a = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
+    b = torch.empty_like(a)
+    us = median_us(lambda i: b.copy_(a), 1, iters=5)
+    return 2 * a.numel() / (us * 1e-6) / 1e9
+
+
+def main():
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    bw = copy_bandwidth()
+    print(f"torch {torch.__version__}; copy bandwidth {bw:.0f} GB/s")
+    print(f"{'kernel':22s} {'N':>6s} {'K':>6s} {'M':>5s} {'time_us':>10s} {'TFLOP/s':>9s} {'weight_GB/s':>11s} {'%copy':>8s}")
+    for n, k in SHAPES:
+        for name in ("torch-bf16", "torch-scaled_mm-fp8"):
+            wbytes = n * k * (2 if name == "torch-bf16" else 1)
+            copies = max(2, min(16, math.ceil(3 * l2 / wbytes)))
+            if name == "torch-bf16":
+                ws = [torch.randn(n, k, device="cuda", dtype=torch.bfloat16) * 0.02 for _ in range(copies)]
+            else:
+                ws = [(torch.randn(n, k, device="cuda") * 0.02).to(torch.float8_e4m3fn) for _ in range(copies)]
+            scale = torch.tensor(1.0, device="cuda")
+            for m in MS:
+                if name == "torch-bf16":
+                    x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+                    fn = lambda i: torch.matmul(x, ws[i].t())
+                else:
+                    x = torch.randn(m, k, device="cuda").to(torch.float8_e4m3fn)
+                    fn = lambda i: torch._scaled_mm(x, ws[i].t(), scale_a=scale, scale_b=scale, out_dtype=torch.bfloat16)
+                try:
+                    us = median_us(fn, copies)
+                except RuntimeError as e:
+                    print(f"{name:22s} {n:6d} {k:6d} {m:5d}  failed: {str(e).splitlines()[0]}")
+                    continue
+                tf = 2 * m * n * k / (us * 1e-6) / 1e12
+                gbs = wbytes / (us * 1e-6) / 1e9
+                print(f"{name:22s} {n:6d} {k:6d} {m:5d} {us:10.1f} {tf:9.1f} {gbs:11.0f} {100 * gbs / bw:7.0f}%")
+            del ws
+            torch.cuda.empty_cache()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,256 @@
+/* bench_kernels.c — linear-kernel benchmark on the GPU (issue 7/8 figures): for the Llama-3.1-8B
+ * linear shapes and a list of M, times each registered CUDA kernel on fresh random weights,
+ * rotating several weight copies so the working set exceeds the L2 cache, and prints time,
+ * TFLOP/s and weight bytes / time beside the device-to-device copy bandwidth measured in the same
+ * run. torch's baselines for the same shapes come from scripts/bench_torch_kernels.py in the same
+ * device call.
+ * Usage: bench_kernels [--kernels a,b,...] [--m 1,4,16,...] [--iters N] */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef QS_HAVE_CUDA
+#include "qs_cuda.h"
+#include "qs_cuda_mem.h"
+#include "quant/fp4.h"
+#include "quant/fp8.h"
+#include "registry/registry.h"
+
+typedef struct {
+    const char *label;   /* what the table says */
+    const char *kernel;  /* registry name */
+    qs_scheme scheme;
+    qs_weight_scale_layout wscale;
+    qs_act_quant aquant;
+} bench_kernel;
+
+static const bench_kernel KERNELS[] = {
+    {"cublaslt-bf16", "cublaslt", QS_SCHEME_BF16, QS_WSCALE_NONE, QS_AQUANT_NONE},
+    {"cublaslt-fp8-tensor", "cublaslt", QS_SCHEME_FP8_W8A8, QS_WSCALE_TENSOR, QS_AQUANT_STATIC_TENSOR},
+    {"cublaslt-fp8-channel", "cublaslt", QS_SCHEME_FP8_W8A8, QS_WSCALE_CHANNEL, QS_AQUANT_DYNAMIC_TOKEN},
+    {"marlin-fp8", "marlin", QS_SCHEME_W8A16_FP8, QS_WSCALE_CHANNEL, QS_AQUANT_NONE},
+    {"marlin-nvfp4", "marlin", QS_SCHEME_NVFP4_W4A16, QS_WSCALE_NVFP4, QS_AQUANT_NONE},
+    {"emulation-fp8", "emulation", QS_SCHEME_W8A16_FP8, QS_WSCALE_CHANNEL, QS_AQUANT_NONE},
+};
+
+static const int64_t SHAPES[][2] = {{6144, 4096}, {4096, 4096}, {28672, 4096}, {4096, 14336}}; /* N, K */
+
+static uint64_t rng = 88172645463325252ull;
+static uint32_t next_u32(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (uint32_t)(rng >> 32);
+}
+
+typedef struct {
+    qs_tensor w, s;
+    void *wbuf, *sbuf;
+    qs_linear_desc d;
+} host_layer;
+
+static void fill_layer(const bench_kernel *bk, int64_t n, int64_t k, host_layer *h)
+{
+    memset(h, 0, sizeof *h);
+    qs_linear_desc *d = &h->d;
+    snprintf(d->name, sizeof d->name, "bench.%lldx%lld", (long long)n, (long long)k);
+    d->scheme = bk->scheme;
+    d->n = n;
+    d->k = k;
+    d->wscale = bk->wscale;
+    d->aquant = bk->aquant;
+    d->block_n = d->block_k = d->act_group_size = 128;
+    d->weight_global_scale = 1e-3f;
+    d->input_scale = 1.f / 448.f;
+    h->w.name = "bench.weight";
+    h->w.file = "bench";
+    h->w.ndim = 2;
+    h->w.shape[0] = n;
+    h->s.name = "bench.weight_scale";
+    h->s.file = "bench";
+    if (bk->scheme == QS_SCHEME_BF16) {
+        uint16_t *w = malloc(2 * n * k);
+        for (int64_t i = 0; i < n * k; i++)
+            w[i] = qs_f32_to_bf16(((int)(next_u32() % 2001) - 1000) * 1e-5f);
+        h->w.dtype = QS_DT_BF16, h->w.shape[1] = k, h->w.numel = n * k, h->w.nbytes = 2 * n * k, h->wbuf = w;
+    } else if (bk->wscale == QS_WSCALE_NVFP4) {
+        uint8_t *w = malloc(n * k / 2), *s = malloc(n * k / 16);
+        for (int64_t i = 0; i < n * k / 2; i++)
+            w[i] = (uint8_t)next_u32();
+        for (int64_t i = 0; i < n * k / 16; i++)
+            s[i] = qs_f32_to_e4m3(0.5f + (next_u32() % 100) * 0.01f);
+        h->w.dtype = QS_DT_U8, h->w.shape[1] = k / 2, h->w.numel = n * k / 2, h->w.nbytes = n * k / 2, h->wbuf = w;
+        h->s.dtype = QS_DT_F8_E4M3, h->s.ndim = 2, h->s.shape[0] = n, h->s.shape[1] = k / 16;
+        h->s.numel = n * k / 16, h->s.nbytes = n * k / 16, h->sbuf = s;
+    } else {
+        uint8_t *w = malloc(n * k);
+        for (int64_t i = 0; i < n * k; i++) {
+            uint8_t b = (uint8_t)next_u32();
+            w[i] = (b & 0x7F) == 0x7F ? 0 : b; /* no NaN codes */
+        }
+        int64_t ns = bk->wscale == QS_WSCALE_CHANNEL ? n : 1;
+        float *s = malloc(sizeof(float) * ns);
+        for (int64_t i = 0; i < ns; i++)
+            s[i] = 1e-3f;
+        h->w.dtype = QS_DT_F8_E4M3, h->w.shape[1] = k, h->w.numel = n * k, h->w.nbytes = n * k, h->wbuf = w;
+        h->s.dtype = QS_DT_F32, h->s.ndim = ns > 1 ? 2 : 0, h->s.shape[0] = ns, h->s.shape[1] = 1;
+        h->s.numel = ns, h->s.nbytes = 4 * ns, h->sbuf = s;
+    }
+    h->w.data = h->wbuf;
+    h->s.data = h->sbuf;
+    d->weight = &h->w;
+    d->weight_scale = bk->scheme == QS_SCHEME_BF16 ? NULL : &h->s;
+}
+
+static double weight_bytes(const bench_kernel *bk, int64_t n, int64_t k)
+{
+    if (bk->scheme == QS_SCHEME_BF16)
+        return 2.0 * n * k;
+    if (bk->wscale == QS_WSCALE_NVFP4)
+        return n * k / 2.0 + n * k / 16.0 + 4;
+    return (double)n * k + 4.0 * (bk->wscale == QS_WSCALE_CHANNEL ? n : 1);
+}
+
+static int cmp_float(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int parse_list(const char *s, long *out, int cap)
+{
+    int n = 0;
+    while (*s && n < cap) {
+        out[n++] = strtol(s, (char **)&s, 10);
+        while (*s == ',')
+            s++;
+    }
+    return n;
+}
+
+int main(int argc, char **argv)
+{
+    long ms_list[16] = {1, 4, 16, 64, 256, 1024, 4096};
+    int n_m = 7, iters = 20;
+    const char *only = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--m") && i + 1 < argc)
+            n_m = parse_list(argv[++i], ms_list, 16);
+        else if (!strcmp(argv[i], "--iters") && i + 1 < argc)
+            iters = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--kernels") && i + 1 < argc)
+            only = argv[++i];
+        else {
+            fprintf(stderr, "usage: bench_kernels [--kernels a,b] [--m 1,4,16] [--iters N]\n");
+            return 2;
+        }
+    }
+    if (qs_cuda_device_count() == 0) {
+        fprintf(stderr, "bench_kernels: no CUDA device: %s\n", qs_cuda_unavailable_reason());
+        return 1;
+    }
+    qs_device_caps caps;
+    qs_err err;
+    if (qs_cuda_device_caps(0, &caps, &err))
+        return fprintf(stderr, "%s\n", err.msg), 1;
+    double copy_gbps;
+    if (qs_cuda_copy_bandwidth((size_t)1 << 30, 20, &copy_gbps, &err))
+        return fprintf(stderr, "%s\n", err.msg), 1;
+    printf("device: %s, L2 %d MB; device-to-device copy: %.0f GB/s (read + write)\n", caps.name,
+           qs_cuda_l2_bytes() >> 20, copy_gbps);
+    printf("%-22s %6s %6s %5s %10s %9s %11s %8s\n", "kernel", "N", "K", "M", "time_us", "TFLOP/s", "weight_GB/s",
+           "%copy");
+    qs_cuda_timer *timer = qs_cuda_timer_new();
+    for (size_t ki = 0; ki < sizeof KERNELS / sizeof KERNELS[0]; ki++) {
+        const bench_kernel *bk = &KERNELS[ki];
+        if (only && !strstr(only, bk->label))
+            continue;
+        const qs_kernel *kern = qs_registry_find_for_scheme(bk->kernel, QS_PLATFORM_CUDA, QS_KIND_LINEAR, bk->scheme);
+        char why[QS_REASON_MAX];
+        if (!kern) {
+            printf("%-22s not built into this binary\n", bk->label);
+            continue;
+        }
+        if (!kern->is_supported(&caps, why, sizeof why)) {
+            printf("%-22s %s\n", bk->label, why);
+            continue;
+        }
+        for (size_t si = 0; si < sizeof SHAPES / sizeof SHAPES[0]; si++) {
+            int64_t n = SHAPES[si][0], k = SHAPES[si][1];
+            host_layer h;
+            fill_layer(bk, n, k, &h);
+            if (!kern->can_implement_linear(&h.d, why, sizeof why)) {
+                printf("%-22s %6lld %6lld  %s\n", bk->label, (long long)n, (long long)k, why);
+                free(h.wbuf), free(h.sbuf);
+                continue;
+            }
+            double wb = weight_bytes(bk, n, k);
+            int copies = (int)ceil(3.0 * qs_cuda_l2_bytes() / wb);
+            copies = copies < 2 ? 2 : (copies > 16 ? 16 : copies);
+            void *states[16] = {0};
+            int ok = 1;
+            for (int c = 0; c < copies && ok; c++)
+                ok = kern->prepare_linear(&h.d, &states[c], &err) == 0;
+            free(h.wbuf), free(h.sbuf);
+            if (!ok) {
+                printf("%-22s %6lld %6lld  prepare failed: %s\n", bk->label, (long long)n, (long long)k, err.msg);
+                for (int c = 0; c < copies; c++)
+                    if (states[c])
+                        kern->release(states[c]);
+                continue;
+            }
+            for (int mi = 0; mi < n_m; mi++) {
+                int64_t m = ms_list[mi];
+                void *x, *y;
+                if (qs_cuda_malloc(&x, 2 * m * k, &err) || qs_cuda_malloc(&y, 2 * m * n, &err))
+                    return fprintf(stderr, "%s\n", err.msg), 1;
+                float *hx = malloc(sizeof(float) * m * k);
+                for (int64_t i = 0; i < m * k; i++)
+                    hx[i] = ((int)(next_u32() % 2001) - 1000) * 1e-3f;
+                qs_cuda_upload_f32_as_bf16(x, hx, m * k, &err);
+                free(hx);
+                float times[64];
+                int reps = 7, per = iters;
+                int failed = 0;
+                for (int r = 0; r < reps + 1 && !failed; r++) {
+                    qs_cuda_timer_start(timer);
+                    for (int i = 0; i < per; i++)
+                        if (kern->apply_linear(states[i % copies], x, y, m, NULL, &err)) {
+                            failed = 1;
+                            break;
+                        }
+                    float msr = qs_cuda_timer_stop_ms(timer);
+                    if (r > 0)
+                        times[r - 1] = msr * 1000.f / per;
+                }
+                if (failed || qs_cuda_synchronize(&err)) {
+                    printf("%-22s %6lld %6lld %5lld  failed: %s\n", bk->label, (long long)n, (long long)k, (long long)m,
+                           err.msg);
+                } else {
+                    qsort(times, reps, sizeof(float), cmp_float);
+                    double us = times[reps / 2];
+                    double tflops = 2.0 * m * n * k / (us * 1e-6) / 1e12;
+                    double gbps = wb / (us * 1e-6) / 1e9;
+                    printf("%-22s %6lld %6lld %5lld %10.1f %9.1f %11.0f %7.0f%%\n", bk->label, (long long)n,
+                           (long long)k, (long long)m, us, tflops, gbps, 100.0 * gbps / copy_gbps);
+                }
+                fflush(stdout);
+                qs_cuda_free(x);
+                qs_cuda_free(y);
+            }
+            for (int c = 0; c < copies; c++)
+                kern->release(states[c]);
+        }
+    }
+    qs_cuda_timer_free(timer);
+    return 0;
+}
+#else
+int main(void)
+{
+    fprintf(stderr, "bench_kernels: this build has no CUDA (nvcc was not found at build time)\n");
+    return 1;
+}
+#endif
