@@ -581,7 +581,7 @@ static int open_file(const char *path, bool headers_only, qs_safetensors_file **
 {
     *out = NULL;
     int fd;
-    uint64_t size, n;
+    uint64_t size = 0, n = 0;
     if (open_fd(path, &fd, &size, err))
         return -1;
     qs_safetensors_file *f = file_new(path);
