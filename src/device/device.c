@@ -79,7 +79,7 @@ int qs_device_assume(const char *cc, qs_device_caps *caps, qs_err *err)
     caps->cc_major = major;
     caps->cc_minor = minor;
     caps->assumed = true;
-    snprintf(caps->name, sizeof caps->name, "assumed CUDA GPU sm_%d%d", major, minor);
+    snprintf(caps->name, sizeof caps->name, "CUDA GPU");
     return 0;
 bad:
     return qs_errf(err, "--assume-compute-capability: expected X.Y such as 8.0, 8.9, 9.0 or 10.0, got '%s'",
