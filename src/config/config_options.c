@@ -34,7 +34,8 @@ static const qs_option OPTIONS[] = {
     {"gpu-memory-utilization", QS_OPT_DOUBLE, F(gpu_memory_utilization), "FRACTION",
      "share of GPU memory for weights, activations and KV cache, in (0, 1] (default 0.9)"},
     {"kv-cache-memory", QS_OPT_BYTES, F(kv_cache_memory), "BYTES",
-     "KV cache size, e.g. 4GiB, 512M or a byte count (default: from --gpu-memory-utilization; CPU 1GiB)"},
+     "KV cache size, e.g. 4GiB, 512M or a byte count (default: from --gpu-memory-utilization on CUDA, "
+     "enough for --max-num-seqs full-length sequences on CPU)"},
     {"seed", QS_OPT_LLONG, F(seed), "N", "default sampling seed (default 0)"},
     {"device", QS_OPT_DEVICE, F(device), "auto|cpu|cuda",
      "where to run: auto = CUDA GPU 0 if there is one, else CPU (default auto)"},

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <glob.h>
 #include <unistd.h>
 
 #include "config/config.h"
@@ -407,6 +408,24 @@ static void docs_cli_lists_every_option(void **state)
     free(doc);
 }
 
+static void example_configs_parse(void **state)
+{
+    glob_t g;
+    if (glob("configs/*.yaml", 0, NULL, &g) != 0) {
+        print_message("no configs/*.yaml under the working directory\n");
+        skip();
+    }
+    for (size_t i = 0; i < g.gl_pathc; i++) {
+        qs_config c;
+        qs_err e;
+        char *argv[] = {"serve", "m", "--config", g.gl_pathv[i]};
+        if (qs_config_parse_args(ARGC(argv), argv, &c, &e))
+            fail_msg("%s: %s", g.gl_pathv[i], e.msg);
+    }
+    assert_true(g.gl_pathc >= 5);
+    globfree(&g);
+}
+
 static void options_are_found_in_any_spelling(void **state)
 {
     assert_non_null(qs_config_find_option("max_num_seqs"));
@@ -439,6 +458,7 @@ int main(void)
         cmocka_unit_test_setup(yaml_errors_name_file_line_and_key, setup),
         cmocka_unit_test_setup(help_lists_every_option, setup),
         cmocka_unit_test_setup(docs_cli_lists_every_option, setup),
+        cmocka_unit_test_setup(example_configs_parse, setup),
         cmocka_unit_test_setup(options_are_found_in_any_spelling, setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
