@@ -113,14 +113,15 @@ void qs_config_suggest(const char *unknown, char *buf, size_t cap)
     size_t len = 0;
     int found = 0;
     buf[0] = '\0';
-    for (size_t i = 0; i < N_OPTIONS && len < cap; i++) {
-        const char *o = OPTIONS[i].name;
-        int d = qs_edit_distance(name, o);
-        int close = d <= 2 || (strlen(name) >= 4 && (strstr(o, name) || strstr(name, o)));
-        if (!close)
-            continue;
-        len += (size_t)snprintf(buf + len, cap - len, "%s--%s", found++ ? ", " : "did you mean ", o);
-    }
+    /* Near misses by spelling first; only without any, names that contain one another. */
+    for (int pass = 0; pass < 2 && !found; pass++)
+        for (size_t i = 0; i < N_OPTIONS && len < cap; i++) {
+            const char *o = OPTIONS[i].name;
+            int close = pass == 0 ? qs_edit_distance(name, o) <= (strlen(name) > 10 ? (int)strlen(name) / 5 : 2)
+                                  : strlen(name) >= 4 && (strstr(o, name) || strstr(name, o));
+            if (close)
+                len += (size_t)snprintf(buf + len, cap - len, "%s--%s", found++ ? ", " : "did you mean ", o);
+        }
     if (found) {
         if (len < cap)
             snprintf(buf + len, cap - len, "?");
