@@ -7,7 +7,8 @@
  * same permutation transformers' convert_llama_weights_to_hf applies. BPE merges are derived from
  * the tokenizer scores: every split of a vocabulary piece into two vocabulary pieces becomes a
  * merge ranked by the piece's score, so HF-style BPE reproduces llama2.c's score-greedy merging.
- * Usage: convert-llama2c MODEL.bin TOKENIZER.bin OUT_DIR */
+ * Usage: convert-llama2c MODEL.bin TOKENIZER.bin OUT_DIR [--dtype f32|bf16]
+ * (bf16 rounds every weight to nearest even: the BF16 copy of the same model). */
 #include <cJSON.h>
 #include <errno.h>
 #include <stdint.h>
@@ -30,6 +31,8 @@ typedef struct {
     char **piece;   /* HF form: spaces as U+2581, specials renamed */
     float *score;
 } l2c_vocab;
+
+static bool g_bf16; /* --dtype bf16 */
 
 static const char *META = "\xe2\x96\x81"; /* U+2581 LOWER ONE EIGHTH BLOCK */
 
@@ -325,7 +328,7 @@ static cJSON *build_config(const l2c_config *c)
     cJSON_AddNumberToObject(o, "initializer_range", 0.02);
     cJSON_AddNumberToObject(o, "bos_token_id", 1);
     cJSON_AddNumberToObject(o, "eos_token_id", 2);
-    cJSON_AddStringToObject(o, "torch_dtype", "float32");
+    cJSON_AddStringToObject(o, "torch_dtype", g_bf16 ? "bfloat16" : "float32");
     return o;
 }
 
@@ -349,14 +352,30 @@ static cJSON *build_tokenizer_config(void)
     return o;
 }
 
-/* Adds a [rows, cols] F32 tensor; permute_heads > 0 applies the rotate-half row permutation. */
+/* Adds a float tensor (ndim 1 or 2) as F32, or as BF16 under --dtype bf16. */
+static int add_tensor(qs_st_writer *w, const char *name, int ndim, const int64_t *shape, const float *src, size_t n,
+                      qs_err *err)
+{
+    if (!g_bf16)
+        return qs_st_writer_add_copy(w, name, QS_DT_F32, ndim, shape, src, n * sizeof(float), err);
+    uint16_t *h = malloc(n * sizeof(uint16_t));
+    if (!h)
+        return qs_errf(err, "out of memory");
+    for (size_t i = 0; i < n; i++)
+        h[i] = qs_f32_to_bf16(src[i]);
+    int rc = qs_st_writer_add_copy(w, name, QS_DT_BF16, ndim, shape, h, n * sizeof(uint16_t), err);
+    free(h);
+    return rc;
+}
+
+/* Adds a [rows, cols] tensor; permute_heads > 0 applies the rotate-half row permutation. */
 static int add_matrix(qs_st_writer *w, const char *name, const float *src, int rows, int cols, int permute_heads,
                       qs_err *err)
 {
     int64_t shape[2] = {rows, cols};
     size_t bytes = (size_t)rows * cols * sizeof(float);
     if (permute_heads <= 0)
-        return qs_st_writer_add_copy(w, name, QS_DT_F32, cols ? 2 : 1, shape, src, bytes, err);
+        return add_tensor(w, name, 2, shape, src, (size_t)rows * cols, err);
     float *dst = malloc(bytes);
     if (!dst)
         return qs_errf(err, "out of memory");
@@ -366,7 +385,7 @@ static int add_matrix(qs_st_writer *w, const char *name, const float *src, int r
             for (int c = 0; c < 2; c++)
                 memcpy(dst + ((size_t)h * hd + (size_t)c * half + p) * cols, src + ((size_t)h * hd + 2 * p + c) * cols,
                        (size_t)cols * sizeof(float));
-    int rc = qs_st_writer_add_copy(w, name, QS_DT_F32, 2, shape, dst, bytes, err);
+    int rc = add_tensor(w, name, 2, shape, dst, (size_t)rows * cols, err);
     free(dst);
     return rc;
 }
@@ -374,7 +393,7 @@ static int add_matrix(qs_st_writer *w, const char *name, const float *src, int r
 static int add_vector(qs_st_writer *w, const char *name, const float *src, int n, qs_err *err)
 {
     int64_t shape[1] = {n};
-    return qs_st_writer_add_copy(w, name, QS_DT_F32, 1, shape, src, (size_t)n * sizeof(float), err);
+    return add_tensor(w, name, 1, shape, src, (size_t)n, err);
 }
 
 static int write_weights(const l2c_config *c, const float *wts, size_t n_floats, const char *out_dir, qs_err *err)
@@ -447,8 +466,13 @@ static int write_weights(const l2c_config *c, const float *wts, size_t n_floats,
 
 int main(int argc, char **argv)
 {
-    if (argc != 4) {
-        fprintf(stderr, "usage: %s MODEL.bin TOKENIZER.bin OUT_DIR\n", argv[0]);
+    bool dtype_ok = argc == 4;
+    if (argc == 6 && !strcmp(argv[4], "--dtype") && (!strcmp(argv[5], "f32") || !strcmp(argv[5], "bf16"))) {
+        g_bf16 = !strcmp(argv[5], "bf16");
+        dtype_ok = true;
+    }
+    if (!dtype_ok) {
+        fprintf(stderr, "usage: %s MODEL.bin TOKENIZER.bin OUT_DIR [--dtype f32|bf16]\n", argv[0]);
         return 2;
     }
     qs_err err = {{0}};

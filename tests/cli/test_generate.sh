@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # test_generate.sh — `qserve generate` end to end on stories260K converted by build/convert-llama2c:
-# the greedy 200 tokens and their text equal llama2.c's goldens; BF16 and FP8 copies made by
-# `qserve quantize` keep the first sentence; sampling is reproducible per seed; stop strings,
+# the greedy 200 tokens and their text equal llama2.c's goldens; a BF16 copy and FP8 / NVFP4
+# copies made by `qserve quantize` (and online --quantization fp8) keep the first sentence; sampling is reproducible per seed; stop strings,
 # logprobs and bad arguments behave. Prints ok / not ok / skip lines.
 set -u
 BIN=${QSERVE_BIN:-build/qserve}
 BUILD=${QSERVE_BUILD:-build}
 DATA=${QSERVE_SHARED_DATA:-../shared/data}/tinystories
-names="greedy_ids greedy_text streamed_text bf16_first_sentence fp8_first_sentence online_fp8_first_sentence seed_reproducible stop_string logprobs chat bad_args"
+names="greedy_ids greedy_text streamed_text bf16_first_sentence fp8_dynamic_first_sentence fp8_block_first_sentence nvfp4_w4a16_first_sentence online_fp8_first_sentence seed_reproducible stop_string logprobs chat bad_args"
 if [ ! -f "$DATA/stories260K.bin" ]; then
   for n in $names; do echo "skip $n: stories260K not found under $DATA"; done
   exit 0
@@ -36,15 +36,20 @@ first_sentence() { # model dir [flags] -> ok if its greedy text starts with the 
   "$BIN" generate "$@" --prompt-ids 1 --max-tokens 40 --temperature 0 --ignore-eos --json >"$TMP/q.json" 2>"$TMP/q.err" &&
     python3 -c "import json,sys; t=open('$DATA/golden_greedy_200.txt').read(); s=t[:t.index('.')+1]; sys.exit(0 if json.load(open('$TMP/q.json'))['text'].startswith(s) else 1)"
 }
-for q in bf16 fp8; do
+# BF16 weights (the converter's --dtype bf16), and copies made by `qserve quantize`
+"$BUILD/convert-llama2c" "$DATA/stories260K.bin" "$DATA/tok512.bin" "$TMP/bf16" --dtype bf16 >/dev/null 2>&1 &&
+  first_sentence "$TMP/bf16"
+check bf16_first_sentence $? "$(tail -c 300 "$TMP/q.err")"
+for q in fp8-dynamic fp8-block nvfp4-w4a16; do
+  n=$(echo "$q" | tr - _)_first_sentence
   if "$BIN" quantize --help >/dev/null 2>&1; then
     if "$BIN" quantize "$M" "$TMP/$q" --scheme "$q" >"$TMP/quant-$q.log" 2>&1; then
-      first_sentence "$TMP/$q"; check ${q}_first_sentence $? "$(tail -c 300 "$TMP/q.err")"
+      first_sentence "$TMP/$q"; check "$n" $? "$(tail -c 300 "$TMP/q.err")"
     else
-      echo "not ok ${q}_first_sentence: qserve quantize --scheme $q failed: $(tail -c 200 "$TMP/quant-$q.log")"
+      echo "not ok $n: qserve quantize --scheme $q failed: $(tail -c 200 "$TMP/quant-$q.log")"
     fi
   else
-    echo "skip ${q}_first_sentence: qserve quantize is not built yet"
+    echo "skip $n: qserve quantize is not built"
   fi
 done
 
