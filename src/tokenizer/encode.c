@@ -89,7 +89,7 @@ int qs_tokenizer_encode(const qs_tokenizer *tok, const char *text, size_t len, b
     qs_tbuf_free(&c.pre_buf);
     if (!rc && add_special_tokens && qs_tids_append(&out, tok->post_suffix, tok->n_post_suffix))
         rc = qs_errf(err, "out of memory");
-    if (!rc && !out.data && qs_tids_append(&out, NULL, 0) == 0 && !out.data)
+    if (!rc && !out.data)
         out.data = malloc(sizeof(int32_t)); /* an empty result is still a freeable array */
     if (rc || !out.data) {
         free(out.data);

@@ -41,20 +41,19 @@ out=$("$BIN" detokenize "$SMALL" --ids 1,357,284,319,306,279,350 --skip-special-
 printf 'ab\xffcd' | "$BIN" tokenize "$SMALL" >/dev/null 2>"$tmp/e"; rc=$?
 [ $rc -ne 0 ] && grep -q "offset 2" "$tmp/e"; check error_invalid_utf8_offset $?
 
+# stdin text (trailing newline included) through tokenize | detokenize comes back byte for byte;
+# CJK and emoji go through <0xNN> byte fallback in the small tokenizer.
+text=$'Janet’s ducks lay 16 eggs 😀 per day.\n  多 spaces\t\n'
+printf '%s' "$text" | "$BIN" tokenize "$SMALL" --no-special-tokens >"$tmp/ids" && \
+  "$BIN" detokenize "$SMALL" <"$tmp/ids" >"$tmp/back" && printf '%s' "$text" | cmp -s - "$tmp/back"
+check stdin_roundtrip_small $?
+
+# The real tokenizers (their full behaviour is covered by the unit suites; these check the CLI).
 if [ ! -f "$DATA/tokenizers/qwen3/tokenizer.json" ]; then
-  for t in qwen3_im_tokens llama3_bos stdin_roundtrip_qwen3 stdin_roundtrip_llama3; do echo "skip $t: $DATA/tokenizers absent"; done
+  for t in qwen3_im_tokens llama3_bos; do echo "skip $t: $DATA/tokenizers absent"; done
   exit 0
 fi
-Q=$DATA/tokenizers/qwen3; L=$DATA/tokenizers/llama3_1
-out=$("$BIN" tokenize "$Q" --text $'<|im_start|>user\nhi<|im_end|>')
+out=$("$BIN" tokenize "$DATA/tokenizers/qwen3" --text $'<|im_start|>user\nhi<|im_end|>')
 [ "$out" = "[151644, 872, 198, 6023, 151645]" ]; check qwen3_im_tokens $?
-out=$("$BIN" tokenize "$L" --text "Hello World")
+out=$("$BIN" tokenize "$DATA/tokenizers/llama3_1" --text "Hello World")
 [ "$out" = "[128000, 9906, 4435]" ]; check llama3_bos $?
-# stdin text (trailing newline included) through tokenize | detokenize comes back byte for byte.
-text=$'Janet’s ducks lay 16 eggs 😀 per day.\n  多 spaces\t\n'
-for m in qwen3:"$Q" llama3:"$L"; do
-  name=${m%%:*}; dir=${m#*:}
-  printf '%s' "$text" | "$BIN" tokenize "$dir" --no-special-tokens >"$tmp/ids" && \
-    "$BIN" detokenize "$dir" <"$tmp/ids" >"$tmp/back" && printf '%s' "$text" | cmp -s - "$tmp/back"
-  check stdin_roundtrip_$name $?
-done
