@@ -136,9 +136,15 @@ static int fail_with_reasons(const qs_selection *sel, const qs_device_caps *dev,
     if (sel->n_candidates == 0 && len < sizeof msg)
         len += (size_t)snprintf(msg + len, sizeof msg - len, ": the %s platform has no kernel for them",
                                 qs_platform_name(sel->platform));
-    for (int i = 0; i < sel->n_candidates && len < sizeof msg; i++)
-        len += (size_t)snprintf(msg + len, sizeof msg - len, "%s %s: %s", i ? ";" : ". Candidates:",
-                                sel->candidates[i].name, sel->candidates[i].reason);
+    for (int i = 0; i < sel->n_candidates && len < sizeof msg; i++) {
+        /* reasons are sentences; drop the final period inside the ';'-separated list */
+        const char *r = sel->candidates[i].reason;
+        int rl = (int)strlen(r);
+        if (rl > 0 && r[rl - 1] == '.')
+            rl--;
+        len += (size_t)snprintf(msg + len, sizeof msg - len, "%s %s: %.*s", i ? ";" : ". Candidates:",
+                                sel->candidates[i].name, rl, r);
+    }
     return qs_errf(err, "%s", msg);
 }
 
