@@ -36,8 +36,14 @@ char *qs_selection_format(const qs_selection *sel, int n_layers, char *buf, size
         const qs_candidate *c = &sel->candidates[i];
         if (c->status != QS_CAND_REFUSED && c->status != QS_CAND_FILTERED)
             continue;
-        len += (size_t)snprintf(buf + len, cap - len, "%s %s: %s", refused++ ? ";" : "; refused:", c->name, c->reason);
+        int rl = (int)strlen(c->reason);
+        if (rl > 0 && c->reason[rl - 1] == '.')
+            rl--; /* sentences joined by ';', one period at the end of the line */
+        len += (size_t)snprintf(buf + len, cap - len, "%s %s: %.*s", refused++ ? ";" : "; refused:", c->name, rl,
+                                c->reason);
     }
+    if (refused && len < cap)
+        snprintf(buf + len, cap - len, ".");
     return buf;
 }
 
