@@ -260,13 +260,16 @@ static int32_t whole_word_id(const qs_tokenizer *tok, const char *w, size_t n)
 {
     if (!tok->byte_level)
         return qs_vocab_find(&tok->vocab, w, n);
-    char small[CACHE_MAX_WORD * 2];
-    if (n > CACHE_MAX_WORD)
-        return -1; /* longer than any token */
+    char small[CACHE_MAX_WORD * 2] = {0}, *mapped = n <= CACHE_MAX_WORD ? small : malloc(2 * n);
+    if (!mapped)
+        return -1;
     size_t k = 0;
     for (size_t i = 0; i < n; i++)
-        k += (size_t)qs_byte_level_char((uint8_t)w[i], small + k);
-    return qs_vocab_find(&tok->vocab, small, k);
+        k += (size_t)qs_byte_level_char((uint8_t)w[i], mapped + k);
+    int32_t id = qs_vocab_find(&tok->vocab, mapped, k);
+    if (mapped != small)
+        free(mapped);
+    return id;
 }
 
 int qs_bpe_word(const qs_tokenizer *tok, const char *word, size_t len, qs_tids *out, qs_err *err)
