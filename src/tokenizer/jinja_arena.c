@@ -16,7 +16,10 @@ typedef struct chunk {
 
 struct qs_jj_arena {
     chunk *head;
+    size_t used; /* bytes handed out, for the render's memory limit */
 };
+
+size_t qs_jj_arena_used(const qs_jj_arena *a) { return a->used; }
 
 static void out_of_memory(void)
 {
@@ -59,6 +62,7 @@ void *qs_jj_alloc(qs_jj_arena *a, size_t n)
     }
     void *p = a->head->data + a->head->used;
     a->head->used += n;
+    a->used += n;
     memset(p, 0, n);
     return p;
 }

@@ -62,6 +62,36 @@ static qs_jj_frame *new_frame(qs_jj_ctx *ctx, qs_jj_frame *parent)
     return f;
 }
 
+/* loop.index0, loop.first, ... computed from the loop's current position. */
+static qs_jv *loop_attr(qs_jj_ctx *ctx, const qs_jv_loop *l, const char *attr)
+{
+    qs_jj_arena *a = ctx->arena;
+    size_t i = l->index0, len = l->items->list->len;
+    if (!strcmp(attr, "index0"))
+        return qs_jv_int(a, (long long)i);
+    if (!strcmp(attr, "index"))
+        return qs_jv_int(a, (long long)i + 1);
+    if (!strcmp(attr, "revindex0"))
+        return qs_jv_int(a, (long long)(len - i - 1));
+    if (!strcmp(attr, "revindex"))
+        return qs_jv_int(a, (long long)(len - i));
+    if (!strcmp(attr, "first"))
+        return qs_jv_bool(a, i == 0);
+    if (!strcmp(attr, "last"))
+        return qs_jv_bool(a, i + 1 == len);
+    if (!strcmp(attr, "length"))
+        return qs_jv_int(a, (long long)len);
+    if (!strcmp(attr, "depth"))
+        return qs_jv_int(a, 1);
+    if (!strcmp(attr, "depth0"))
+        return qs_jv_int(a, 0);
+    if (!strcmp(attr, "previtem"))
+        return i > 0 ? l->items->list->items[i - 1] : undefined_fmt(ctx, "there is no previous item");
+    if (!strcmp(attr, "nextitem"))
+        return i + 1 < len ? l->items->list->items[i + 1] : undefined_fmt(ctx, "there is no next item");
+    return undefined_fmt(ctx, "'LoopContext' has no attribute '%s'", attr);
+}
+
 qs_jv *qs_jj_getattr(qs_jj_ctx *ctx, int line, const qs_jv *obj, const char *attr)
 {
     switch (obj->kind) {
@@ -77,6 +107,8 @@ qs_jv *qs_jj_getattr(qs_jj_ctx *ctx, int line, const qs_jv *obj, const char *att
     }
     case QS_JV_NONE:
         return undefined_fmt(ctx, "'None' has no attribute '%s'", attr);
+    case QS_JV_LOOP:
+        return loop_attr(ctx, obj->loop, attr);
     default:
         return undefined_fmt(ctx, "'%s object' has no attribute '%s'", qs_jv_type_name(obj), attr);
     }
@@ -280,6 +312,8 @@ static qs_jv *repeat(qs_jj_ctx *ctx, const qs_jv *seq, long long times)
 static qs_jv *binop(qs_jj_ctx *ctx, int line, const char *op, const qs_jv *x, const qs_jv *y)
 {
     if (!strcmp(op, "~")) {
+        if (x->kind == QS_JV_STRING && y->kind == QS_JV_STRING && x->str.len + y->str.len > QS_JJ_MAX_STRING)
+            return qs_jj_fail(ctx, line, "string concatenation exceeds %zu MiB", QS_JJ_MAX_STRING >> 20);
         qs_jj_buf b = {0};
         qs_jv_write_str(&b, x);
         qs_jv_write_str(&b, y);
@@ -302,6 +336,8 @@ static qs_jv *binop(qs_jj_ctx *ctx, int line, const char *op, const qs_jv *x, co
             return qs_jv_float(ctx->arena, qs_jv_as_double(x) + qs_jv_as_double(y));
         if (x->kind == QS_JV_STRING && y->kind == QS_JV_STRING) {
             size_t n = x->str.len + y->str.len;
+            if (n > QS_JJ_MAX_STRING)
+                return qs_jj_fail(ctx, line, "string concatenation exceeds %zu MiB", QS_JJ_MAX_STRING >> 20);
             char *s = qs_jj_alloc(ctx->arena, n + 1);
             memcpy(s, x->str.s, x->str.len);
             memcpy(s + x->str.len, y->str.s, y->str.len);
@@ -336,8 +372,10 @@ static qs_jv *binop(qs_jj_ctx *ctx, int line, const char *op, const qs_jv *x, co
         const qs_jv *times = seq == x ? y : x;
         if ((seq->kind == QS_JV_STRING || seq->kind == QS_JV_LIST) &&
             (times->kind == QS_JV_INT || times->kind == QS_JV_BOOL)) {
-            if (as_int(times) > 100000)
-                return qs_jj_fail(ctx, line, "sequence repetition by %lld is too large", as_int(times));
+            size_t unit = seq->kind == QS_JV_STRING ? seq->str.len : seq->list->len * sizeof(qs_jv *);
+            if (as_int(times) > 0 && (unit > 0 && (unsigned long long)as_int(times) > QS_JJ_MAX_STRING / unit))
+                return qs_jj_fail(ctx, line, "sequence repetition by %lld exceeds %zu MiB", as_int(times),
+                                  QS_JJ_MAX_STRING >> 20);
             return repeat(ctx, seq, as_int(times));
         }
     } else if (!strcmp(op, "/") && nums) {
@@ -504,10 +542,25 @@ static qs_jv *eval_call(qs_jj_ctx *ctx, qs_jj_frame *frame, const qs_jj_node *n)
     return qs_jj_call_value(ctx, n->line, callee, &args);
 }
 
+static bool over_budget(qs_jj_ctx *ctx, int line)
+{
+    if (++ctx->steps > QS_JJ_MAX_STEPS) {
+        qs_jj_fail(ctx, line, "rendering took more than %ld steps (a runaway loop?)", QS_JJ_MAX_STEPS);
+        return true;
+    }
+    if ((ctx->steps & 255) == 0 && qs_jj_arena_used(ctx->arena) > QS_JJ_MAX_MEMORY) {
+        qs_jj_fail(ctx, line, "rendering used more than %zu MiB", QS_JJ_MAX_MEMORY >> 20);
+        return true;
+    }
+    return false;
+}
+
 qs_jv *qs_jj_eval(qs_jj_ctx *ctx, qs_jj_frame *frame, const qs_jj_node *n)
 {
     qs_jv *x, *y;
     qs_jj_args args;
+    if (over_budget(ctx, n->line))
+        return NULL;
     switch (n->kind) {
     case QS_JN_LITERAL:
         return n->value;
@@ -624,11 +677,6 @@ static int bind_target(qs_jj_ctx *ctx, qs_jj_frame *frame, const qs_jj_node *tar
     return 0;
 }
 
-static void set_loop_var(qs_jj_ctx *ctx, qs_jv *loop, const char *key, qs_jv *v)
-{
-    qs_jv_dict_set(ctx->arena, loop, qs_jv_cstr(ctx->arena, key), v);
-}
-
 static int render_for(qs_jj_ctx *ctx, qs_jj_frame *frame, const qs_jj_node *n)
 {
     qs_jv *iterable = qs_jj_eval(ctx, frame, n->a);
@@ -654,22 +702,19 @@ static int render_for(qs_jj_ctx *ctx, qs_jj_frame *frame, const qs_jj_node *n)
     size_t len = items->list->len;
     if (len == 0)
         return qs_jj_render_body(ctx, new_frame(ctx, frame), n->else_body, n->n_else);
+    /* One frame and one loop object serve every iteration: each iteration starts with the frame
+     * emptied (Jinja resets loop-body assignments per iteration) and the loop object moved on, as
+     * Jinja's LoopContext is one mutable object. */
+    qs_jj_frame *f = new_frame(ctx, frame);
+    qs_jv *loop = qs_jv_none(ctx->arena);
+    loop->kind = QS_JV_LOOP;
+    loop->loop = qs_jj_alloc(ctx->arena, sizeof *loop->loop);
+    loop->loop->items = items;
     for (size_t i = 0; i < len; i++) {
-        qs_jj_frame *f = new_frame(ctx, frame);
-        qs_jv *loop = qs_jv_dict_new(ctx->arena);
-        set_loop_var(ctx, loop, "index0", qs_jv_int(ctx->arena, (long long)i));
-        set_loop_var(ctx, loop, "index", qs_jv_int(ctx->arena, (long long)i + 1));
-        set_loop_var(ctx, loop, "revindex0", qs_jv_int(ctx->arena, (long long)(len - i - 1)));
-        set_loop_var(ctx, loop, "revindex", qs_jv_int(ctx->arena, (long long)(len - i)));
-        set_loop_var(ctx, loop, "first", qs_jv_bool(ctx->arena, i == 0));
-        set_loop_var(ctx, loop, "last", qs_jv_bool(ctx->arena, i + 1 == len));
-        set_loop_var(ctx, loop, "length", qs_jv_int(ctx->arena, (long long)len));
-        set_loop_var(ctx, loop, "depth", qs_jv_int(ctx->arena, 1));
-        set_loop_var(ctx, loop, "depth0", qs_jv_int(ctx->arena, 0));
-        set_loop_var(ctx, loop, "previtem",
-                     i > 0 ? items->list->items[i - 1] : undefined_fmt(ctx, "'loop.previtem' is undefined"));
-        set_loop_var(ctx, loop, "nextitem",
-                     i + 1 < len ? items->list->items[i + 1] : undefined_fmt(ctx, "'loop.nextitem' is undefined"));
+        if (over_budget(ctx, n->line))
+            return -1;
+        qs_jv_dict_clear(f->vars);
+        loop->loop->index0 = i;
         assign(ctx, f, "loop", loop);
         if (bind_target(ctx, f, n->target, items->list->items[i]))
             return -1;
@@ -702,6 +747,12 @@ static int render_set(qs_jj_ctx *ctx, qs_jj_frame *frame, const qs_jj_node *n, q
 static int render_statement(qs_jj_ctx *ctx, qs_jj_frame *frame, const qs_jj_node *n)
 {
     qs_jv *v;
+    if (over_budget(ctx, n->line))
+        return -1;
+    if (ctx->out->len > QS_JJ_MAX_STRING) {
+        qs_jj_fail(ctx, n->line, "the rendered prompt exceeds %zu MiB", QS_JJ_MAX_STRING >> 20);
+        return -1;
+    }
     switch (n->kind) {
     case QS_JN_TEXT:
         qs_jj_buf_put(ctx->out, n->value->str.s, n->value->str.len);

@@ -442,7 +442,7 @@ qs_jv *qs_jj_apply_filter(qs_jj_ctx *ctx, int line, const char *name, qs_jv *in,
         qs_jv *old = arg(args, 0, "old"), *new_ = arg(args, 1, "new"), *count = arg(args, 2, "count");
         if (!old || !new_)
             return qs_jj_fail(ctx, line, "replace needs old and new strings");
-        return qs_jj_str_replace(a, str_of(ctx, in), str_of(ctx, old), str_of(ctx, new_),
+        return qs_jj_str_replace(ctx, line, str_of(ctx, in), str_of(ctx, old), str_of(ctx, new_),
                                  count && count->kind == QS_JV_INT ? count->i : -1);
     }
     if (!strcmp(name, "items")) {

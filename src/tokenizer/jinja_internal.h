@@ -20,6 +20,7 @@ void qs_jj_arena_free(qs_jj_arena *a);
 /* Zeroed memory that lives until the arena is freed; aborts the process only on OOM. */
 void *qs_jj_alloc(qs_jj_arena *a, size_t n);
 char *qs_jj_strndup(qs_jj_arena *a, const char *s, size_t n);
+size_t qs_jj_arena_used(const qs_jj_arena *a);
 
 typedef struct {
     char *data;
@@ -43,6 +44,7 @@ typedef enum {
     QS_JV_NAMESPACE, /* namespace(): a dict whose attributes `set ns.x = ...` may change */
     QS_JV_MACRO,
     QS_JV_BUILTIN, /* a global function: range, namespace, raise_exception, strftime_now, dict */
+    QS_JV_LOOP,    /* a for loop's `loop`: one mutable object per loop, like Jinja's LoopContext */
 } qs_jv_kind;
 
 typedef struct qs_jv qs_jv;
@@ -59,6 +61,11 @@ typedef struct {
     qs_jv **keys, **vals;
     size_t len, cap;
 } qs_jv_dict;
+
+typedef struct {
+    struct qs_jv *items; /* the (filtered) list being iterated */
+    size_t index0;
+} qs_jv_loop;
 
 struct qs_jv {
     qs_jv_kind kind;
@@ -77,6 +84,7 @@ struct qs_jv {
             qs_jj_frame *closure;
         } macro;
         int builtin;
+        qs_jv_loop *loop;
         const char *undef_name; /* why it is undefined ("'x' is undefined"), for error messages */
     };
 };
@@ -94,6 +102,7 @@ qs_jv *qs_jv_dict_new(qs_jj_arena *a);
 void qs_jv_dict_set(qs_jj_arena *a, qs_jv *dict, qs_jv *key, qs_jv *val);
 qs_jv *qs_jv_dict_get(const qs_jv *dict, const qs_jv *key);         /* NULL if absent */
 qs_jv *qs_jv_dict_get_cstr(const qs_jv *dict, const char *key); /* NULL if absent */
+void qs_jv_dict_clear(qs_jv *dict);
 
 qs_jv *qs_jv_from_json(qs_jj_arena *a, const cJSON *j);
 bool qs_jv_truthy(const qs_jv *v);
@@ -217,7 +226,16 @@ typedef struct {
     qs_err *err;
     int control; /* 0, or QS_JJ_BREAK / QS_JJ_CONTINUE while unwinding to the loop */
     int depth;   /* macro recursion guard */
+    long steps;  /* statements + expressions evaluated, against QS_JJ_MAX_STEPS */
 } qs_jj_ctx;
+
+/* Limits that keep a hostile template or conversation from hanging or exhausting the server:
+ * evaluation steps and memory per render, the size of any one string built by +, ~, * or replace, and how
+ * deeply tags and expressions may nest. */
+#define QS_JJ_MAX_STEPS 5000000L
+#define QS_JJ_MAX_MEMORY ((size_t)512 << 20)
+#define QS_JJ_MAX_STRING ((size_t)64 << 20)
+#define QS_JJ_MAX_NESTING 200
 
 enum { QS_JJ_BREAK = 1, QS_JJ_CONTINUE = 2 };
 enum { QS_JJ_BUILTIN_RANGE, QS_JJ_BUILTIN_NAMESPACE, QS_JJ_BUILTIN_RAISE, QS_JJ_BUILTIN_STRFTIME,
@@ -258,6 +276,7 @@ void qs_jj_define_globals(qs_jj_arena *a, qs_jv *vars);
 /* String transforms shared by filters and methods (Python semantics). */
 qs_jv *qs_jj_str_strip(qs_jj_arena *a, const qs_jv *s, const qs_jv *chars, bool left, bool right);
 qs_jv *qs_jj_str_case(qs_jj_arena *a, const qs_jv *s, char mode); /* 'u'pper 'l'ower 'c'apitalize 't'itle */
-qs_jv *qs_jj_str_replace(qs_jj_arena *a, const qs_jv *s, const qs_jv *old, const qs_jv *new_, long long count);
+qs_jv *qs_jj_str_replace(qs_jj_ctx *ctx, int line, const qs_jv *s, const qs_jv *old, const qs_jv *new_,
+                         long long count);
 
 #endif

@@ -106,13 +106,17 @@ qs_jv *qs_jj_str_case(qs_jj_arena *a, const qs_jv *s, char mode)
     return buf_value(a, &b);
 }
 
-qs_jv *qs_jj_str_replace(qs_jj_arena *a, const qs_jv *s, const qs_jv *old, const qs_jv *new_, long long count)
+qs_jv *qs_jj_str_replace(qs_jj_ctx *ctx, int line, const qs_jv *s, const qs_jv *old, const qs_jv *new_,
+                         long long count)
 {
+    qs_jj_arena *a = ctx->arena;
     qs_jj_buf b = {0};
     const char *p = s->str.s, *end = p + s->str.len;
     if (old->str.len == 0) { /* Python inserts new_ between every character */
         unsigned cp;
         long long done = 0;
+        if ((s->str.len + 1) * (new_->str.len + 1) > QS_JJ_MAX_STRING)
+            return qs_jj_fail(ctx, line, "replace() result exceeds %zu MiB", QS_JJ_MAX_STRING >> 20);
         for (size_t i = 0; i <= s->str.len;) {
             if (count < 0 || done < count) {
                 qs_jj_buf_put(&b, new_->str.s, new_->str.len);
@@ -128,6 +132,10 @@ qs_jv *qs_jj_str_replace(qs_jj_arena *a, const qs_jv *s, const qs_jv *old, const
     }
     long long done = 0;
     while (p < end) {
+        if (b.len > QS_JJ_MAX_STRING) {
+            qs_jj_buf_free(&b);
+            return qs_jj_fail(ctx, line, "replace() result exceeds %zu MiB", QS_JJ_MAX_STRING >> 20);
+        }
         const char *hit = (count < 0 || done < count) ? memmem(p, (size_t)(end - p), old->str.s, old->str.len) : NULL;
         if (!hit)
             break;
@@ -332,7 +340,7 @@ static qs_jv *string_method(qs_jj_ctx *ctx, int line, const qs_jv *s, const char
         qs_jv *count = arg(args, 2, "count");
         if (!new_)
             return NULL;
-        return qs_jj_str_replace(a, s, old, new_, count && count->kind == QS_JV_INT ? count->i : -1);
+        return qs_jj_str_replace(ctx, line, s, old, new_, count && count->kind == QS_JV_INT ? count->i : -1);
     }
     if (!strcmp(name, "upper") || !strcmp(name, "lower"))
         return qs_jj_str_case(a, s, name[0]);
@@ -515,6 +523,12 @@ qs_jv *qs_jj_call_method(qs_jj_ctx *ctx, int line, const qs_jv *obj, const char 
     }
     if (obj->kind == QS_JV_NAMESPACE)
         return NULL; /* attribute lookup, then call */
+    if (obj->kind == QS_JV_LOOP && !strcmp(name, "cycle")) {
+        *handled = true;
+        if (args->n_pos == 0)
+            return qs_jj_fail(ctx, line, "loop.cycle() needs at least one value");
+        return args->pos[obj->loop->index0 % args->n_pos];
+    }
     *handled = true;
     return qs_jj_fail(ctx, line, "unknown method '%s' on a %s value", name, qs_jv_type_name(obj));
 }

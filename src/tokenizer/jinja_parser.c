@@ -16,6 +16,7 @@ typedef struct {
     const char *name;
     qs_err *err;
     bool failed;
+    int depth; /* nesting of expressions and tags, against QS_JJ_MAX_NESTING */
 } parser;
 
 /* A growable array of node pointers in the arena. */
@@ -403,9 +404,13 @@ static qs_jj_node *parse_unary(parser *p, bool with_filter)
     const qs_jj_token *t = cur(p);
     qs_jj_node *n;
     if (is_op(t, "-") || is_op(t, "+")) {
+        if (p->depth >= QS_JJ_MAX_NESTING)
+            return fail(p, t->line, "expressions nest deeper than %d levels", QS_JJ_MAX_NESTING);
         advance(p);
         n = node(p, is_op(t, "-") ? QS_JN_NEG : QS_JN_POS, t->line);
+        p->depth++;
         n->a = parse_unary(p, false);
+        p->depth--;
         if (!n->a)
             return NULL;
     } else {
@@ -521,9 +526,13 @@ static qs_jj_node *parse_compare(parser *p)
 static qs_jj_node *parse_not(parser *p)
 {
     if (is_name(cur(p), "not")) {
+        if (p->depth >= QS_JJ_MAX_NESTING)
+            return fail(p, cur(p)->line, "expressions nest deeper than %d levels", QS_JJ_MAX_NESTING);
         qs_jj_node *n = node(p, QS_JN_NOT, cur(p)->line);
         advance(p);
+        p->depth++;
         n->a = parse_not(p);
+        p->depth--;
         return n->a ? n : NULL;
     }
     return parse_compare(p);
@@ -542,7 +551,19 @@ static qs_jj_node *parse_logic(parser *p, bool is_or)
     return n;
 }
 
+static qs_jj_node *parse_condexpr(parser *p, bool with_condexpr);
+
 static qs_jj_node *parse_expr(parser *p, bool with_condexpr)
+{
+    if (p->depth >= QS_JJ_MAX_NESTING)
+        return fail(p, cur(p)->line, "expressions nest deeper than %d levels", QS_JJ_MAX_NESTING);
+    p->depth++;
+    qs_jj_node *n = parse_condexpr(p, with_condexpr);
+    p->depth--;
+    return n;
+}
+
+static qs_jj_node *parse_condexpr(parser *p, bool with_condexpr)
 {
     qs_jj_node *n = parse_logic(p, true);
     while (with_condexpr && n && is_name(cur(p), "if")) {
@@ -744,7 +765,19 @@ static qs_jj_node *parse_macro(parser *p, int line)
     return expect_block_end(p, "endmacro") ? n : NULL;
 }
 
+static qs_jj_node *parse_tag(parser *p);
+
 static qs_jj_node *parse_statement(parser *p)
+{
+    if (p->depth >= QS_JJ_MAX_NESTING)
+        return fail(p, cur(p)->line, "tags nest deeper than %d levels", QS_JJ_MAX_NESTING);
+    p->depth++;
+    qs_jj_node *n = parse_tag(p);
+    p->depth--;
+    return n;
+}
+
+static qs_jj_node *parse_tag(parser *p)
 {
     const qs_jj_token *t = cur(p);
     if (t->kind != QS_JT_NAME)

@@ -117,6 +117,8 @@ void qs_jv_dict_set(qs_jj_arena *a, qs_jv *dict, qs_jv *key, qs_jv *val)
     d->len++;
 }
 
+void qs_jv_dict_clear(qs_jv *dict) { dict->dict->len = 0; }
+
 qs_jv *qs_jv_dict_get(const qs_jv *dict, const qs_jv *key)
 {
     long at = dict_find(dict, key);
@@ -233,6 +235,8 @@ const char *qs_jv_type_name(const qs_jv *v)
         return "Macro";
     case QS_JV_BUILTIN:
         return "function";
+    case QS_JV_LOOP:
+        return "LoopContext";
     }
     return "object";
 }
@@ -276,6 +280,8 @@ bool qs_jv_equal(const qs_jv *x, const qs_jv *y)
         return x->macro.node == y->macro.node;
     case QS_JV_BUILTIN:
         return x->builtin == y->builtin;
+    case QS_JV_LOOP:
+        return x->loop == y->loop;
     default:
         return false;
     }
@@ -506,6 +512,9 @@ void qs_jv_write_str(qs_jj_buf *b, const qs_jv *v)
         return;
     case QS_JV_BUILTIN:
         qs_jj_buf_puts(b, "<built-in function>");
+        return;
+    case QS_JV_LOOP:
+        qs_jj_buf_printf(b, "<LoopContext %zu/%zu>", v->loop->index0 + 1, v->loop->items->list->len);
         return;
     }
 }

@@ -248,6 +248,40 @@ static void bad_inputs_are_errors(void **state)
     assert_int_equal(qs_chat_template_compile(NULL, "t", &t, &err), -1);
 }
 
+static void runaway_templates_stop_with_an_error(void **state)
+{
+    /* ~100 cheap steps per iteration, so the step budget runs out after ~50000 iterations */
+    char busy[4096] = "{% for i in range(100000) %}{% for j in range(100000) %}";
+    for (int i = 0; i < 50; i++)
+        strcat(busy, "{% if 1 %}{% endif %}");
+    strcat(busy, "{% endfor %}{% endfor %}");
+    expect_error(busy, NULL, "steps (a runaway loop?)", NULL);
+    expect_error("{{ 'x' * 100000 * 100000 }}", NULL, "exceeds", NULL);
+    /* nesting deeper than the parser allows is an error, not a stack overflow */
+    char deep[4096] = "{{ ";
+    for (int i = 0; i < 1000; i++)
+        strcat(deep, "(");
+    strcat(deep, "1");
+    for (int i = 0; i < 1000; i++)
+        strcat(deep, ")");
+    strcat(deep, " }}");
+    expect_error(deep, NULL, "nest deeper", NULL);
+    char tags[20000] = "";
+    for (int i = 0; i < 1000; i++)
+        strcat(tags, "{% if true %}");
+    expect_error(tags, NULL, "nest deeper", NULL);
+    char nots[8000] = "{{ ";
+    for (int i = 0; i < 1000; i++)
+        strcat(nots, "not ");
+    strcat(nots, "1 }}");
+    expect_error(nots, NULL, "nest deeper", NULL);
+    char negs[8000] = "{{ ";
+    for (int i = 0; i < 1000; i++)
+        strcat(negs, "- ");
+    strcat(negs, "1 }}");
+    expect_error(negs, NULL, "nest deeper", NULL);
+}
+
 static void write_config(const char *dir, const char *json)
 {
     char path[512];
@@ -320,6 +354,7 @@ int main(void)
         cmocka_unit_test(values_print_like_python),
         cmocka_unit_test(whitespace_control_matches_hf),
         cmocka_unit_test(bad_inputs_are_errors),
+        cmocka_unit_test(runaway_templates_stop_with_an_error),
         cmocka_unit_test(load_from_dir_reads_named_templates_and_token_objects),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
