@@ -36,8 +36,9 @@ typedef struct {
     int64_t created;
     int n_choices;
     gen_choice *choices;
-    int32_t **prompt_ids;
+    int32_t **prompt_ids;       /* [n_prompt_slots] */
     int *prompt_len;
+    int n_prompt_slots;
     int total_prompt_tokens;
     qs_event_sink *sink;
     int fd;
@@ -83,7 +84,7 @@ static void gen_free(gen_ctx *g)
         cJSON_Delete(g->choices[i].logprobs);
     }
     free(g->choices);
-    for (int i = 0; i < g->req.n_prompts && g->prompt_ids; i++)
+    for (int i = 0; i < g->n_prompt_slots && g->prompt_ids; i++)
         free(g->prompt_ids[i]);
     free(g->prompt_ids);
     free(g->prompt_len);
@@ -115,6 +116,7 @@ static int build_prompts(gen_ctx *g, qs_api_error *e)
     g->prompt_len = calloc((size_t)n_prompts, sizeof *g->prompt_len);
     if (!g->prompt_ids || !g->prompt_len)
         return qs_api_errorf(e, 500, NULL, "out of memory");
+    g->n_prompt_slots = n_prompts;
     if (g->chat) {
         char *text = NULL;
         if (qs_render_chat(&g->m, r->messages, r->tools, r->add_generation_prompt, r->chat_template_kwargs, &text, e))
