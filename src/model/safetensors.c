@@ -535,7 +535,7 @@ int qs_safetensors_parse(const uint8_t *buf, size_t len, const char *fname, qs_s
     qs_safetensors_file *f = file_new(fname);
     if (!f)
         return qs_errf(err, "%s: out of memory", fname ? fname : "<memory>");
-    uint64_t n;
+    uint64_t n = 0;
     if (check_prefix(buf, len, f->path, &n, err) ||
         parse_header(buf + 8, n, len - 8 - n, buf + 8 + n, f, err)) {
         qs_safetensors_close(f);
