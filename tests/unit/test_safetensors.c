@@ -296,6 +296,52 @@ static void non_utf8_name(void **state)
     qs_safetensors_close(f);
 }
 
+/* A file written by safetensors.torch.save_file (tests/data/safetensors/README.md): the values
+ * torch printed for it. */
+static void reads_torch_written_file(void **state)
+{
+    const char *p = "tests/data/safetensors/torch_save_file.safetensors";
+    qs_safetensors_file *f;
+    qs_err e = {{0}};
+    if (qs_safetensors_open(p, &f, &e))
+        fail_msg("%s", e.msg);
+    assert_int_equal(qs_safetensors_count(f), 11);
+    assert_string_equal(qs_safetensors_metadata(f, "k"), "v");
+    static const struct {
+        const char *name;
+        qs_dtype dt;
+        int64_t numel, i;
+        float want;
+    } cases[] = {
+        {"model.embed_tokens.weight", QS_DT_BF16, 35, 0, -1.125f},
+        {"model.embed_tokens.weight", QS_DT_BF16, 35, 34, -1.203125f},
+        {"w_f32", QS_DT_F32, 9, 8, 1.717895269393921f},
+        {"w_f16", QS_DT_F16, 4, 3, -1.193359375f},
+        {"w_e4m3", QS_DT_F8_E4M3, 32, 4, 0.0859375f},
+        {"w_e4m3", QS_DT_F8_E4M3, 32, 21, -256.0f},
+        {"w_e5m2", QS_DT_F8_E5M2, 6, 1, -96.0f},
+        {"scale", QS_DT_F32, 1, 0, 0.5f},
+        {"ids", QS_DT_I64, 3, 1, -2.0f},
+        {"u8", QS_DT_U8, 4, 3, 250.0f},
+        {"mask", QS_DT_BOOL, 2, 0, 1.0f},
+        {"i16", QS_DT_I16, 2, 0, -300.0f},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        const qs_tensor *t = qs_safetensors_find(f, cases[k].name);
+        assert_non_null(t);
+        assert_int_equal(t->dtype, cases[k].dt);
+        assert_int_equal(t->numel, cases[k].numel);
+        assert_float_equal(qs_tensor_get_f32(t, cases[k].i), cases[k].want, 0);
+    }
+    const qs_tensor *emb = qs_safetensors_find(f, "model.embed_tokens.weight");
+    assert_int_equal(emb->ndim, 2);
+    assert_int_equal(emb->shape[0], 7);
+    assert_int_equal(emb->shape[1], 5);
+    assert_int_equal(qs_safetensors_find(f, "scale")->ndim, 0);
+    assert_int_equal(qs_safetensors_find(f, "empty")->shape[0], 0);
+    qs_safetensors_close(f);
+}
+
 /* ---- checkpoints ------------------------------------------------------------------------------ */
 
 static void mkdir_in(char *p, const char *sub)
@@ -772,6 +818,7 @@ int main(void)
         cmocka_unit_test(numel_overflow),
         cmocka_unit_test(duplicate_tensor),
         cmocka_unit_test(non_utf8_name),
+        cmocka_unit_test(reads_torch_written_file),
         cmocka_unit_test(sharded_checkpoint),
         cmocka_unit_test(missing_shard),
         cmocka_unit_test(tensor_missing_from_shard),
