@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/statvfs.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -138,10 +139,14 @@ static void fill_range(void *ctx, int64_t begin, int64_t end)
         } else {
             v = j->kind == QS_INIT_ONES ? 1.0f : 0.0f;
         }
-        if (j->dtype == QS_DT_F32)
+        if (j->dtype == QS_DT_F32) {
             ((float *)j->data)[i] = v;
-        else
-            ((uint16_t *)j->data)[i] = qs_f32_to_bf16(v);
+        } else { /* BF16, round to nearest even (values are finite) */
+            uint32_t u;
+            memcpy(&u, &v, 4);
+            u += 0x7FFFu + ((u >> 16) & 1u);
+            ((uint16_t *)j->data)[i] = (uint16_t)(u >> 16);
+        }
     }
 }
 
@@ -202,6 +207,10 @@ int qs_init_write_weights(const char *dir, const qs_init_shape *s, uint64_t seed
         shard_of[i] = n_shards - 1;
         in_shard += b;
     }
+    /* a single file or an index from an earlier run would shadow what we write now */
+    char stale[2048];
+    unlink(qs_path_join(stale, sizeof stale, dir, "model.safetensors"));
+    unlink(qs_path_join(stale, sizeof stale, dir, "model.safetensors.index.json"));
     int rc = 0;
     for (int sh = 0; sh < n_shards && rc == 0; sh++) {
         qs_st_writer *w = qs_st_writer_new();

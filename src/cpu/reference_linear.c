@@ -221,19 +221,59 @@ void qs_ref_decode_row(const qs_ref_linear *L, int64_t j, float *out)
     }
 }
 
-/* Fixed-order dot product: eight interleaved partial sums (vectorisable without -ffast-math),
- * combined pairwise, then the tail. The order depends on k only, never on m or threads. */
+/* Fixed-order dot products: eight interleaved partial sums (lane t sums the products of columns
+ * t, t+8, t+16, ...), combined pairwise, then the tail. The order depends on k only, never on m
+ * or the thread count. GCC/clang vector extensions hold the eight sums in two 4-float vectors
+ * (SSE on any x86-64), which is the same arithmetic lane by lane as the scalar definition. */
+typedef float qs_v4 __attribute__((vector_size(16)));
+
+static inline qs_v4 load4(const float *p)
+{
+    qs_v4 v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static inline float finish(qs_v4 lo, qs_v4 hi, float tail)
+{
+    return (((lo[0] + hi[0]) + (lo[1] + hi[1])) + ((lo[2] + hi[2]) + (lo[3] + hi[3]))) + tail;
+}
+
 static inline float dot(const float *restrict a, const float *restrict b, int64_t k)
 {
-    float acc[8] = {0};
+    qs_v4 lo = {0, 0, 0, 0}, hi = {0, 0, 0, 0};
     int64_t c = 0;
-    for (; c + 8 <= k; c += 8)
-        for (int t = 0; t < 8; t++)
-            acc[t] += a[c + t] * b[c + t];
+    for (; c + 8 <= k; c += 8) {
+        lo += load4(a + c) * load4(b + c);
+        hi += load4(a + c + 4) * load4(b + c + 4);
+    }
     float tail = 0.0f;
     for (; c < k; c++)
         tail += a[c] * b[c];
-    return (((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]))) + tail;
+    return finish(lo, hi, tail);
+}
+
+/* Four of them against one activation row, each with exactly dot()'s arithmetic, so a row's
+ * result is bitwise the same whichever path computes it; x is loaded once for four rows. */
+static inline void dot4(const float *restrict a, const float *const w[TILE_ROWS], int64_t k, float out[TILE_ROWS])
+{
+    qs_v4 lo[TILE_ROWS], hi[TILE_ROWS];
+    for (int r = 0; r < TILE_ROWS; r++)
+        lo[r] = hi[r] = (qs_v4){0, 0, 0, 0};
+    int64_t c = 0;
+    for (; c + 8 <= k; c += 8) {
+        qs_v4 xa = load4(a + c), xb = load4(a + c + 4);
+        for (int r = 0; r < TILE_ROWS; r++) {
+            lo[r] += xa * load4(w[r] + c);
+            hi[r] += xb * load4(w[r] + c + 4);
+        }
+    }
+    for (int r = 0; r < TILE_ROWS; r++) {
+        float tail = 0.0f;
+        for (int64_t cc = c; cc < k; cc++)
+            tail += a[cc] * w[r][cc];
+        out[r] = finish(lo[r], hi[r], tail);
+    }
 }
 
 typedef struct {
@@ -270,10 +310,14 @@ static void gemm_rows(void *ctx, int64_t begin, int64_t end)
         }
         for (int64_t i = 0; i < job->m; i++) {
             const float *xi = job->x + i * k;
-            for (int r = 0; r < rows; r++) {
-                float v = dot(xi, w[r], k);
-                job->y[i * n + j0 + r] = L->bias ? v + L->bias[j0 + r] : v;
-            }
+            float v[TILE_ROWS];
+            if (rows == TILE_ROWS)
+                dot4(xi, w, k, v);
+            else
+                for (int r = 0; r < rows; r++)
+                    v[r] = dot(xi, w[r], k);
+            for (int r = 0; r < rows; r++)
+                job->y[i * n + j0 + r] = L->bias ? v[r] + L->bias[j0 + r] : v[r];
         }
     }
     free(buf);

@@ -348,6 +348,9 @@ static void every_scheme_matches_float64(void **state)
         {QS_SCHEME_NVFP4_W4A4, QS_WSCALE_NVFP4, QS_AQUANT_NVFP4, 0, 5, 19, 80, 0, 0, true},
         {QS_SCHEME_NVFP4_W4A16, QS_WSCALE_NVFP4, QS_AQUANT_NONE, 0, 6, 21, 48, 0, 0, false},
         {QS_SCHEME_NVFP4_W4A16, QS_WSCALE_NVFP4, QS_AQUANT_NONE, 0, 1, 1, 16, 0, 0, false},
+        /* enough rows that m changes how rows are split over threads and four-row tiles */
+        {QS_SCHEME_FP8_W8A8, QS_WSCALE_CHANNEL, QS_AQUANT_DYNAMIC_TOKEN, 0, 7, 301, 64, 0, 0, false},
+        {QS_SCHEME_BF16, QS_WSCALE_NONE, QS_AQUANT_NONE, QS_DT_BF16, 9, 203, 72, 0, 0, true},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         run_random_case(&cases[i]);
