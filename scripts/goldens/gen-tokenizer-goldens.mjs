@@ -71,6 +71,22 @@ const STRINGS = [
   "Control \u0001\u0002\u007f chars",
 ];
 
+// Plus seeded random strings from a mixed alphabet (whitespace runs of every kind, Unicode
+// spaces, combining marks, CJK, emoji/ZWJ, digits, contractions, special-token fragments) to
+// catch what hand-picked strings miss.
+const ALPHABET = ["a", "Z", "ing", "The", "7", "42", "123456", " ", "  ", "   ", "\n", "\n\n", "\t", "\r\n", "\r",
+  "\u00a0", "\u2009", "\u3000", "\u000b", "\u0085", "'", "'s", "'LL", "n't", "!", "?!", "...", "{", "}", "\\", "\"",
+  "é", "e\u0301", "\u0308", "中", "あ", "한", "😀", "\u200d", "👩", "🏽", "\u200b", "\u0001", "<|im_end|>",
+  "<|eot_id|>", "<s>", "</s>", "[INST]", "<mask>", "<|", "|>", "▁", "_", "-", "$", "3.5", "x²", "ﬁ", "Ⅻ"];
+let seed = 12345;
+const rand = () => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed; };
+for (let i = 0; i < 150; i++) {
+  let t = "";
+  const n = 1 + (rand() % 24);
+  for (let k = 0; k < n; k++) t += ALPHABET[rand() % ALPHABET.length];
+  STRINGS.push(t);
+}
+
 function loadJson(p) {
   return JSON.parse(fs.readFileSync(p, "utf8"));
 }

@@ -15,6 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <uninorm.h>
+
 #include "tokenizer/tokenizer.h"
 #include "util/fileio.h"
 
@@ -299,6 +301,66 @@ static void concurrent_encode_agrees(void **state)
     assert_true(a.total > 0);
 }
 
+/* Random strings from a mixed alphabet (ASCII, Latin-1, combining marks, CJK, emoji, ZWJ, control
+ * characters, whitespace runs) must come back from decode(encode(x)): exactly for Llama-3.1 and the
+ * Llama-2 style tokenizer, as NFC(x) for Qwen3 whose normalizer is NFC. */
+static const char *ALPHABET[] = {"a", "Z", "7", " ", "  ", "\n", "\t", "\r\n", "'", "'s", "!", "{", "\\", "\x01",
+                                 "\xc3\xa9", "e\xcc\x81", "\xcc\x88", "\xe4\xb8\xad", "\xe3\x81\x82",
+                                 "\xf0\x9f\x98\x80", "\xe2\x80\x8d", "\xf0\x9f\x91\xa9", "\xc2\xa0", "\xe2\x80\xaf",
+                                 "\xef\xbf\xbd", "\xf4\x8f\xbf\xbf", "123456", "DON'T", "<|", "|>"};
+
+static void random_text(unsigned *seed, char *out, size_t cap)
+{
+    size_t len = 0, n = 1 + (size_t)(rand_r(seed) % 40);
+    out[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        const char *piece = ALPHABET[rand_r(seed) % (sizeof ALPHABET / sizeof *ALPHABET)];
+        size_t pl = strlen(piece);
+        if (len + pl + 1 >= cap)
+            break;
+        memcpy(out + len, piece, pl + 1);
+        len += pl;
+    }
+}
+
+static void random_roundtrip(qs_tokenizer *tok, bool nfc, unsigned seed)
+{
+    qs_err err;
+    char text[512];
+    for (int i = 0; i < 2000; i++) {
+        random_text(&seed, text, sizeof text);
+        int32_t *ids;
+        size_t n;
+        char *back;
+        assert_int_equal(qs_tokenizer_encode(tok, text, strlen(text), true, &ids, &n, &err), 0);
+        assert_int_equal(qs_tokenizer_decode(tok, ids, n, true, &back, &err), 0);
+        char *want = text;
+        size_t want_len = strlen(text);
+        uint8_t *norm = nfc ? u8_normalize(UNINORM_NFC, (const uint8_t *)text, want_len, NULL, &want_len) : NULL;
+        if (norm)
+            want = (char *)norm;
+        if (strlen(back) != want_len || memcmp(back, want, want_len)) {
+            fprintf(stderr, "round trip differs for '%s': '%s'\n", text, back);
+            fail();
+        }
+        free(norm);
+        free(back);
+        free(ids);
+    }
+}
+
+static void random_strings_roundtrip(void **state)
+{
+    qs_err err;
+    qs_tokenizer *small;
+    assert_int_equal(qs_tokenizer_load("tests/data/tokenizer/llama2_style", &small, &err), 0);
+    random_roundtrip(small, false, 1);
+    qs_tokenizer_free(small);
+    need_shared();
+    random_roundtrip(llama3, false, 2);
+    random_roundtrip(qwen3, true, 3);
+}
+
 /* ---- small hand-built tokenizers ---- */
 
 static char tmpdir[64];
@@ -489,6 +551,7 @@ int main(void)
         cmocka_unit_test(unknown_id_rejected),
         cmocka_unit_test(accessors_match_the_files),
         cmocka_unit_test(concurrent_encode_agrees),
+        cmocka_unit_test(random_strings_roundtrip),
         cmocka_unit_test(metaspace_split_and_added_token_flags),
         cmocka_unit_test(unsupported_components_are_named),
         cmocka_unit_test(config_tokens_and_templates),
