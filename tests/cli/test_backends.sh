@@ -36,90 +36,98 @@ if ! command -v python3 >/dev/null; then
   exit 0
 fi
 
-# mkckpt DIR ARCH SCHEME: a tiny checkpoint with zero weights (headers are all `backends` reads).
+# mkckpt DIR ARCH SCHEME [DIR ARCH SCHEME...]: tiny checkpoints with zero weights (headers are all `backends` reads).
 mkckpt() {
   python3 - "$@" <<'PY'
 import json, os, struct, sys
-out, arch, scheme = sys.argv[1], sys.argv[2], sys.argv[3]
-os.makedirs(out, exist_ok=True)
-H, I, L, NH, KV, HD, V = 64, 128, 2, 4, 2, 16, 128
-E, TOPK, MI = 4, 2, 32
-moe = arch == "qwen3_moe"
-cfg = {"architectures": ["Qwen3MoeForCausalLM" if moe else "LlamaForCausalLM"],
-       "model_type": "qwen3_moe" if moe else "llama", "hidden_size": H, "intermediate_size": I,
-       "num_hidden_layers": L, "num_attention_heads": NH, "num_key_value_heads": KV, "head_dim": HD,
-       "vocab_size": V, "max_position_embeddings": 256, "rms_norm_eps": 1e-6, "rope_theta": 10000.0,
-       "tie_word_embeddings": False, "torch_dtype": "bfloat16", "bos_token_id": 1, "eos_token_id": 2}
-if moe:
-    cfg.update({"num_experts": E, "num_experts_per_tok": TOPK, "moe_intermediate_size": MI,
-                "decoder_sparse_step": 1, "mlp_only_layers": [], "norm_topk_prob": True})
-ct_w = {"num_bits": 8, "type": "float", "symmetric": True, "strategy": "channel", "dynamic": False}
-ct_a = {"num_bits": 8, "type": "float", "symmetric": True, "strategy": "token", "dynamic": True}
-fp4_w = {"num_bits": 4, "type": "float", "symmetric": True, "strategy": "tensor_group", "group_size": 16,
-         "dynamic": False}
-def ct(group):
-    return {"quant_method": "compressed-tensors", "format": "float-quantized" if scheme == "fp8" else
-            "nvfp4-pack-quantized", "config_groups": {"group_0": dict(targets=["Linear"], **group)},
-            "ignore": ["lm_head", "re:.*mlp.gate$"]}
-if scheme == "fp8":
-    cfg["quantization_config"] = ct({"weights": ct_w, "input_activations": ct_a})
-elif scheme == "fp8_block":
-    cfg["quantization_config"] = {"quant_method": "fp8", "activation_scheme": "dynamic", "fmt": "e4m3",
-                                  "weight_block_size": [128, 128], "ignored_layers": ["lm_head"]}
-elif scheme == "nvfp4_w4a16":
-    cfg["quantization_config"] = ct({"weights": fp4_w})
-json.dump(cfg, open(os.path.join(out, "config.json"), "w"), indent=1)
-
-tensors = []  # (name, dtype, shape)
-def linear(prefix, n, k, quantized=True):
-    if not quantized or scheme == "bf16":
-        tensors.append((prefix + ".weight", "BF16", [n, k]))
-    elif scheme == "fp8":
-        tensors.append((prefix + ".weight", "F8_E4M3", [n, k]))
-        tensors.append((prefix + ".weight_scale", "F32", [n, 1]))
-    elif scheme == "fp8_block":
-        tensors.append((prefix + ".weight", "F8_E4M3", [n, k]))
-        tensors.append((prefix + ".weight_scale_inv", "F32", [(n + 127) // 128, (k + 127) // 128]))
-    else:
-        tensors.append((prefix + ".weight_packed", "U8", [n, k // 2]))
-        tensors.append((prefix + ".weight_scale", "F8_E4M3", [n, k // 16]))
-        tensors.append((prefix + ".weight_global_scale", "F32", [1]))
-tensors.append(("model.embed_tokens.weight", "BF16", [V, H]))
-tensors.append(("model.norm.weight", "BF16", [H]))
-for i in range(L):
-    p = "model.layers.%d" % i
-    tensors.append((p + ".input_layernorm.weight", "BF16", [H]))
-    tensors.append((p + ".post_attention_layernorm.weight", "BF16", [H]))
-    for n, name in ((NH * HD, "q_proj"), (KV * HD, "k_proj"), (KV * HD, "v_proj")):
-        linear(p + ".self_attn." + name, n, H)
-    linear(p + ".self_attn.o_proj", H, NH * HD)
+def make(out, arch, scheme):
+    os.makedirs(out, exist_ok=True)
+    H, I, L, NH, KV, HD, V = 64, 128, 2, 4, 2, 16, 128
+    E, TOPK, MI = 4, 2, 32
+    moe = arch == "qwen3_moe"
+    cfg = {"architectures": ["Qwen3MoeForCausalLM" if moe else "LlamaForCausalLM"],
+           "model_type": "qwen3_moe" if moe else "llama", "hidden_size": H, "intermediate_size": I,
+           "num_hidden_layers": L, "num_attention_heads": NH, "num_key_value_heads": KV, "head_dim": HD,
+           "vocab_size": V, "max_position_embeddings": 256, "rms_norm_eps": 1e-6, "rope_theta": 10000.0,
+           "tie_word_embeddings": False, "torch_dtype": "bfloat16", "bos_token_id": 1, "eos_token_id": 2}
     if moe:
-        tensors.append((p + ".self_attn.q_norm.weight", "BF16", [HD]))
-        tensors.append((p + ".self_attn.k_norm.weight", "BF16", [HD]))
-        linear(p + ".mlp.gate", E, H, quantized=False)
-        for e in range(E):
-            linear(p + ".mlp.experts.%d.gate_proj" % e, MI, H)
-            linear(p + ".mlp.experts.%d.up_proj" % e, MI, H)
-            linear(p + ".mlp.experts.%d.down_proj" % e, H, MI)
-    else:
-        linear(p + ".mlp.gate_proj", I, H)
-        linear(p + ".mlp.up_proj", I, H)
-        linear(p + ".mlp.down_proj", H, I)
-linear("lm_head", V, H, quantized=False)
-size = {"BF16": 2, "F32": 4, "F8_E4M3": 1, "U8": 1}
-header, off = {}, 0
-for name, dt, shape in tensors:
-    nbytes = size[dt]
-    for d in shape:
-        nbytes *= d
-    header[name] = {"dtype": dt, "shape": shape, "data_offsets": [off, off + nbytes]}
-    off += nbytes
-h = json.dumps(header).encode()
-h += b" " * (-len(h) % 8)
-with open(os.path.join(out, "model.safetensors"), "wb") as f:
-    f.write(struct.pack("<Q", len(h)) + h + bytes(off))
+        cfg.update({"num_experts": E, "num_experts_per_tok": TOPK, "moe_intermediate_size": MI,
+                    "decoder_sparse_step": 1, "mlp_only_layers": [], "norm_topk_prob": True})
+    ct_w = {"num_bits": 8, "type": "float", "symmetric": True, "strategy": "channel", "dynamic": False}
+    ct_a = {"num_bits": 8, "type": "float", "symmetric": True, "strategy": "token", "dynamic": True}
+    fp4_w = {"num_bits": 4, "type": "float", "symmetric": True, "strategy": "tensor_group", "group_size": 16,
+             "dynamic": False}
+    def ct(group):
+        return {"quant_method": "compressed-tensors", "format": "float-quantized" if scheme == "fp8" else
+                "nvfp4-pack-quantized", "config_groups": {"group_0": dict(targets=["Linear"], **group)},
+                "ignore": ["lm_head", "re:.*mlp.gate$"]}
+    if scheme == "fp8":
+        cfg["quantization_config"] = ct({"weights": ct_w, "input_activations": ct_a})
+    elif scheme == "fp8_block":
+        cfg["quantization_config"] = {"quant_method": "fp8", "activation_scheme": "dynamic", "fmt": "e4m3",
+                                      "weight_block_size": [128, 128], "ignored_layers": ["lm_head"]}
+    elif scheme == "nvfp4_w4a16":
+        cfg["quantization_config"] = ct({"weights": fp4_w})
+    json.dump(cfg, open(os.path.join(out, "config.json"), "w"), indent=1)
+
+    tensors = []  # (name, dtype, shape)
+    def linear(prefix, n, k, quantized=True):
+        if not quantized or scheme == "bf16":
+            tensors.append((prefix + ".weight", "BF16", [n, k]))
+        elif scheme == "fp8":
+            tensors.append((prefix + ".weight", "F8_E4M3", [n, k]))
+            tensors.append((prefix + ".weight_scale", "F32", [n, 1]))
+        elif scheme == "fp8_block":
+            tensors.append((prefix + ".weight", "F8_E4M3", [n, k]))
+            tensors.append((prefix + ".weight_scale_inv", "F32", [(n + 127) // 128, (k + 127) // 128]))
+        else:
+            tensors.append((prefix + ".weight_packed", "U8", [n, k // 2]))
+            tensors.append((prefix + ".weight_scale", "F8_E4M3", [n, k // 16]))
+            tensors.append((prefix + ".weight_global_scale", "F32", [1]))
+    tensors.append(("model.embed_tokens.weight", "BF16", [V, H]))
+    tensors.append(("model.norm.weight", "BF16", [H]))
+    for i in range(L):
+        p = "model.layers.%d" % i
+        tensors.append((p + ".input_layernorm.weight", "BF16", [H]))
+        tensors.append((p + ".post_attention_layernorm.weight", "BF16", [H]))
+        for n, name in ((NH * HD, "q_proj"), (KV * HD, "k_proj"), (KV * HD, "v_proj")):
+            linear(p + ".self_attn." + name, n, H)
+        linear(p + ".self_attn.o_proj", H, NH * HD)
+        if moe:
+            tensors.append((p + ".self_attn.q_norm.weight", "BF16", [HD]))
+            tensors.append((p + ".self_attn.k_norm.weight", "BF16", [HD]))
+            linear(p + ".mlp.gate", E, H, quantized=False)
+            for e in range(E):
+                linear(p + ".mlp.experts.%d.gate_proj" % e, MI, H)
+                linear(p + ".mlp.experts.%d.up_proj" % e, MI, H)
+                linear(p + ".mlp.experts.%d.down_proj" % e, H, MI)
+        else:
+            linear(p + ".mlp.gate_proj", I, H)
+            linear(p + ".mlp.up_proj", I, H)
+            linear(p + ".mlp.down_proj", H, I)
+    linear("lm_head", V, H, quantized=False)
+    size = {"BF16": 2, "F32": 4, "F8_E4M3": 1, "U8": 1}
+    header, off = {}, 0
+    for name, dt, shape in tensors:
+        nbytes = size[dt]
+        for d in shape:
+            nbytes *= d
+        header[name] = {"dtype": dt, "shape": shape, "data_offsets": [off, off + nbytes]}
+        off += nbytes
+    h = json.dumps(header).encode()
+    h += b" " * (-len(h) % 8)
+    with open(os.path.join(out, "model.safetensors"), "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h + bytes(off))
+
+
+args = sys.argv[1:]
+for i in range(0, len(args), 3):
+    make(*args[i:i + 3])
 PY
 }
+
+mkckpt "$TMP/llama-bf16" llama bf16 "$TMP/llama-fp8" llama fp8 "$TMP/llama-fp8b" llama fp8_block \
+  "$TMP/llama-w4a16" llama nvfp4_w4a16 "$TMP/moe-bf16" qwen3_moe bf16 "$TMP/moe-fp8" qwen3_moe fp8
 
 # --- the registry without a model ---
 if run registry 0 "$BIN" backends --device cpu; then
@@ -147,7 +155,6 @@ PY
 fi
 
 # --- BF16 Llama on CPU and on an assumed H200 ---
-mkckpt "$TMP/llama-bf16" llama bf16
 if run model_bf16_cpu 0 "$BIN" backends "$TMP/llama-bf16" --device cpu; then
   block "$TMP/out" "linear bf16" >"$TMP/blk"
   check model_bf16_cpu "$TMP/blk" "linear bf16: 15 layers (e.g. model.layers.0.self_attn.q_proj), backend auto" \
@@ -162,7 +169,6 @@ else
 fi
 
 # --- FP8 per-channel (compressed-tensors): cublaslt on L40S/H200, the Marlin fallback on A100 ---
-mkckpt "$TMP/llama-fp8" llama fp8
 "$BIN" backends "$TMP/llama-fp8" --assume-compute-capability 8.0 >"$TMP/out" 2>"$TMP/err"
 block "$TMP/out" "linear fp8_w8a8" >"$TMP/blk"
 check model_fp8_a100_candidates "$TMP/blk" "linear fp8_w8a8: 14 layers (e.g. model.layers.0.self_attn.q_proj), backend auto" \
@@ -192,7 +198,6 @@ if run model_fp8_per_quant 0 "$BIN" backends "$TMP/llama-fp8" --device cpu --lin
 fi
 
 # --- FP8 block (quant_method fp8) ---
-mkckpt "$TMP/llama-fp8b" llama fp8_block
 if run model_fp8_block 0 "$BIN" backends "$TMP/llama-fp8b" --device cpu --json; then
   if python3 - "$TMP/out" <<'PY'
 import json, sys
@@ -207,7 +212,6 @@ PY
 fi
 
 # --- NVFP4 W4A16: the weight-only whitelist ---
-mkckpt "$TMP/llama-w4a16" llama nvfp4_w4a16
 run model_w4a16_cublaslt 1 "$BIN" backends "$TMP/llama-w4a16" --assume-compute-capability 10.0 --linear-backend cublaslt &&
   check model_w4a16_cublaslt "$TMP/out" "cublaslt does not support W4A16"
 "$BIN" backends "$TMP/llama-w4a16" --assume-compute-capability 9.0 >"$TMP/out" 2>"$TMP/err"
@@ -216,14 +220,12 @@ check model_w4a16_candidates "$TMP/blk" "linear nvfp4_w4a16: 14 layers" "1. marl
 if grep -q "cublaslt" "$TMP/blk"; then notok model_w4a16_no_cublaslt "$(cat "$TMP/blk")"; else ok model_w4a16_no_cublaslt; fi
 
 # --- Qwen3-MoE: experts are a layer kind of their own ---
-mkckpt "$TMP/moe-bf16" qwen3_moe bf16
 if run model_moe_cpu 0 "$BIN" backends "$TMP/moe-bf16" --device cpu; then
   block "$TMP/out" "moe bf16" >"$TMP/blk"
   check model_moe_cpu "$TMP/blk" "moe bf16: 2 layers (e.g. model.layers.0.mlp.experts), backend auto" "-> reference"
   block "$TMP/out" "linear bf16" >"$TMP/blk"
   check model_moe_router_linear "$TMP/blk" "linear bf16: 11 layers"
 fi
-mkckpt "$TMP/moe-fp8" qwen3_moe fp8
 if run model_moe_fp8_batch_invariant 0 "$BIN" backends "$TMP/moe-fp8" --device cpu --batch-invariant \
     --moe-backend marlin --json; then
   if python3 - "$TMP/out" <<'PY'
