@@ -10,6 +10,13 @@ prompts given as token ids:
   - 24 greedy tokens with the top-1 and top-2 logits of every step (the margin).
 BF16 models' greedy references run in float32 on the BF16 weights, as qserve's CPU engine does.
 
+Quantized checkpoints (made here with `qserve quantize`, compressed-tensors format) get their
+reference from transformers on the dequantized weights:
+    python3 scripts/make-hf-goldens.py --dequantized OUT_DIR QUANT_DIR...
+writes OUT_DIR/<basename of QUANT_DIR>/golden.json, computed on an F32 copy whose FP8 weights are
+code x per-channel scale and whose NVFP4 weights are E2M1 code x E4M3 block scale / global scale
+(compressed-tensors stores the reciprocal global scale).
+
 Run where torch + transformers are installed (the GPU machine; CPU torch is enough):
     python3 scripts/make-hf-goldens.py OUT_DIR
 OUT_DIR/ARCH/ and OUT_DIR/ARCH-bf16/ then hold config.json, model.safetensors, golden.json;
@@ -172,7 +179,76 @@ def build(arch, out_root):
                   flush=True)
 
 
+E2M1 = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0]
+
+
+def dequantize_state(st):
+    """compressed-tensors FP8 (weight + weight_scale) and NVFP4 (weight_packed + weight_scale +
+    weight_global_scale) tensors back to float32 weights; everything else to float32 as is."""
+    out = {}
+    for k, v in st.items():
+        if k.endswith((".weight_scale", ".weight_global_scale", ".input_scale", ".input_global_scale")):
+            continue
+        if k.endswith(".weight_packed"):
+            base = k[: -len(".weight_packed")]
+            packed = v.to(torch.int64)
+            lo, hi = packed & 0xF, packed >> 4
+            codes = torch.stack([lo, hi], dim=-1).reshape(v.shape[0], v.shape[1] * 2)
+            table = torch.tensor(E2M1 + [-x for x in E2M1])
+            w = table[codes]
+            scale = st[base + ".weight_scale"].float().repeat_interleave(16, dim=1)
+            gscale = st[base + ".weight_global_scale"].float().reshape(())
+            out[base + ".weight"] = (w * scale / gscale).contiguous()
+        elif k.endswith(".weight") and k[: -len(".weight")] + ".weight_scale" in st:
+            scale = st[k[: -len(".weight")] + ".weight_scale"].float()
+            w = v.float()
+            out[k] = (w * (scale if scale.dim() == 2 else scale.reshape(-1, 1))).contiguous()
+        else:
+            out[k] = v.float().contiguous()
+    return out
+
+
+def dequantized_reference(out_root, qdir, tmp_root="/tmp/hfg-dequant"):
+    name = os.path.basename(os.path.normpath(qdir))
+    d = os.path.join(tmp_root, name)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(qdir, "config.json")) as f:
+        cfg = json.load(f)
+    qc = cfg.pop("quantization_config", None)
+    cfg["dtype"] = "float32"
+    # JSON writers that print 0.0 as 0 trip transformers' strict config types: floats stay floats
+    defaults = transformers.AutoConfig.for_model(cfg["model_type"])
+    for k, v in list(cfg.items()):
+        if isinstance(v, int) and not isinstance(v, bool) and isinstance(getattr(defaults, k, None), float):
+            cfg[k] = float(v)
+    with open(os.path.join(d, "config.json"), "w") as f:
+        json.dump(cfg, f, indent=2)
+    save_file(dequantize_state(load_file(os.path.join(qdir, "model.safetensors"))),
+              os.path.join(d, "model.safetensors"), metadata={"format": "pt"})
+    ref = transformers.AutoModelForCausalLM.from_pretrained(d, dtype=torch.float32).eval()
+    g = {"arch": cfg.get("model_type"), "architectures": cfg.get("architectures"), "dtype": "dequantized",
+         "quantization": (qc or {}).get("format") or (qc or {}).get("quant_method"),
+         "transformers": transformers.__version__, "torch": torch.__version__, "prompts": []}
+    for p in PROMPTS:
+        last, greedy, t1, t2 = reference(ref, p)
+        g["prompts"].append({"ids": p, "last_logits": last, "greedy": greedy, "top1": t1, "top2": t2})
+    os.makedirs(os.path.join(out_root, name), exist_ok=True)
+    with open(os.path.join(out_root, name, "golden.json"), "w") as f:
+        json.dump(g, f)
+    print(f"{name} (dequantized {g['quantization']}): greedy {g['prompts'][0]['greedy'][:8]}", flush=True)
+
+
 def main():
+    if len(sys.argv) > 2 and sys.argv[1] == "--dequantized":
+        failed = 0
+        for qdir in sys.argv[3:]:
+            try:
+                dequantized_reference(sys.argv[2], qdir)
+            except Exception:
+                failed += 1
+                print(f"FAILED {qdir}", flush=True)
+                traceback.print_exc()
+        sys.exit(1 if failed else 0)
     out_root = sys.argv[1] if len(sys.argv) > 1 else "tests/data/hf-goldens"
     archs = sys.argv[2:] or list(ARCHS)
     torch.set_num_threads(min(8, os.cpu_count() or 1))

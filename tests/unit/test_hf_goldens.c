@@ -3,7 +3,12 @@
  * the prompt's last logits within 1e-3 relative of transformers in float32 (also for the BF16
  * weights, which both compute in float32), within 2e-2 of transformers' bfloat16 compute, and the
  * 24 greedy tokens equal wherever the reference's top-1/top-2 margin is clear (> 1e-3 relative),
- * decoding with the reference's tokens fed back so one unclear step cannot derail the rest. */
+ * decoding with the reference's tokens fed back so one unclear step cannot derail the rest.
+ * Checkpoints quantized by `qserve quantize` (-fp8: W8A8 per-channel / per-token, -nvfp4a16:
+ * NVFP4 weight-only) are compared with transformers on their dequantized weights; -fp8a16 is the
+ * same FP8 checkpoint declared weight-only (input_activations null), which must then match to
+ * 1e-3 like every float32-activation model, proving the FP8 weights decode exactly. W8A8's looser
+ * bound is the FP8 rounding of the activations (3 mantissa bits), which the reference lacks. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -45,7 +50,16 @@ static int argmax(const float *x, int n)
     return b;
 }
 
-static void check_prompt(qs_model *m, const cJSON *p, const char *name, bool bf16, int *clear, int *unclear)
+/* How close a model must come: F32/BF16 weights and weight-only quantized ones compute in float32
+ * exactly as transformers does on the (dequantized) weights; W8A8 models also quantize their
+ * activations to FP8 per token, which transformers' dequantized reference does not. */
+typedef struct tolerance {
+    double logits;     /* max |diff| / max |ref| of the last logits */
+    double margin;     /* greedy tokens must match where (top1 - top2) / |top1| exceeds this */
+} tolerance;
+
+static void check_prompt(qs_model *m, const cJSON *p, const char *name, bool bf16, tolerance tol, int *clear,
+                         int *unclear)
 {
     const qs_model_config *mc = qs_model_get_config(m);
     const cJSON *ids = cJSON_GetObjectItem(p, "ids"), *greedy = cJSON_GetObjectItem(p, "greedy");
@@ -67,9 +81,9 @@ static void check_prompt(qs_model *m, const cJSON *p, const char *name, bool bf1
     if (qs_model_forward(m, kv, &s, 1, logits, &err) != 0)
         fail_msg("%s: forward: %s", name, err.msg);
     double e = rel_err(logits, cJSON_GetObjectItem(p, "last_logits"), mc->vocab_size);
-    if (e > 1e-3)
-        fail_msg("%s: prompt of %d tokens: last logits differ from transformers (float32) by %.2e relative", name,
-                 n_prompt, e);
+    if (e > tol.logits)
+        fail_msg("%s: prompt of %d tokens: last logits differ from transformers (float32) by %.2e relative "
+                 "(allowed %.0e)", name, n_prompt, e, tol.logits);
     const cJSON *bf = cJSON_GetObjectItem(p, "last_logits_bf16_compute");
     if (bf16 && bf) {
         double eb = rel_err(logits, bf, mc->vocab_size);
@@ -80,7 +94,7 @@ static void check_prompt(qs_model *m, const cJSON *p, const char *name, bool bf1
         int want = cJSON_GetArrayItem(greedy, step)->valueint;
         double t1 = cJSON_GetArrayItem(top1, step)->valuedouble, t2 = cJSON_GetArrayItem(top2, step)->valuedouble;
         double scale = fmax(fmax(fabs(t1), fabs(t2)), 1e-6);
-        if ((t1 - t2) / scale > 1e-3) {
+        if ((t1 - t2) / scale > tol.margin) {
             (*clear)++;
             if (argmax(logits, mc->vocab_size) != want)
                 fail_msg("%s: greedy step %d: got token %d, transformers %d (margin %.2e)", name, step,
@@ -126,11 +140,14 @@ static void golden_model(void **state)
     if (qs_model_load(&cfg, &m, &err) != 0)
         fail_msg("%s: load: %s", name, err.msg);
     bool bf16 = strstr(name, "-bf16") != NULL;
+    tolerance tol = {1e-3, 1e-3};
+    if (strstr(name, "-fp8") && !strstr(name, "-fp8a16")) /* W8A8: activations FP8 per token */
+        tol = (tolerance){1.5e-1, 1e-1};
     int clear = 0, unclear = 0;
     const cJSON *p;
-    cJSON_ArrayForEach(p, cJSON_GetObjectItem(g, "prompts")) check_prompt(m, p, name, bf16, &clear, &unclear);
-    printf("%s: %d greedy steps with a clear margin matched, %d unclear skipped\n", name, clear, unclear);
-    assert_true(clear > unclear);
+    cJSON_ArrayForEach(p, cJSON_GetObjectItem(g, "prompts")) check_prompt(m, p, name, bf16, tol, &clear, &unclear);
+    printf("%s: last logits within %.1e; %d greedy steps with a clear margin matched, %d unclear skipped\n", name, tol.logits, clear, unclear);
+    assert_true(clear >= 20); /* the check must not be vacuous: 3 prompts x 24 steps = 72 */
     qs_model_free(m);
     cJSON_Delete(g);
 }
@@ -143,6 +160,9 @@ int main(void)
         GOLDEN("llama"),     GOLDEN("llama-bf16"),     GOLDEN("mistral"), GOLDEN("mistral-bf16"),
         GOLDEN("qwen2"),     GOLDEN("qwen2-bf16"),     GOLDEN("qwen3"),   GOLDEN("qwen3-bf16"),
         GOLDEN("qwen3_moe"), GOLDEN("qwen3_moe-bf16"), GOLDEN("mixtral"), GOLDEN("mixtral-bf16"),
+        /* quantized by `qserve quantize`; references on the dequantized weights */
+        GOLDEN("llama-fp8"), GOLDEN("llama-fp8a16"), GOLDEN("llama-nvfp4a16"), GOLDEN("qwen3_moe-fp8"),
+        GOLDEN("qwen3_moe-fp8a16"), GOLDEN("mixtral-nvfp4a16"),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
