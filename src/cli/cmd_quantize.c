@@ -94,6 +94,6 @@ int qs_cmd_quantize(int argc, char **argv)
         fprintf(stderr, "error: %s\n", err.msg);
         return 1;
     }
-    printf("wrote %s (%s, %s) to %s\n", dirs[0], scheme, format, dirs[1]);
+    printf("quantized %s to %s (%s, %s)\n", dirs[0], dirs[1], scheme, format);
     return 0;
 }

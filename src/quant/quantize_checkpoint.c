@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cpu/reference_kernels.h"
 #include "model/safetensors.h"
@@ -58,6 +59,7 @@ const char *qs_quant_format_name(qs_quant_format f) { return (unsigned)f < QS_QF
 typedef struct {
     char module[256];
     const qs_tensor *w;
+    size_t tensor_index;
     bool quantize;
     char group[256];    /* fused-sibling key */
     float wamax;        /* amax of the weight (then of its sibling group) */
@@ -114,6 +116,8 @@ static float *to_f32(const qs_tensor *t)
 typedef struct {
     qs_st_writer *w;
     qs_err *err;
+    cJSON *weight_map;      /* tensor name -> shard file */
+    const char *file;       /* the shard being filled */
 } sink;
 
 static int put(sink *s, const char *module, const char *suffix, qs_dtype dt, int ndim, const int64_t *shape,
@@ -121,6 +125,7 @@ static int put(sink *s, const char *module, const char *suffix, qs_dtype dt, int
 {
     char name[320];
     snprintf(name, sizeof name, "%s.%s", module, suffix);
+    cJSON_AddStringToObject(s->weight_map, name, s->file);
     return qs_st_writer_add_copy(s->w, name, dt, ndim, shape, data, nbytes, s->err);
 }
 
@@ -311,6 +316,103 @@ static int write_json_file(const char *dir, const char *name, cJSON *root, qs_er
     return rc;
 }
 
+/* ---- shards --------------------------------------------------------------------------------------- */
+
+/* Bytes a quantized layer takes on disk (to plan shards). */
+static uint64_t quantized_bytes(const lin *l, qs_quant_target t, qs_quant_format f)
+{
+    uint64_t n = (uint64_t)l->w->shape[0], k = (uint64_t)l->w->shape[1];
+    uint64_t es = f == QS_QFORMAT_COMPRESSED_TENSORS ? (uint64_t)qs_dtype_bits(l->w->dtype) / 8 : 4;
+    if (t == QS_QTARGET_NVFP4 || t == QS_QTARGET_NVFP4_W4A16)
+        return n * k / 2 + n * k / 16 + 4 + (t == QS_QTARGET_NVFP4 ? 4 : 0);
+    uint64_t scales = t == QS_QTARGET_FP8_BLOCK ? ((n + 127) / 128) * ((k + 127) / 128)
+                      : t == QS_QTARGET_FP8_DYNAMIC && f != QS_QFORMAT_FP8 ? n : 1;
+    return n * k + scales * es + (t == QS_QTARGET_FP8_STATIC ? es : 0);
+}
+
+/* Writes the output tensors in checkpoint order, one shard at a time (so memory holds one
+ * shard of quantized data, not the whole model): model.safetensors, or
+ * model-0000N-of-0000M.safetensors plus model.safetensors.index.json. */
+static int write_shards(const qs_checkpoint *ck, lin *L, int nl, qs_quant_target t, qs_quant_format f,
+                        const char *out_dir, size_t shard_bytes, qs_err *err)
+{
+    size_t nt = qs_checkpoint_count(ck);
+    lin **lin_of = calloc(nt + 1, sizeof *lin_of);
+    int *shard_of = malloc(sizeof *shard_of * (nt + 1));
+    cJSON *map = cJSON_CreateObject();
+    int rc = -1, n_shards = 0;
+    uint64_t total = 0, in_shard = 0;
+    if (!lin_of || !shard_of || !map) {
+        qs_errf(err, "quantize: out of memory");
+        goto out;
+    }
+    for (int i = 0; i < nl; i++)
+        lin_of[L[i].tensor_index] = &L[i];
+    for (size_t i = 0; i < nt; i++) {
+        const lin *l = lin_of[i];
+        uint64_t b = l && l->quantize ? quantized_bytes(l, t, f) : qs_checkpoint_tensor(ck, i)->nbytes;
+        if (n_shards == 0 || (in_shard > 0 && in_shard + b > shard_bytes)) {
+            n_shards++;
+            in_shard = 0;
+        }
+        shard_of[i] = n_shards - 1;
+        in_shard += b;
+    }
+    char path[2048];
+    unlink(qs_path_join(path, sizeof path, out_dir, "model.safetensors"));
+    unlink(qs_path_join(path, sizeof path, out_dir, "model.safetensors.index.json"));
+    for (int sh = 0; sh < n_shards; sh++) {
+        char fname[64];
+        if (n_shards == 1)
+            snprintf(fname, sizeof fname, "model.safetensors");
+        else
+            snprintf(fname, sizeof fname, "model-%05d-of-%05d.safetensors", sh + 1, n_shards);
+        qs_st_writer *w = qs_st_writer_new();
+        if (!w) {
+            qs_errf(err, "quantize: out of memory");
+            goto out;
+        }
+        qs_st_writer_set_metadata(w, "format", "pt");
+        sink s = {w, err, map, fname};
+        int wrc = 0;
+        for (size_t i = 0; i < nt && wrc == 0; i++) {
+            if (shard_of[i] != sh)
+                continue;
+            const qs_tensor *ten = qs_checkpoint_tensor(ck, i);
+            if (lin_of[i] && lin_of[i]->quantize) {
+                wrc = quantize_linear(&s, lin_of[i], t, f);
+            } else {
+                cJSON_AddStringToObject(map, ten->name, fname);
+                wrc = qs_st_writer_add(w, ten->name, ten->dtype, ten->ndim, ten->shape, ten->data, ten->nbytes, err);
+            }
+        }
+        if (wrc == 0) {
+            total += qs_st_writer_total_bytes(w);
+            wrc = qs_st_writer_write(w, qs_path_join(path, sizeof path, out_dir, fname), err);
+        }
+        qs_st_writer_free(w);
+        if (wrc)
+            goto out;
+    }
+    if (n_shards > 1) {
+        cJSON *root = cJSON_CreateObject();
+        cJSON *meta = cJSON_AddObjectToObject(root, "metadata");
+        cJSON_AddNumberToObject(meta, "total_size", (double)total);
+        cJSON_AddItemToObject(root, "weight_map", map);
+        map = NULL;
+        int irc = write_json_file(out_dir, "model.safetensors.index.json", root, err);
+        cJSON_Delete(root);
+        if (irc)
+            goto out;
+    }
+    rc = 0;
+out:
+    cJSON_Delete(map);
+    free(lin_of);
+    free(shard_of);
+    return rc;
+}
+
 /* ---- the driver ------------------------------------------------------------------------------------- */
 
 static bool needs_calibration(qs_quant_target t) { return t == QS_QTARGET_FP8_STATIC || t == QS_QTARGET_NVFP4; }
@@ -349,10 +451,9 @@ int qs_quantize_checkpoint(const char *in_dir, const char *out_dir, const qs_qua
     size_t nt = qs_checkpoint_count(ck);
     lin *L = calloc(nt + 1, sizeof *L);
     const char **skipped = calloc(nt + 1, sizeof *skipped);
-    qs_st_writer *w = qs_st_writer_new();
     int rc = -1, nl = 0;
     qs_quant_excludes ex = {.skipped = skipped};
-    if (!L || !skipped || !w) {
+    if (!L || !skipped) {
         qs_errf(err, "quantize: out of memory");
         goto out;
     }
@@ -369,6 +470,7 @@ int qs_quantize_checkpoint(const char *in_dir, const char *out_dir, const qs_qua
         lin *l = &L[nl++];
         snprintf(l->module, sizeof l->module, "%.*s", (int)(strlen(ten->name) - 7), ten->name);
         l->w = ten;
+        l->tensor_index = i;
         l->xamax = -1.0f;
         const char *m = l->module;
         bool router = ends_with(m, ".mlp.gate") || ends_with(m, ".block_sparse_moe.gate");
@@ -410,28 +512,11 @@ int qs_quantize_checkpoint(const char *in_dir, const char *out_dir, const qs_qua
         }
         qs_reference_calibration_clear();
     }
-    /* tensors in checkpoint order: quantized modules replace their weight, the rest is referenced */
-    qs_st_writer_set_metadata(w, "format", "pt");
-    sink s = {w, err};
-    int li = 0;
-    for (size_t i = 0; i < nt; i++) {
-        const qs_tensor *ten = qs_checkpoint_tensor(ck, i);
-        if (li < nl && L[li].w == ten) {
-            lin *l = &L[li++];
-            if (l->quantize) {
-                if (quantize_linear(&s, l, t, f))
-                    goto out;
-                continue;
-            }
-        }
-        if (qs_st_writer_add(w, ten->name, ten->dtype, ten->ndim, ten->shape, ten->data, ten->nbytes, err))
-            goto out;
-    }
     if (mkdir(out_dir, 0755) != 0 && errno != EEXIST) {
         qs_errf(err, "cannot create %s: %s", out_dir, strerror(errno));
         goto out;
     }
-    if (qs_st_writer_write_sharded(w, out_dir, opt->shard_bytes ? opt->shard_bytes : (size_t)5000000000ull, err))
+    if (write_shards(ck, L, nl, t, f, out_dir, opt->shard_bytes ? opt->shard_bytes : (size_t)5000000000ull, err))
         goto out;
     cJSON *qc = qs_quant_format_config(t, f, &ex);
     if (!qc) {
@@ -457,7 +542,6 @@ int qs_quantize_checkpoint(const char *in_dir, const char *out_dir, const qs_qua
             goto out;
     rc = 0;
 out:
-    qs_st_writer_free(w);
     free(L);
     free(skipped);
     qs_checkpoint_close(ck);

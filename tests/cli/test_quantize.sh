@@ -72,3 +72,6 @@ check error_unknown_shape $? "$(cat "$TMP/e.log")"
 [ $? -eq 0 ] && [ -f "$TMP/mixtral/config.json" ] && [ ! -f "$TMP/mixtral/model.safetensors" ] \
   && grep -q '"num_local_experts":[[:space:]]*8' "$TMP/mixtral/config.json"
 check init_model_config_only $? "$(cat "$TMP/e.log")"
+"$BIN" quantize "$TMP/tiny-qwen3-moe" "$TMP/sharded" --scheme fp8-block --shard-size 0.0002 >"$TMP/e.log" 2>&1 \
+  && [ -f "$TMP/sharded/model.safetensors.index.json" ] && [ ! -f "$TMP/sharded/model.safetensors" ] && gen "$TMP/sharded"
+check quantize_sharded_output $? "$(tail -2 "$TMP/e.log") $(tail -2 "$TMP/gen.log")"
