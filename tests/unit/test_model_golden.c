@@ -1,7 +1,10 @@
 /* test_model_golden.c — the forward pass on a real trained model: stories260K converted to HF
  * format by build/convert-llama2c must reproduce llama2.c's greedy 200 tokens exactly, and a
  * batched step (several sequences, chunked prefill and decode mixed, scattered KV blocks) must
- * give the same logits as running each sequence alone. Skips when ../shared/data is absent. */
+ * give the same logits as running each sequence alone. The converted tokenizer.json must encode
+ * text exactly as llama2.c does (dummy-prefix space, byte fallback, score-greedy merges: written
+ * out below from llama2.c's description) and decode back to it. Skips when ../shared/data is
+ * absent. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +19,7 @@
 #include "config/config.h"
 #include "engine/kv_cache.h"
 #include "model/model.h"
+#include "tokenizer/tokenizer.h"
 #include "util/fileio.h"
 
 static char model_dir[256];
@@ -199,12 +203,119 @@ static void bad_steps_are_errors(void **state)
     qs_kv_cache_free(kv);
 }
 
+/* tok512.bin: max_len, then per token: float score, int32 len, bytes. */
+typedef struct l2c_tok {
+    int n;
+    char *str[512];
+    float score[512];
+} l2c_tok;
+
+static int l2c_find(const l2c_tok *t, const char *s, size_t len)
+{
+    for (int i = 0; i < t->n; i++)
+        if (strlen(t->str[i]) == len && !memcmp(t->str[i], s, len))
+            return i;
+    return -1;
+}
+
+/* llama2.c's encoding: BOS, a dummy-prefix space, one token per UTF-8 character (or its bytes
+ * + 3), then repeatedly merge the adjacent pair whose concatenation is the best-scored token. */
+static int l2c_encode(const l2c_tok *t, const char *text, int32_t *out)
+{
+    int n = 0;
+    out[n++] = 1;
+    int start = n;
+    if (*text)
+        out[n++] = l2c_find(t, " ", 1);
+    for (const char *c = text; *c;) {
+        size_t len = 1;
+        while (c[len] && ((unsigned char)c[len] & 0xC0) == 0x80 && len < 4)
+            len++;
+        int id = l2c_find(t, c, len);
+        if (id >= 0)
+            out[n++] = id;
+        else
+            for (size_t i = 0; i < len; i++)
+                out[n++] = (unsigned char)c[i] + 3;
+        c += len;
+    }
+    for (;;) {
+        float best = -1e30f;
+        int best_i = -1, best_id = -1;
+        char buf[256];
+        for (int i = start; i + 1 < n; i++) {
+            snprintf(buf, sizeof(buf), "%s%s", t->str[out[i]], t->str[out[i + 1]]);
+            int id = l2c_find(t, buf, strlen(buf));
+            if (id >= 0 && t->score[id] > best) {
+                best = t->score[id];
+                best_i = i;
+                best_id = id;
+            }
+        }
+        if (best_i < 0)
+            break;
+        out[best_i] = best_id;
+        memmove(out + best_i + 1, out + best_i + 2, sizeof(int32_t) * (size_t)(n - best_i - 2));
+        n--;
+    }
+    return n;
+}
+
+static void tokenizer_matches_llama2c(void **state)
+{
+    if (!model)
+        skip();
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/tinystories/tok512.bin", qs_shared_data_dir());
+    char *raw, *golden_text;
+    size_t len;
+    qs_err err;
+    assert_int_equal(qs_read_file(path, &raw, &len, &err), 0);
+    l2c_tok t = {.n = 512};
+    size_t off = 4;
+    for (int i = 0; i < 512; i++) {
+        int32_t n;
+        memcpy(&t.score[i], raw + off, 4);
+        memcpy(&n, raw + off + 4, 4);
+        t.str[i] = strndup(raw + off + 8, (size_t)n);
+        off += 8 + (size_t)n;
+    }
+    free(raw);
+    snprintf(path, sizeof(path), "%s/tinystories/golden_greedy_200.txt", qs_shared_data_dir());
+    assert_int_equal(qs_read_file(path, &golden_text, NULL, &err), 0);
+    qs_tokenizer *tok;
+    if (qs_tokenizer_load(model_dir, &tok, &err) != 0)
+        fail_msg("tokenizer: %s", err.msg);
+    const char *texts[] = {golden_text, "Once upon a time", "Hello world!", "  two  spaces, tabs\tand\nlines",
+                           "caf\xc3\xa9 \xe2\x9c\x93 \xe4\xb8\xad 42", "x"};
+    for (size_t k = 0; k < sizeof(texts) / sizeof(texts[0]); k++) {
+        int32_t want[2048];
+        int n_want = l2c_encode(&t, texts[k], want);
+        int32_t *got;
+        size_t n_got;
+        assert_int_equal(qs_tokenizer_encode(tok, texts[k], strlen(texts[k]), true, &got, &n_got, &err), 0);
+        if ((int)n_got != n_want || memcmp(got, want, sizeof(int32_t) * n_got))
+            fail_msg("text %zu (\"%.40s\"): %zu tokens from tokenizer.json, %d from llama2.c's algorithm", k,
+                     texts[k], n_got, n_want);
+        char *back;
+        assert_int_equal(qs_tokenizer_decode(tok, got, n_got, true, &back, &err), 0);
+        assert_string_equal(back, texts[k]);
+        free(back);
+        free(got);
+    }
+    qs_tokenizer_free(tok);
+    free(golden_text);
+    for (int i = 0; i < 512; i++)
+        free(t.str[i]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(greedy_200_matches_llama2c),
         cmocka_unit_test(batched_step_equals_single_runs),
         cmocka_unit_test(bad_steps_are_errors),
+        cmocka_unit_test(tokenizer_matches_llama2c),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
