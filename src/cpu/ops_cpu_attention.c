@@ -49,10 +49,11 @@ static void attend_one(const attn_job *j, int64_t t, int h, double *scores, doub
     int hd = j->head_dim;
     int kvh = h / (j->n_heads / j->n_kv_heads);
     int n_ctx = b->tok_pos[t] + 1;
+    int first = b->sliding_window > 0 && n_ctx > b->sliding_window ? n_ctx - b->sliding_window : 0;
     const int32_t *table = b->block_tables + (int64_t)b->tok_seq[t] * b->max_blocks;
     const float *q = j->q + (t * j->n_heads + h) * (int64_t)hd;
     double max = -INFINITY;
-    for (int p = 0; p < n_ctx; p++) {
+    for (int p = first; p < n_ctx; p++) {
         const float *k = j->kc + cache_offset(table[p / QS_KV_BLOCK_SIZE], kvh, p % QS_KV_BLOCK_SIZE,
                                               j->n_kv_heads, hd);
         double dot = 0;
@@ -63,13 +64,13 @@ static void attend_one(const attn_job *j, int64_t t, int h, double *scores, doub
             max = scores[p];
     }
     double sum = 0;
-    for (int p = 0; p < n_ctx; p++) {
+    for (int p = first; p < n_ctx; p++) {
         scores[p] = exp(scores[p] - max);
         sum += scores[p];
     }
     for (int i = 0; i < hd; i++)
         acc[i] = 0;
-    for (int p = 0; p < n_ctx; p++) {
+    for (int p = first; p < n_ctx; p++) {
         const float *v = j->vc + cache_offset(table[p / QS_KV_BLOCK_SIZE], kvh, p % QS_KV_BLOCK_SIZE,
                                               j->n_kv_heads, hd);
         double w = scores[p] / sum;

@@ -89,7 +89,8 @@ static int upload_indices(qs_model *m, const qs_seq_step *seqs, int n_seqs, int6
         (n_out && ops->copy_to_device(s->d_out_rows, s->h_out_rows, sizeof(int32_t) * (size_t)n_out, err)))
         return -1;
     *b = (qs_attn_batch){.n_tokens = n_tokens, .n_seqs = n_seqs, .max_blocks = max_blocks, .tok_seq = s->d_seq,
-                         .tok_pos = s->d_pos, .block_tables = s->d_tables, .slot_mapping = s->d_slots};
+                         .tok_pos = s->d_pos, .block_tables = s->d_tables, .slot_mapping = s->d_slots,
+                         .sliding_window = m->mc.sliding_window};
     return 0;
 }
 

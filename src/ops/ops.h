@@ -29,7 +29,8 @@
  * belongs to sequence tok_seq[t] and sits at absolute position tok_pos[t]; it attends causally to
  * positions [0, tok_pos[t]] of its sequence, whose KV blocks are
  * block_tables[tok_seq[t] * max_blocks + 0 .. ]. The KV of every token of the step is written
- * (kv_write) before attention runs, so a prefill chunk sees itself. */
+ * (kv_write) before attention runs, so a prefill chunk sees itself. With a sliding window
+ * (Mistral, Mixtral) the oldest positions drop out as transformers' mask says. */
 typedef struct qs_attn_batch {
     int64_t n_tokens;
     int n_seqs;
@@ -38,6 +39,7 @@ typedef struct qs_attn_batch {
     const int32_t *tok_pos;       /* [n_tokens] */
     const int32_t *block_tables;  /* [n_seqs * max_blocks] */
     const int32_t *slot_mapping;  /* [n_tokens]: block * QS_KV_BLOCK_SIZE + slot to write */
+    int sliding_window;           /* > 0: token t attends only positions > tok_pos[t] - sliding_window */
 } qs_attn_batch;
 
 typedef struct qs_ops {

@@ -207,6 +207,21 @@ static void paged_attention_matches_naive(void **state)
                 assert_float_equal(out[(t * H + h) * HD + i], want[i], 1e-5);
         }
     }
+    /* sliding window 5: token at position p reads positions p-4..p only */
+    b.sliding_window = 5;
+    assert_int_equal(ops->attention(out, q, qs_kv_cache_k(kv, 0), qs_kv_cache_v(kv, 0), &b, H, KVH, HD,
+                                    (float)(1 / sqrt(HD)), &err), 0);
+    for (int t = 0; t < T; t++) {
+        int first = pos[t] + 1 > 5 ? pos[t] + 1 - 5 : 0, base = (seq[t] ? L0 : 0) + first;
+        for (int h = 0; h < H; h++) {
+            double want[HD];
+            int kvh = h / (H / KVH);
+            naive(q + (t * H + h) * HD, k + base * KVH * HD + kvh * HD, v + base * KVH * HD + kvh * HD,
+                  pos[t] + 1 - first, HD, KVH * HD, want);
+            for (int i = 0; i < HD; i++)
+                assert_float_equal(out[(t * H + h) * HD + i], want[i], 1e-5);
+        }
+    }
     assert_int_equal(ops->attention(out, q, qs_kv_cache_k(kv, 0), qs_kv_cache_v(kv, 0), &b, 3, 2, HD, 1, &err), -1);
     free(q);
     free(k);
