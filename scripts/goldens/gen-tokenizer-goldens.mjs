@@ -113,6 +113,46 @@ function golden(name, tokJson, cfgJson) {
   console.log(`${name}: ${lines.length} strings`);
 }
 
+// Decode goldens for id sequences a model might generate, not only ones encode produces: random
+// mixes of single-byte tokens (so UTF-8 is cut and left invalid), ordinary tokens and special
+// tokens, decoded with and without skip_special_tokens.
+function decodeGolden(name, tokJson, cfgJson) {
+  const tok = new Tokenizer(tokJson, cfgJson);
+  const byteIds = [];
+  for (let b = 0; b < 256; b++) {
+    const id = tok.token_to_id(tokJson.pre_tokenizer ? byteChar(b) : `<0x${b.toString(16).toUpperCase().padStart(2, "0")}>`);
+    if (id !== undefined) byteIds.push(id);
+  }
+  const specialIds = (tokJson.added_tokens ?? []).filter((t) => t.special).map((t) => t.id).slice(0, 8);
+  const nVocab = Object.keys(tokJson.model.vocab).length;
+  const lines = [];
+  for (let i = 0; i < 100; i++) {
+    const ids = [];
+    const n = 1 + (rand() % 12);
+    for (let k = 0; k < n; k++) {
+      const r = rand() % 10;
+      ids.push(r < 5 ? byteIds[rand() % byteIds.length] : r < 8 ? rand() % nVocab : specialIds[rand() % specialIds.length]);
+    }
+    const text = tok.decode(ids, { clean_up_tokenization_spaces: false });
+    const kept = ids.filter((id) => !specialIds.includes(id));
+    const text_skip = kept.length ? tok.decode(ids, { skip_special_tokens: true, clean_up_tokenization_spaces: false }) : "";
+    // Hex too: the text may hold NUL bytes, which C strings and cJSON cannot carry.
+    const hex = (t) => Buffer.from(t, "utf8").toString("hex");
+    lines.push(JSON.stringify({ ids, text, text_skip, text_hex: hex(text), text_skip_hex: hex(text_skip) }));
+  }
+  fs.writeFileSync(path.join(outDir, `${name}_decode.jsonl`), lines.join("\n") + "\n");
+  console.log(`${name}: ${lines.length} decode sequences`);
+}
+
+// GPT-2 byte -> unicode character, as ByteLevel vocabularies spell single bytes.
+function byteChar(b) {
+  const printable = (x) => (x >= 0x21 && x <= 0x7e) || (x >= 0xa1 && x <= 0xac) || (x >= 0xae && x <= 0xff);
+  if (printable(b)) return String.fromCodePoint(b);
+  let n = 0;
+  for (let x = 0; x < b; x++) if (!printable(x)) n++;
+  return String.fromCodePoint(256 + n);
+}
+
 // ---- a tiny BPE trainer for the Llama-2 / Mistral style tokenizers ----
 const CORPUS = [
   "the quick brown fox jumps over the lazy dog",
@@ -195,7 +235,9 @@ function smallTokenizer(style) {
 fs.mkdirSync(outDir, { recursive: true });
 for (const name of ["qwen3", "llama3_1"]) {
   const dir = path.join(shared, "tokenizers", name);
-  golden(name, loadJson(path.join(dir, "tokenizer.json")), loadJson(path.join(dir, "tokenizer_config.json")));
+  const tj = loadJson(path.join(dir, "tokenizer.json")), cfg = loadJson(path.join(dir, "tokenizer_config.json"));
+  golden(name, tj, cfg);
+  decodeGolden(name, tj, cfg);
 }
 for (const style of ["llama2_style", "metaspace_style"]) {
   const dir = path.join(outDir, style);

@@ -78,17 +78,18 @@ int qs_cmd_detokenize(int argc, char **argv)
     }
     int32_t *ids32 = malloc(((size_t)n + 1) * sizeof *ids32);
     char *text = NULL;
+    size_t text_len = 0;
     int rc = 0;
     for (int i = 0; ids32 && i < n; i++)
         ids32[i] = ids[i];
     if (!ids32) {
         fprintf(stderr, "error: out of memory\n");
         rc = 1;
-    } else if (qs_tokenizer_decode(tok, ids32, (size_t)n, skip_special, &text, &err)) {
+    } else if (qs_tokenizer_decode_n(tok, ids32, (size_t)n, skip_special, &text, &text_len, &err)) {
         fprintf(stderr, "error: %s\n", err.msg);
         rc = 1;
     } else {
-        fwrite(text, 1, strlen(text), stdout);
+        fwrite(text, 1, text_len, stdout);
     }
     free(text);
     free(ids32);

@@ -257,6 +257,13 @@ static int metaspace(const qs_dec_step *st, tok_list *in, tok_list *out)
 int qs_tokenizer_decode(const qs_tokenizer *tok, const int32_t *ids, size_t n_ids, bool skip_special, char **text,
                         qs_err *err)
 {
+    size_t len;
+    return qs_tokenizer_decode_n(tok, ids, n_ids, skip_special, text, &len, err);
+}
+
+int qs_tokenizer_decode_n(const qs_tokenizer *tok, const int32_t *ids, size_t n_ids, bool skip_special, char **text,
+                          size_t *len, qs_err *err)
+{
     tok_list cur = {0};
     for (size_t i = 0; i < n_ids; i++) {
         int32_t id = ids[i];
@@ -304,6 +311,7 @@ int qs_tokenizer_decode(const qs_tokenizer *tok, const int32_t *ids, size_t n_id
         return qs_errf(err, "decode: out of memory");
     }
     *text = out.data;
+    *len = out.len;
     return 0;
 }
 

@@ -46,12 +46,13 @@ static int step(qs_decode_stream *s, bool final, const char **out, size_t *out_l
     s->out = NULL;
     *out = "";
     *out_len = 0;
-    if (qs_tokenizer_decode(s->tok, s->ids.data + s->prefix, s->read - s->prefix, s->skip_special, &before, err) ||
-        qs_tokenizer_decode(s->tok, s->ids.data + s->prefix, s->ids.len - s->prefix, s->skip_special, &after, err)) {
+    size_t bl, al;
+    if (qs_tokenizer_decode_n(s->tok, s->ids.data + s->prefix, s->read - s->prefix, s->skip_special, &before, &bl, err) ||
+        qs_tokenizer_decode_n(s->tok, s->ids.data + s->prefix, s->ids.len - s->prefix, s->skip_special, &after, &al,
+                              err)) {
         free(before);
         return -1;
     }
-    size_t bl = strlen(before), al = strlen(after);
     if (al > bl && (final || !ends_incomplete(after, al)) && !memcmp(before, after, bl)) {
         memmove(after, after + bl, al - bl + 1);
         s->out = after;

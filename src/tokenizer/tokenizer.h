@@ -28,6 +28,9 @@ int qs_tokenizer_encode(const qs_tokenizer *tok, const char *text, size_t len, b
  * ids are an error naming the id. */
 int qs_tokenizer_decode(const qs_tokenizer *tok, const int32_t *ids, size_t n_ids, bool skip_special,
                         char **text, qs_err *err);
+/* The same, also giving the length: decoded text may contain NUL bytes (token "<0x00>", byte 0). */
+int qs_tokenizer_decode_n(const qs_tokenizer *tok, const int32_t *ids, size_t n_ids, bool skip_special,
+                          char **text, size_t *len, qs_err *err);
 
 /* Streaming detokenisation: the text of ids[0..n) is a prefix of the text of ids[0..n+1) once
  * complete UTF-8 is formed. qs_decode_stream keeps the state; push returns the newly completed

@@ -127,10 +127,11 @@ static void stream_matches(qs_tokenizer *tok, const int32_t *ids, size_t n, bool
 {
     qs_err err;
     char *full;
-    assert_int_equal(qs_tokenizer_decode(tok, ids, n, skip_special, &full, &err), 0);
+    size_t full_len;
+    assert_int_equal(qs_tokenizer_decode_n(tok, ids, n, skip_special, &full, &full_len, &err), 0);
     qs_decode_stream *s = qs_decode_stream_new(tok, skip_special);
     assert_non_null(s);
-    size_t cap = strlen(full) + 64, len = 0;
+    size_t cap = full_len + 64, len = 0;
     char *acc = malloc(cap);
     for (size_t i = 0; i <= n; i++) {
         const char *out;
@@ -147,8 +148,8 @@ static void stream_matches(qs_tokenizer *tok, const int32_t *ids, size_t n, bool
         memcpy(acc + len, out, out_len);
         len += out_len;
     }
-    acc[len] = '\0';
-    assert_string_equal(acc, full);
+    assert_int_equal(len, full_len);
+    assert_memory_equal(acc, full, len);
     free(acc);
     free(full);
     qs_decode_stream_free(s);

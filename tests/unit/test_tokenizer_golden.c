@@ -34,15 +34,21 @@ static void print_ids(const char *what, const int32_t *ids, size_t n)
     fprintf(stderr, "\n");
 }
 
-/* Checks every line of golden_path against the tokenizer in model_dir; returns mismatches. */
-static int check_goldens(const char *model_dir, const char *golden_path)
+static qs_tokenizer *load(const char *model_dir)
 {
     qs_err err;
     qs_tokenizer *tok;
     if (qs_tokenizer_load(model_dir, &tok, &err)) {
         fprintf(stderr, "load %s: %s\n", model_dir, err.msg);
-        return -1;
+        return NULL;
     }
+    return tok;
+}
+
+/* Checks every line of golden_path against tok; returns the number of mismatches. */
+static int check_goldens(const qs_tokenizer *tok, const char *golden_path)
+{
+    qs_err err;
     char *text;
     assert_int_equal(qs_read_file(golden_path, &text, NULL, &err), 0);
     int bad = 0, lines = 0;
@@ -85,32 +91,113 @@ static int check_goldens(const char *model_dir, const char *golden_path)
     fprintf(stderr, "%s: %d strings, %d mismatches\n", golden_path, lines, bad);
     assert_true(lines >= 40);
     free(text);
-    qs_tokenizer_free(tok);
     return bad;
 }
 
+static int check_decode_goldens(const qs_tokenizer *tok, const char *golden_path);
+
+/* Encode goldens and decode goldens for a tokenizer of the shared data, loaded once. */
 static void run_shared(const char *name)
 {
-    char dir[1024], golden[1024];
+    char dir[1024], golden[1024], decode_golden[1024];
     snprintf(dir, sizeof dir, "%s/tokenizers/%s", qs_shared_data_dir(), name);
     snprintf(golden, sizeof golden, "tests/data/tokenizer/%s.jsonl", name);
+    snprintf(decode_golden, sizeof decode_golden, "tests/data/tokenizer/%s_decode.jsonl", name);
     if (!qs_file_exists(dir)) {
         printf("skip: %s is absent (shared data not installed)\n", dir);
         skip();
     }
-    assert_int_equal(check_goldens(dir, golden), 0);
+    qs_tokenizer *tok = load(dir);
+    assert_non_null(tok);
+    int bad = check_goldens(tok, golden) + check_decode_goldens(tok, decode_golden);
+    qs_tokenizer_free(tok);
+    assert_int_equal(bad, 0);
+}
+
+static void run_committed(const char *name)
+{
+    char dir[1024], golden[1024];
+    snprintf(dir, sizeof dir, "tests/data/tokenizer/%s", name);
+    snprintf(golden, sizeof golden, "tests/data/tokenizer/%s.jsonl", name);
+    qs_tokenizer *tok = load(dir);
+    assert_non_null(tok);
+    int bad = check_goldens(tok, golden);
+    qs_tokenizer_free(tok);
+    assert_int_equal(bad, 0);
+}
+
+static size_t unhex(const char *hex, char *out)
+{
+    size_t n = strlen(hex) / 2;
+    for (size_t i = 0; i < n; i++) {
+        unsigned v;
+        sscanf(hex + 2 * i, "%2x", &v);
+        out[i] = (char)v;
+    }
+    return n;
+}
+
+/* Random generated-looking id sequences (bytes cut mid-character, specials): full decode with
+ * and without skip_special must match the golden bytes, and a decode stream must give the same. */
+static int check_decode_goldens(const qs_tokenizer *tok, const char *golden_path)
+{
+    qs_err err;
+    char *text;
+    assert_int_equal(qs_read_file(golden_path, &text, NULL, &err), 0);
+    int bad = 0, lines = 0;
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        cJSON *g = cJSON_Parse(line);
+        assert_non_null(g);
+        const cJSON *jids = cJSON_GetObjectItem(g, "ids");
+        size_t n = (size_t)cJSON_GetArraySize(jids), k = 0;
+        int32_t ids[64];
+        assert_true(n <= 64);
+        for (const cJSON *e = jids->child; e; e = e->next)
+            ids[k++] = (int32_t)e->valuedouble;
+        lines++;
+        for (int skip = 0; skip <= 1; skip++) {
+            const char *hex = cJSON_GetObjectItem(g, skip ? "text_skip_hex" : "text_hex")->valuestring;
+            char want[1024], *got;
+            size_t want_len = unhex(hex, want), got_len;
+            assert_int_equal(qs_tokenizer_decode_n(tok, ids, n, skip, &got, &got_len, &err), 0);
+            if (got_len != want_len || memcmp(got, want, got_len)) {
+                fprintf(stderr, "%s: decode mismatch (skip=%d) for %s\n", golden_path, skip, line);
+                bad++;
+            }
+            free(got);
+            /* streaming */
+            qs_decode_stream *st = qs_decode_stream_new(tok, skip);
+            char acc[1024];
+            size_t acc_len = 0;
+            for (size_t i = 0; i <= n; i++) {
+                const char *out;
+                size_t out_len;
+                if (i < n)
+                    assert_int_equal(qs_decode_stream_push(st, ids[i], &out, &out_len, &err), 0);
+                else
+                    assert_int_equal(qs_decode_stream_flush(st, &out, &out_len), 0);
+                assert_true(acc_len + out_len <= sizeof acc);
+                memcpy(acc + acc_len, out, out_len);
+                acc_len += out_len;
+            }
+            qs_decode_stream_free(st);
+            if (acc_len != want_len || memcmp(acc, want, acc_len)) {
+                fprintf(stderr, "%s: stream decode mismatch (skip=%d) for %s\n", golden_path, skip, line);
+                bad++;
+            }
+        }
+        cJSON_Delete(g);
+    }
+    fprintf(stderr, "%s: %d sequences, %d mismatches\n", golden_path, lines, bad);
+    assert_true(lines >= 50);
+    free(text);
+    return bad;
 }
 
 static void qwen3_goldens(void **state) { run_shared("qwen3"); }
 static void llama3_1_goldens(void **state) { run_shared("llama3_1"); }
-static void llama2_style_goldens(void **state)
-{
-    assert_int_equal(check_goldens("tests/data/tokenizer/llama2_style", "tests/data/tokenizer/llama2_style.jsonl"), 0);
-}
-static void metaspace_style_goldens(void **state)
-{
-    assert_int_equal(check_goldens("tests/data/tokenizer/metaspace_style", "tests/data/tokenizer/metaspace_style.jsonl"), 0);
-}
+static void llama2_style_goldens(void **state) { run_committed("llama2_style"); }
+static void metaspace_style_goldens(void **state) { run_committed("metaspace_style"); }
 
 int main(void)
 {
