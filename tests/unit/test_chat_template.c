@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tokenizer/chat_template.h"
@@ -211,6 +212,23 @@ static void kwargs_and_special_tokens_reach_the_template(void **state)
                   "{\"enable_thinking\": false}", "off");
 }
 
+static void strftime_now_formats_the_current_time(void **state)
+{
+    /* Llama-3.2's template dates its system prompt with strftime_now("%d %b %Y"). */
+    qs_err err;
+    char *out = render("{{ strftime_now('%Y') }}|{{ strftime_now('%d %b %Y') | length }}", NULL, &err);
+    if (!out)
+        fail_msg("%s", err.msg);
+    time_t now = time(NULL);
+    struct tm tm;
+    localtime_r(&now, &tm);
+    char want[64];
+    snprintf(want, sizeof want, "%d|11", tm.tm_year + 1900);
+    assert_string_equal(out, want);
+    free(out);
+    expect_error("{{ strftime_now(5) }}", NULL, "strftime_now() expects a format string", NULL);
+}
+
 static void values_print_like_python(void **state)
 {
     expect_output("{{ 1 / 3 }} {{ 2.0 }} {{ 1e16 }} {{ 123456789.0 }} {{ 0.0001 }} {{ 1e-5 }} {{ -0.0 }}", NULL,
@@ -351,6 +369,7 @@ int main(void)
         cmocka_unit_test(raise_exception_carries_its_message),
         cmocka_unit_test(undefined_behaves_like_jinja),
         cmocka_unit_test(kwargs_and_special_tokens_reach_the_template),
+        cmocka_unit_test(strftime_now_formats_the_current_time),
         cmocka_unit_test(values_print_like_python),
         cmocka_unit_test(whitespace_control_matches_hf),
         cmocka_unit_test(bad_inputs_are_errors),
