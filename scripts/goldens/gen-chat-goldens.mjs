@@ -32,6 +32,8 @@ const weatherTool = {
         city: { type: "string", description: "City name, e.g. Paris" },
         unit: { type: "string", enum: ["celsius", "fahrenheit"] },
         days: { type: "integer", minimum: 1, maximum: 7 },
+        tags: { type: "array", items: { type: "string" } },
+        note: { type: ["string", "null"] },
       },
       required: ["city"],
     },
@@ -199,6 +201,9 @@ const templates = {
   qwen2_5: readTemplate("qwen2_5", null, "<|im_end|>"),
   mistral: readTemplate("mistral", "<s>", "</s>"),
   chatml: readTemplate("chatml", null, "<|im_end|>"),
+  gemma: readTemplate("gemma", "<bos>", "<eos>"),
+  deepseek_r1: readTemplate("deepseek_r1", "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>"),
+  hermes_tools: readTemplate("hermes_tools", null, "<|im_end|>"),
   features: readTemplate("features", "<s>", "</s>"),
 };
 

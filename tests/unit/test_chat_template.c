@@ -118,6 +118,9 @@ static void golden_llama3_1_tools(void **state) { run_golden("llama3_1_tools"); 
 static void golden_qwen2_5(void **state) { run_golden("qwen2_5"); }
 static void golden_mistral(void **state) { run_golden("mistral"); }
 static void golden_chatml(void **state) { run_golden("chatml"); }
+static void golden_gemma(void **state) { run_golden("gemma"); }
+static void golden_deepseek_r1(void **state) { run_golden("deepseek_r1"); }
+static void golden_hermes_tools(void **state) { run_golden("hermes_tools"); }
 static void golden_features(void **state) { run_golden("features"); }
 
 /* ---- small renders ---- */
@@ -363,6 +366,9 @@ int main(void)
         cmocka_unit_test(golden_qwen2_5),
         cmocka_unit_test(golden_mistral),
         cmocka_unit_test(golden_chatml),
+        cmocka_unit_test(golden_gemma),
+        cmocka_unit_test(golden_deepseek_r1),
+        cmocka_unit_test(golden_hermes_tools),
         cmocka_unit_test(golden_features),
         cmocka_unit_test(unknown_constructs_name_themselves_and_their_line),
         cmocka_unit_test(unclosed_and_malformed_tags_are_errors),
