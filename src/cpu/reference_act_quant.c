@@ -1,11 +1,13 @@
 /* reference_act_quant.c — activation quantization of the reference kernels, exactly as a W8A8 /
  * W4A4 GPU kernel does it before its matmul (checkpoint-formats.md §3.1.3, §4.1): the result is
  * the dequantized value q × scale, so the matmul that follows is the quantized GEMM's function.
- *   static per-tensor FP8:  q = e4m3(x / input_scale)
- *   dynamic FP8:            s = amax / 448 over the tensor, each row, or each row's group
- *   NVFP4:                  g = 1 / input_scale; per 16: s_b = e4m3(g · amax_b / 6),
- *                           q = e2m1(x · g / s_b), x ≈ q · s_b · input_scale
- * E4M3 / E2M1 encoding rounds to nearest even and saturates (fp8.c, fp4.c). */
+ *   static per-tensor FP8:  q = e4m3(x · (1 / input_scale))
+ *   dynamic FP8:            s = amax / 448 over the tensor, each row, or each row's group;
+ *                           q = e4m3(x · (1 / s))
+ *   NVFP4:                  g = 1 / input_scale; per 16: s_b = e4m3(g · (amax_b / 6)),
+ *                           q = e2m1(x · (1 / (s_b · (1 / g)))), x ≈ q · s_b · input_scale
+ * The reciprocals are where vLLM's quantization kernels (and its NVFP4 reference) put them, so
+ * ties round the same way. E4M3 / E2M1 encoding rounds to nearest even and saturates. */
 #include <math.h>
 #include <string.h>
 
@@ -32,8 +34,9 @@ static void fp8_qdq(const float *x, float *out, int64_t n, float s)
         return;
     }
     const float *lut = qs_e4m3_table();
+    float inv = 1.0f / s;
     for (int64_t i = 0; i < n; i++)
-        out[i] = lut[qs_f32_to_e4m3(x[i] / s)] * s;
+        out[i] = lut[qs_f32_to_e4m3(x[i] * inv)] * s;
 }
 
 static void nvfp4_qdq_row(const float *x, float *out, int64_t k, float input_scale)
@@ -41,9 +44,10 @@ static void nvfp4_qdq_row(const float *x, float *out, int64_t k, float input_sca
     float g = 1.0f / input_scale;
     for (int64_t b = 0; b < k; b += QS_NVFP4_GROUP) {
         int64_t len = k - b < QS_NVFP4_GROUP ? k - b : QS_NVFP4_GROUP;
-        float sb = qs_e4m3_to_f32(qs_f32_to_e4m3(g * amax_of(x + b, len) / QS_E2M1_MAX));
+        float sb = qs_e4m3_to_f32(qs_f32_to_e4m3(g * (amax_of(x + b, len) / QS_E2M1_MAX)));
+        float inv = sb > 0.0f ? 1.0f / (sb * (1.0f / g)) : 0.0f;
         for (int64_t c = 0; c < len; c++) {
-            float q = sb > 0.0f ? qs_e2m1_to_f32(qs_f32_to_e2m1(x[b + c] * g / sb)) : 0.0f;
+            float q = qs_e2m1_to_f32(qs_f32_to_e2m1(x[b + c] * inv));
             out[b + c] = q * sb * input_scale;
         }
     }

@@ -91,10 +91,10 @@ static void act_qdq_d(const qs_linear_desc *d, const float *x, double *out, int6
                 float amax = 0;
                 for (int c = 0; c < 16; c++)
                     amax = fmaxf(amax, fabsf(xr[b + c]));
-                uint8_t sc = qs_f32_to_e4m3(g * amax / 6.0f);
-                float sb = (float)e4m3_d(sc);
+                uint8_t sc = qs_f32_to_e4m3(g * (amax / 6.0f));
+                float sb = (float)e4m3_d(sc), inv = sb > 0 ? 1.0f / (sb * (1.0f / g)) : 0.0f;
                 for (int c = 0; c < 16; c++)
-                    o[b + c] = sb > 0 ? e2m1_d(qs_f32_to_e2m1(xr[b + c] * g / sb)) * sb * d->input_scale : 0.0;
+                    o[b + c] = e2m1_d(qs_f32_to_e2m1(xr[b + c] * inv)) * sb * d->input_scale;
             }
         } else {
             int64_t gsz = d->aquant == QS_AQUANT_DYNAMIC_GROUP ? d->act_group_size : k;
@@ -114,8 +114,9 @@ static void act_qdq_d(const qs_linear_desc *d, const float *x, double *out, int6
                         a = fmaxf(a, fabsf(xr[c0 + c]));
                     s = a / 448.0f;
                 }
+                float inv = 1.0f / s;
                 for (int64_t c = 0; c < len; c++)
-                    o[c0 + c] = s > 0 ? e4m3_d(qs_f32_to_e4m3(xr[c0 + c] / s)) * s : 0.0;
+                    o[c0 + c] = s > 0 ? e4m3_d(qs_f32_to_e4m3(xr[c0 + c] * inv)) * s : 0.0;
             }
         }
     }
