@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unictype.h>
 
 #include "tokenizer/jinja_internal.h"
 
@@ -431,12 +432,37 @@ void qs_jj_format_float(qs_jj_buf *b, double f)
     }
 }
 
+/* Python's str.isprintable() for a non-ASCII code point: not a control, format, surrogate,
+ * private-use, unassigned or separator character. */
+static bool printable_cp(unsigned cp)
+{
+    return !uc_is_general_category(cp, uc_general_category_or(
+                                           uc_general_category_or(UC_CATEGORY_C, UC_CATEGORY_Zs),
+                                           uc_general_category_or(UC_CATEGORY_Zl, UC_CATEGORY_Zp)));
+}
+
 static void write_repr_str(qs_jj_buf *b, const char *s, size_t n)
 {
     char quote = (memchr(s, '\'', n) && !memchr(s, '"', n)) ? '"' : '\'';
     qs_jj_buf_put(b, &quote, 1);
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
+        if (c >= 0x80) {
+            unsigned cp;
+            size_t k = qs_jj_utf8_decode(s + i, n - i, &cp);
+            if (k == 1 && cp >= 0x80) /* an invalid byte; Python strings cannot hold one */
+                qs_jj_buf_printf(b, "\\x%02x", cp);
+            else if (printable_cp(cp))
+                qs_jj_buf_put(b, s + i, k);
+            else if (cp < 0x100)
+                qs_jj_buf_printf(b, "\\x%02x", cp);
+            else if (cp < 0x10000)
+                qs_jj_buf_printf(b, "\\u%04x", cp);
+            else
+                qs_jj_buf_printf(b, "\\U%08x", cp);
+            i += k - 1;
+            continue;
+        }
         if (c == '\\' || c == (unsigned char)quote) {
             qs_jj_buf_put(b, "\\", 1);
             qs_jj_buf_put(b, s + i, 1);
