@@ -180,6 +180,21 @@ static void roundtrip(const char *shape)
                 layers++;
             }
             assert_true(layers >= 14);
+            /* fused siblings share their per-tensor scales (calibrated inputs are the same tensor) */
+            if (t == QS_QTARGET_FP8_STATIC || t == QS_QTARGET_NVFP4) {
+                const char *sib[3] = {"model.layers.1.self_attn.q_proj", "model.layers.1.self_attn.k_proj",
+                                      "model.layers.1.self_attn.v_proj"};
+                qs_linear_desc d0, di;
+                assert_int_equal(qs_linear_desc_build(b, &qc, sib[0], &d0, &err), 0);
+                for (int si = 1; si < 3; si++) {
+                    assert_int_equal(qs_linear_desc_build(b, &qc, sib[si], &di, &err), 0);
+                    assert_true(di.input_scale == d0.input_scale);
+                    if (t == QS_QTARGET_NVFP4)
+                        assert_true(di.weight_global_scale == d0.weight_global_scale);
+                    else
+                        assert_true(qs_scale_get(di.weight_scale, 0) == qs_scale_get(d0.weight_scale, 0));
+                }
+            }
             assert_true(checked > 10000);
             qs_checkpoint_close(a);
             qs_checkpoint_close(b);
