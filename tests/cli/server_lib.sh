@@ -25,7 +25,12 @@ stop_server() {
   fi
   SERVER_PID=
 }
-cleanup() { stop_server; rm -rf "$TMP"; }
+# Keeps the last server log beside the suite's log, for failures.
+cleanup() {
+  stop_server
+  mkdir -p "$BUILD_DIR/test-logs" 2>/dev/null && cp "$TMP/server.log" "$BUILD_DIR/test-logs/$(basename "$0" .sh).server.log" 2>/dev/null
+  rm -rf "$TMP"
+}
 trap cleanup EXIT
 
 # make_stories DIR: converts stories260K into a checkpoint directory; 1 when the data is absent.
