@@ -69,7 +69,11 @@ int qs_eval_run_list(const char *list_path, const qs_eval_options *o, FILE *tabl
         size_t plen = strlen(paths.items[i]);
         if (!strncmp(reason, paths.items[i], plen) && !strncmp(reason + plen, ": ", 2))
             reason += plen + 2;
-        snprintf(note, sizeof note, "%.*s", (int)strcspn(reason, "\n"), reason);
+        int len = (int)strcspn(reason, "\n");
+        if (len > 190)
+            snprintf(note, sizeof note, "%.187s...", reason);
+        else
+            snprintf(note, sizeof note, "%.*s", len, reason);
         fprintf(table_out, "%-48s %-8s %-9s %-8s %s\n", base_name(paths.items[i]), qs_eval_status_name(r->status),
                 acc, need, note);
         cJSON *row = cJSON_CreateObject();

@@ -129,7 +129,7 @@ int qs_hf_resolve_model(const char *model_name, char *out, size_t cap, qs_err *e
         size_t len = strlen(looked);
         snprintf(looked + len, sizeof looked - len, "; %s", why);
     }
-    return qs_errf(err, "model '%s' is neither a local directory nor in a local Hugging Face cache (nothing is "
-                        "downloaded); looked in: %s",
+    return qs_errf(err, "model '%s' not found locally (nothing is downloaded): not a directory, not in a "
+                        "Hugging Face cache; looked in: %s",
                    model_name, looked);
 }
