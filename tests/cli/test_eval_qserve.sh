@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # test_eval_qserve.sh — qserve-eval against the real qserve: stories260K (converted into a
 # temporary HF folder by build/convert-llama2c) served on CPU through evals/configs/stories260K.yaml
-# (threshold 0: the model cannot do arithmetic; this checks the whole path), then the same config
-# through evals/configs/models-small.txt, and the Marlin list's up-front skip of Llama 4.
+# (threshold 0: the model cannot do arithmetic; this checks the whole path), then
+# evals/configs/models-small.txt with it and its FP8 / NVFP4 quantizations made by `qserve quantize`,
+# and the Marlin list's up-front skip of Llama 4.
 set -u
 BUILD_DIR="${QSERVE_BUILD:-build}"
 EVAL="$BUILD_DIR/qserve-eval"
@@ -47,10 +48,18 @@ if [ -n "$port" ] && grep -q "shutdown complete\|shutting down" "$TMP/server.log
    ! "$PY" -c "import socket,sys; socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=1)" "$port" 2>/dev/null
 then echo "ok server_stopped"; else echo "not ok server_stopped: port ${port:-?} still open or no shutdown in the log"; fi
 
-"$EVAL" --config-list evals/configs/models-small.txt --server "$QSERVE" >"$TMP/out" 2>"$TMP/err"
-rc=$?
-if [ $rc -eq 0 ] && grep -Eq '^stories260K.yaml +pass ' "$TMP/out" && grep -q "1 passed, 0 failed, 0 skipped, 0 errors" "$TMP/out"
-then echo "ok small_list"; else echo "not ok small_list: exit $rc: $(cat "$TMP/out") $(tail -3 "$TMP/err")"; fi
+export QSERVE_STORIES260K_FP8_DIR="$TMP/model-fp8" QSERVE_STORIES260K_NVFP4_DIR="$TMP/model-nvfp4"
+if "$QSERVE" quantize "$TMP/model" "$QSERVE_STORIES260K_FP8_DIR" --scheme fp8-dynamic >"$TMP/q.log" 2>&1 &&
+   "$QSERVE" quantize "$TMP/model" "$QSERVE_STORIES260K_NVFP4_DIR" --scheme nvfp4-w4a16 >>"$TMP/q.log" 2>&1; then
+    "$EVAL" --config-list evals/configs/models-small.txt --server "$QSERVE" >"$TMP/out" 2>"$TMP/err"
+    rc=$?
+    if [ $rc -eq 0 ] && grep -Eq '^stories260K.yaml +pass ' "$TMP/out" &&
+       grep -Eq '^stories260K-fp8-dynamic.yaml +pass ' "$TMP/out" && grep -Eq '^stories260K-nvfp4-w4a16.yaml +pass ' "$TMP/out" &&
+       grep -q "3 passed, 0 failed, 0 skipped, 0 errors" "$TMP/out"
+    then echo "ok small_list"; else echo "not ok small_list: exit $rc: $(cat "$TMP/out") $(tail -3 "$TMP/err")"; fi
+else
+    echo "skip small_list: qserve quantize failed: $(tail -2 "$TMP/q.log")"
+fi
 
 # No Marlin model is on this machine: with --skip-missing-models everything is skipped without
 # starting a server, and Llama 4 is skipped for its architecture before any lookup.
