@@ -206,7 +206,7 @@ static qs_jv *eval_slice(qs_jj_ctx *ctx, qs_jj_frame *frame, const qs_jj_node *n
         return qs_jj_fail(ctx, n->line, "slice step cannot be zero");
     if (obj->kind == QS_JV_UNDEFINED)
         return qs_jj_fail(ctx, n->line, "%s (while slicing)", undef_hint(obj));
-    if (obj->kind != QS_JV_LIST && obj->kind != QS_JV_STRING)
+    if (obj->kind != QS_JV_LIST && obj->kind != QS_JV_STRING) /* Jinja slices with Python's [a:b:c] directly */
         return qs_jj_fail(ctx, n->line, "'%s' object is not subscriptable with a slice", qs_jv_type_name(obj));
     long long len = obj->kind == QS_JV_LIST ? (long long)obj->list->len
                                               : (long long)qs_jj_utf8_len(obj->str.s, obj->str.len);

@@ -328,6 +328,8 @@ static qs_jv *filter_round(qs_jj_ctx *ctx, int line, qs_jv *input, const qs_jj_a
     if (p < 0 || p > 17)
         return qs_jj_fail(ctx, line, "round: precision %lld is not supported", p);
     if (!strcmp(m, "common")) {
+        if (input->kind == QS_JV_BOOL)
+            return qs_jv_int(ctx->arena, input->b);
         if (input->kind != QS_JV_FLOAT)
             return input;
         char buf[64];
@@ -362,6 +364,12 @@ static qs_jv *filter_escape(qs_jj_ctx *ctx, const qs_jv *s)
 qs_jv *qs_jj_apply_filter(qs_jj_ctx *ctx, int line, const char *name, qs_jv *in, const qs_jj_args *args)
 {
     qs_jj_arena *a = ctx->arena;
+    /* These use the value as a number or add to it, which Undefined refuses. */
+    static const char *const STRICT[] = {"int", "float", "round", "abs", "indent", "tojson"};
+    for (size_t k = 0; in->kind == QS_JV_UNDEFINED && k < sizeof STRICT / sizeof STRICT[0]; k++)
+        if (!strcmp(name, STRICT[k]))
+            return qs_jj_fail(ctx, line, "%s (filter '%s')", in->undef_name ? in->undef_name : "value is undefined",
+                              name);
     if (!strcmp(name, "length") || !strcmp(name, "count")) {
         switch (in->kind) {
         case QS_JV_STRING: return qs_jv_int(a, (long long)qs_jj_utf8_len(in->str.s, in->str.len));
@@ -558,8 +566,11 @@ qs_jv *qs_jj_apply_filter(qs_jj_ctx *ctx, int line, const char *name, qs_jv *in,
     }
     if (!strcmp(name, "round"))
         return filter_round(ctx, line, in, args);
-    if (!strcmp(name, "indent"))
-        return filter_indent(ctx, line, str_of(ctx, in), args);
+    if (!strcmp(name, "indent")) {
+        if (in->kind != QS_JV_STRING) /* Jinja appends "\n" to the value itself */
+            return qs_jj_fail(ctx, line, "indent expects a string, not %s", qs_jv_type_name(in));
+        return filter_indent(ctx, line, in, args);
+    }
     if (!strcmp(name, "attr")) {
         qs_jv *n = arg(args, 0, "name");
         if (!n || n->kind != QS_JV_STRING)
@@ -600,30 +611,37 @@ int qs_jj_apply_test(qs_jj_ctx *ctx, int line, const char *name, const qs_jv *v,
     if (!strcmp(name, "sequence"))
         return k == QS_JV_STRING || k == QS_JV_LIST || k == QS_JV_DICT || k == QS_JV_UNDEFINED;
     if (!strcmp(name, "callable"))
-        return k == QS_JV_MACRO || k == QS_JV_BUILTIN;
+        return k == QS_JV_MACRO || k == QS_JV_BUILTIN || k == QS_JV_UNDEFINED; /* Undefined defines __call__ */
     if (!strcmp(name, "escaped"))
         return 0;
     if (!strcmp(name, "lower") || !strcmp(name, "upper")) {
-        if (k != QS_JV_STRING)
-            return 0;
-        qs_jv *c = qs_jj_str_case(ctx->arena, v, name[0]);
-        return qs_jv_equal(c, v);
+        /* str(value).islower()/isupper(): some cased character, none of the other case */
+        v = qs_jv_to_str(ctx->arena, v);
+        qs_jv *lower = qs_jj_str_case(ctx->arena, v, 'l'), *upper = qs_jj_str_case(ctx->arena, v, 'u');
+        bool has_cased = !qs_jv_equal(lower, upper);
+        return has_cased && qs_jv_equal(name[0] == 'l' ? lower : upper, v);
     }
     if (!strcmp(name, "odd") || !strcmp(name, "even") || !strcmp(name, "divisibleby")) {
-        if (k != QS_JV_INT && k != QS_JV_BOOL) {
-            qs_jj_fail(ctx, line, "test '%s' expects an integer, not %s", name, qs_jv_type_name(v));
+        qs_jv *by = name[0] == 'd' ? other : qs_jv_int(ctx->arena, 2);
+        if (!qs_jv_is_number(v) || !by || !qs_jv_is_number(by)) {
+            qs_jj_fail(ctx, line, "test '%s' expects numbers", name);
             return -1;
         }
-        long long x = k == QS_JV_BOOL ? v->b : v->i;
-        if (name[0] == 'o')
-            return x % 2 != 0;
-        if (name[0] == 'e')
-            return x % 2 == 0;
-        if (!other || other->kind != QS_JV_INT || other->i == 0) {
-            qs_jj_fail(ctx, line, "test 'divisibleby' needs a non-zero integer argument");
+        if (qs_jv_as_double(by) == 0) {
+            qs_jj_fail(ctx, line, "test '%s': modulo by zero", name);
             return -1;
         }
-        return x % other->i == 0;
+        double r;
+        if (v->kind != QS_JV_FLOAT && by->kind != QS_JV_FLOAT) {
+            long long a = v->kind == QS_JV_BOOL ? v->b : v->i, b = by->kind == QS_JV_BOOL ? by->b : by->i;
+            r = (double)(b == -1 ? 0 : ((a % b) + b) % b);
+        } else {
+            double a = qs_jv_as_double(v), b = qs_jv_as_double(by);
+            r = fmod(a, b);
+            if (r != 0 && ((r < 0) != (b < 0)))
+                r += b;
+        }
+        return name[0] == 'o' ? r == 1 : r == 0;
     }
     static const struct {
         const char *name, *op;

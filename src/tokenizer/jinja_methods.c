@@ -512,6 +512,22 @@ qs_jv *qs_jj_call_method(qs_jj_ctx *ctx, int line, const qs_jv *obj, const char 
         return string_method(ctx, line, obj, name, args, handled);
     if (obj->kind == QS_JV_DICT)
         return dict_method(ctx, line, obj, name, args, handled);
+    if (obj->kind == QS_JV_LIST && (!strcmp(name, "count") || !strcmp(name, "index"))) {
+        *handled = true;
+        qs_jv *x = args->n_pos ? args->pos[0] : NULL;
+        if (!x)
+            return qs_jj_fail(ctx, line, "list.%s() needs a value", name);
+        long long n = 0;
+        for (size_t i = 0; i < obj->list->len; i++)
+            if (qs_jv_equal(obj->list->items[i], x)) {
+                if (name[0] == 'i')
+                    return qs_jv_int(ctx->arena, (long long)i);
+                n++;
+            }
+        if (name[0] == 'i')
+            return qs_jj_fail(ctx, line, "list.index(x): x not in list");
+        return qs_jv_int(ctx->arena, n);
+    }
     if (obj->kind == QS_JV_LIST) {
         *handled = true;
         static const char *const MUTATORS[] = {"append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse"};
