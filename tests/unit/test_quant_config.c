@@ -363,6 +363,45 @@ static void mixtral_experts_become_a_moe_desc(void **state)
     qs_quant_config_free(&qc);
 }
 
+static void mixed_precision_configs_pick_per_module(void **state)
+{
+    const char *ct = "{\"quant_method\": \"compressed-tensors\", \"format\": \"mixed-precision\", \"config_groups\": {"
+                     "\"attn\": {\"targets\": [\"re:.*self_attn\\\\..*_proj$\"], \"format\": \"float-quantized\", \"weights\": "
+                     "{\"num_bits\": 8, \"type\": \"float\", \"strategy\": \"channel\"}, \"input_activations\": {\"num_bits\": 8, "
+                     "\"type\": \"float\", \"strategy\": \"token\", \"dynamic\": true}}, \"experts\": {\"targets\": "
+                     "[\"re:.*mlp\\\\.experts\\\\..*\"], \"format\": \"nvfp4-pack-quantized\", \"weights\": {\"num_bits\": 4, \"type\": "
+                     "\"float\", \"strategy\": \"tensor_group\", \"group_size\": 16}}}, \"ignore\": [\"lm_head\"]}";
+    qs_quant_config qc;
+    qs_err err;
+    if (qs_quant_config_parse(ct, NULL, &qc, &err))
+        fail_msg("%s", err.msg);
+    qs_layer_quant lq;
+    qs_quant_config_layer(&qc, "model.layers.2.self_attn.o_proj", &lq);
+    assert_int_equal(lq.format, QS_LQ_FP8);
+    assert_int_equal(lq.weights.strategy, QS_QSTRAT_CHANNEL);
+    assert_string_equal(lq.source, "config_groups.attn");
+    qs_quant_config_layer(&qc, "model.layers.2.mlp.experts.17.down_proj", &lq);
+    assert_int_equal(lq.format, QS_LQ_NVFP4);
+    assert_false(lq.input.present);
+    qs_quant_config_layer(&qc, "model.layers.2.mlp.gate", &lq);
+    assert_int_equal(lq.format, QS_LQ_NONE);
+    qs_quant_config_free(&qc);
+
+    const char *mo = "{\"quant_method\": \"modelopt\", \"quant_algo\": \"MIXED_PRECISION\", \"quantized_layers\": "
+                     "{\"model.layers.0.self_attn.q_proj\": {\"quant_algo\": \"FP8\"}, \"model.layers.0.mlp.experts.0.up_proj\": "
+                     "{\"quant_algo\": \"NVFP4\", \"group_size\": 16}}, \"exclude_modules\": [\"lm_head\"]}";
+    if (qs_quant_config_parse(mo, NULL, &qc, &err))
+        fail_msg("%s", err.msg);
+    qs_quant_config_layer(&qc, "model.layers.0.self_attn.q_proj", &lq);
+    assert_int_equal(lq.format, QS_LQ_FP8);
+    assert_true(lq.input.present && !lq.input.dynamic);
+    qs_quant_config_layer(&qc, "model.layers.0.mlp.experts.0.up_proj", &lq);
+    assert_int_equal(lq.format, QS_LQ_NVFP4);
+    qs_quant_config_layer(&qc, "model.layers.0.self_attn.k_proj", &lq);
+    assert_int_equal(lq.format, QS_LQ_NONE);
+    qs_quant_config_free(&qc);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -374,6 +413,7 @@ int main(void)
         cmocka_unit_test(modelopt_fp8_in_config_json),
         cmocka_unit_test(unsupported_configs_are_named),
         cmocka_unit_test(mixtral_experts_become_a_moe_desc),
+        cmocka_unit_test(mixed_precision_configs_pick_per_module),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
