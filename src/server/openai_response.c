@@ -53,12 +53,26 @@ cJSON *qs_resp_logprobs_new(bool chat)
     return lp;
 }
 
+/* The token's text as it reads inside a sequence. Decoding it alone would drop the leading
+ * space Metaspace tokenizers strip from the first token ("▁there" -> "there"), so the text is
+ * taken as the difference between decoding [id, id] and [id]. */
 static char *token_text(const qs_tokenizer *tok, int32_t id)
 {
-    char *text = NULL;
+    char *one = NULL, *two = NULL;
     qs_err err;
-    if (tok && qs_tokenizer_decode(tok, &id, 1, false, &text, &err) == 0)
-        return text;
+    int32_t pair[2] = {id, id};
+    if (tok && qs_tokenizer_decode(tok, &id, 1, false, &one, &err) == 0) {
+        if (qs_tokenizer_decode(tok, pair, 2, false, &two, &err) == 0) {
+            size_t n1 = strlen(one);
+            if (!strncmp(two, one, n1)) {
+                memmove(two, two + n1, strlen(two + n1) + 1);
+                free(one);
+                return two;
+            }
+            free(two);
+        }
+        return one;
+    }
     char buf[32];
     snprintf(buf, sizeof buf, "token_id:%d", id);
     return strdup(buf);
