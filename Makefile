@@ -15,7 +15,7 @@ INCLUDES := -Isrc -Icuda
 LDLIBS   := $(PKG_LIBS) -lm -lpthread
 
 ifeq ($(SANITIZE),1)
-  BUILD  := $(BUILD)-asan
+  override BUILD := $(BUILD)-asan
   CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
   LDFLAGS += -fsanitize=address,undefined
 endif
@@ -33,7 +33,7 @@ ifneq ($(NVCC),)
     -gencode=arch=compute_90a,code=sm_90a -Xcompiler -fPIC
   CUDA_OBJ   := $(CUDA_SRC:%.cu=$(BUILD)/%.o)
   DEFS       += -DQS_HAVE_CUDA=1
-  LDLIBS     += -L$(CUDA_HOME)/lib64 -lcudart -lcublasLt -lcublas -Wl,-rpath,'$$ORIGIN/lib' -Wl,-rpath,$(CUDA_HOME)/lib64
+  LDLIBS     += -L$(CUDA_HOME)/lib64 -lcudart -ldl -Wl,-rpath,'$$ORIGIN/lib' -Wl,-rpath,$(CUDA_HOME)/lib64
 else
   CUDA_OBJ   :=
 endif

@@ -4,6 +4,7 @@
 #include <tuple>
 
 #include "blaslt.h"
+#include "cublaslt_dyn.h"
 #include "cuda_check.h"
 
 namespace {
@@ -17,6 +18,7 @@ struct Context {
 
 std::mutex g_mu;
 Context g_ctx;
+const qs_cublaslt_api *g_lt; // set by context() before any other use
 // key: (kind, a_mode, b_mode, has_bias, m, n, k) -> algo (or none)
 typedef std::tuple<int, int, int, int, int64_t, int64_t, int64_t> AlgoKey;
 struct AlgoEntry {
@@ -29,7 +31,9 @@ int context(Context **out, qs_err *err)
 {
     std::lock_guard<std::mutex> lock(g_mu);
     if (!g_ctx.handle) {
-        QS_CUBLAS_TRY(cublasLtCreate(&g_ctx.handle), err);
+        if (!(g_lt = qs_cublaslt(err)))
+            return -1;
+        QS_CUBLAS_TRY(g_lt->Create(&g_ctx.handle), err);
         QS_CUDA_TRY(cudaMalloc(&g_ctx.workspace, kWorkspaceBytes), err);
     }
     *out = &g_ctx;
@@ -43,11 +47,11 @@ struct Desc {
     cublasLtMatmulPreference_t pref = nullptr;
     ~Desc()
     {
-        if (pref) cublasLtMatmulPreferenceDestroy(pref);
-        if (c) cublasLtMatrixLayoutDestroy(c);
-        if (b) cublasLtMatrixLayoutDestroy(b);
-        if (a) cublasLtMatrixLayoutDestroy(a);
-        if (op) cublasLtMatmulDescDestroy(op);
+        if (pref) g_lt->MatmulPreferenceDestroy(pref);
+        if (c) g_lt->MatrixLayoutDestroy(c);
+        if (b) g_lt->MatrixLayoutDestroy(b);
+        if (a) g_lt->MatrixLayoutDestroy(a);
+        if (op) g_lt->MatmulDescDestroy(op);
     }
 };
 
@@ -55,23 +59,23 @@ struct Desc {
 // (= col-major [k,n], transposed), B is x stored [m,k] row-major (= col-major [k,m]).
 int build(Desc &d, cudaDataType_t ab_type, int64_t m, int64_t n, int64_t k, bool bias, qs_err *err)
 {
-    QS_CUBLAS_TRY(cublasLtMatmulDescCreate(&d.op, CUBLAS_COMPUTE_32F, CUDA_R_32F), err);
+    QS_CUBLAS_TRY(g_lt->MatmulDescCreate(&d.op, CUBLAS_COMPUTE_32F, CUDA_R_32F), err);
     cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
-    QS_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), err);
-    QS_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), err);
+    QS_CUBLAS_TRY(g_lt->MatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), err);
+    QS_CUBLAS_TRY(g_lt->MatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), err);
     if (bias) {
         cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
         cudaDataType_t bt = CUDA_R_16BF;
-        QS_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi), err);
-        QS_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt),
+        QS_CUBLAS_TRY(g_lt->MatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi), err);
+        QS_CUBLAS_TRY(g_lt->MatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt),
                       err);
     }
-    QS_CUBLAS_TRY(cublasLtMatrixLayoutCreate(&d.a, ab_type, k, n, k), err);
-    QS_CUBLAS_TRY(cublasLtMatrixLayoutCreate(&d.b, ab_type, k, m, k), err);
-    QS_CUBLAS_TRY(cublasLtMatrixLayoutCreate(&d.c, CUDA_R_16BF, n, m, n), err);
-    QS_CUBLAS_TRY(cublasLtMatmulPreferenceCreate(&d.pref), err);
+    QS_CUBLAS_TRY(g_lt->MatrixLayoutCreate(&d.a, ab_type, k, n, k), err);
+    QS_CUBLAS_TRY(g_lt->MatrixLayoutCreate(&d.b, ab_type, k, m, k), err);
+    QS_CUBLAS_TRY(g_lt->MatrixLayoutCreate(&d.c, CUDA_R_16BF, n, m, n), err);
+    QS_CUBLAS_TRY(g_lt->MatmulPreferenceCreate(&d.pref), err);
     size_t ws = kWorkspaceBytes;
-    QS_CUBLAS_TRY(cublasLtMatmulPreferenceSetAttribute(d.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
+    QS_CUBLAS_TRY(g_lt->MatmulPreferenceSetAttribute(d.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
                                                        sizeof ws),
                   err);
     return 0;
@@ -92,14 +96,14 @@ int find_algo(Context *ctx, Desc &d, const AlgoKey &key, cublasLtMatmulAlgo_t *a
     }
     cublasLtMatmulHeuristicResult_t res;
     int found = 0;
-    cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(ctx->handle, d.op, d.a, d.b, d.c, d.c, d.pref, 1, &res,
+    cublasStatus_t st = g_lt->MatmulAlgoGetHeuristic(ctx->handle, d.op, d.a, d.b, d.c, d.c, d.pref, 1, &res,
                                                        &found);
     AlgoEntry e;
     e.found = st == CUBLAS_STATUS_SUCCESS && found > 0;
     if (e.found)
         e.algo = res.algo;
     else if (st != CUBLAS_STATUS_SUCCESS && st != CUBLAS_STATUS_NOT_SUPPORTED)
-        return qs_errf(err, "cublasLtMatmulAlgoGetHeuristic failed: %s", cublasLtGetStatusString(st));
+        return qs_errf(err, "cublasLtMatmulAlgoGetHeuristic failed: %s", g_lt->GetStatusString(st));
     std::lock_guard<std::mutex> lock(g_mu);
     g_algos[key] = e;
     if (!e.found)
@@ -110,15 +114,15 @@ int find_algo(Context *ctx, Desc &d, const AlgoKey &key, cublasLtMatmulAlgo_t *a
 
 int set_fp8_scales(Desc &d, const float *w_scale, int a_mode, const float *x_scale, int b_mode, qs_err *err)
 {
-    QS_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &w_scale,
+    QS_CUBLAS_TRY(g_lt->MatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &w_scale,
                                                  sizeof w_scale),
                   err);
-    QS_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &x_scale,
+    QS_CUBLAS_TRY(g_lt->MatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &x_scale,
                                                  sizeof x_scale),
                   err);
     cublasLtMatmulMatrixScale_t am = (cublasLtMatmulMatrixScale_t)a_mode, bm = (cublasLtMatmulMatrixScale_t)b_mode;
-    QS_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &am, sizeof am), err);
-    QS_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &bm, sizeof bm), err);
+    QS_CUBLAS_TRY(g_lt->MatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &am, sizeof am), err);
+    QS_CUBLAS_TRY(g_lt->MatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &bm, sizeof bm), err);
     return 0;
 }
 
@@ -136,7 +140,7 @@ int qs_blaslt_gemm_bf16(const __nv_bfloat16 *w, const __nv_bfloat16 *x, const __
     if (build(d, CUDA_R_16BF, m, n, k, bias != nullptr, err))
         return -1;
     if (bias)
-        QS_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias),
+        QS_CUBLAS_TRY(g_lt->MatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias),
                       err);
     cublasLtMatmulAlgo_t algo;
     int rc = find_algo(ctx, d, AlgoKey(0, 0, 0, bias != nullptr, m, n, k), &algo, err);
@@ -146,7 +150,7 @@ int qs_blaslt_gemm_bf16(const __nv_bfloat16 *w, const __nv_bfloat16 *x, const __
         return qs_errf(err, "cuBLASLt has no BF16 GEMM algorithm for m=%lld n=%lld k=%lld", (long long)m,
                        (long long)n, (long long)k);
     float alpha = 1.f, beta = 0.f;
-    QS_CUBLAS_TRY(cublasLtMatmul(ctx->handle, d.op, &alpha, w, d.a, x, d.b, &beta, y, d.c, y, d.c, &algo,
+    QS_CUBLAS_TRY(g_lt->Matmul(ctx->handle, d.op, &alpha, w, d.a, x, d.b, &beta, y, d.c, y, d.c, &algo,
                                  ctx->workspace, kWorkspaceBytes, s),
                   err);
     return 0;
@@ -167,14 +171,14 @@ int qs_blaslt_gemm_fp8(const uint8_t *w, const float *w_scale, int a_mode, const
     if (set_fp8_scales(d, w_scale, a_mode, x_scale, b_mode, err))
         return -1;
     if (bias)
-        QS_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias),
+        QS_CUBLAS_TRY(g_lt->MatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias),
                       err);
     cublasLtMatmulAlgo_t algo;
     int rc = find_algo(ctx, d, AlgoKey(1, a_mode, b_mode, bias != nullptr, m, n, k), &algo, err);
     if (rc != 0)
         return rc;
     float alpha = 1.f, beta = 0.f;
-    QS_CUBLAS_TRY(cublasLtMatmul(ctx->handle, d.op, &alpha, w, d.a, x, d.b, &beta, y, d.c, y, d.c, &algo,
+    QS_CUBLAS_TRY(g_lt->Matmul(ctx->handle, d.op, &alpha, w, d.a, x, d.b, &beta, y, d.c, y, d.c, &algo,
                                  ctx->workspace, kWorkspaceBytes, s),
                   err);
     return 0;

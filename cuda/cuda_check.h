@@ -6,6 +6,8 @@
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
+#include "cublaslt_dyn.h"
+
 extern "C" {
 #include "util/error.h"
 }
@@ -22,7 +24,7 @@ extern "C" {
     do {                                                                                            \
         cublasStatus_t qs_st_ = (call);                                                             \
         if (qs_st_ != CUBLAS_STATUS_SUCCESS)                                                        \
-            return qs_errf((err), "%s failed: %s (%s:%d)", #call, cublasLtGetStatusString(qs_st_),  \
+            return qs_errf((err), "%s failed: %s (%s:%d)", #call, qs_cublaslt_status_string(qs_st_),  \
                            __FILE__, __LINE__);                                                     \
     } while (0)
 

@@ -116,7 +116,7 @@ int fp8_can_implement(const qs_linear_desc *d, char *why, size_t cap)
     }
     if (!qs_blaslt_fp8_supported(modes.a_mode, modes.b_mode, kPadRows, d->n, d->k)) {
         snprintf(why, cap, "this machine's cuBLASLt (%d) has no FP8 GEMM with %s for %lldx%lld on this GPU.",
-                 (int)cublasLtGetVersion(), mode_words(modes.a_mode), (long long)d->n, (long long)d->k);
+                 qs_cublaslt(nullptr) ? (int)qs_cublaslt(nullptr)->GetVersion() : 0, mode_words(modes.a_mode), (long long)d->n, (long long)d->k);
         return 0;
     }
     return 1;

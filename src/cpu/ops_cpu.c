@@ -4,6 +4,9 @@
  * Plain, obviously-right C: this is the executable specification the CUDA ops are tested
  * against. Row loops go through qs_parallel_for where the work is large enough to pay. */
 #include "cpu/ops_cpu_internal.h"
+#ifdef QS_HAVE_CUDA
+#include "qs_cuda_ops.h"
+#endif
 
 #include <math.h>
 #include <stdlib.h>
@@ -204,6 +207,10 @@ const qs_ops *qs_ops_for_platform(qs_platform platform, qs_err *err)
 {
     if (platform == QS_PLATFORM_CPU)
         return &CPU_OPS;
-    qs_errf(err, "no ops implementation for the CUDA platform in this build yet (only cpu)");
+#ifdef QS_HAVE_CUDA
+    return qs_ops_cuda();
+#else
+    qs_errf(err, "this qserve was built without CUDA (nvcc was not found at build time): only --device cpu works");
     return NULL;
+#endif
 }

@@ -12,6 +12,10 @@
 #include "registry/kernel.h"
 #include "util/error.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define QS_KV_BLOCK_SIZE 16
 
 typedef struct qs_kv_cache qs_kv_cache;
@@ -29,5 +33,9 @@ void qs_kv_cache_release(qs_kv_cache *kv, int32_t block);
 /* Base pointers of one layer's K and V pools (device memory on CUDA). */
 void *qs_kv_cache_k(qs_kv_cache *kv, int layer);
 void *qs_kv_cache_v(qs_kv_cache *kv, int layer);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -8,6 +8,10 @@
 
 #include "util/error.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum {
     QS_ARCH_LLAMA,      /* LlamaForCausalLM */
     QS_ARCH_MISTRAL,    /* MistralForCausalLM */
@@ -80,5 +84,9 @@ int qs_generation_config_load(const char *model_dir, qs_generation_config *gen, 
 const char *qs_arch_name(qs_arch a);
 /* "LlamaForCausalLM, MistralForCausalLM, ..." for error messages. */
 const char *qs_supported_architectures(void);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

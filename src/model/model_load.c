@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "device/device.h"
 #include "model/model_internal.h"
 #include "model/model_weights.h"
 #include "util/log.h"
@@ -276,15 +277,12 @@ static int check_config(const qs_model_config *c, qs_err *err)
 
 static int pick_device(const qs_config *cfg, qs_model *m, qs_err *err)
 {
-    if (cfg->device == QS_DEVICE_CUDA)
-        return qs_errf(err, "--device cuda: the forward pass has no CUDA ops in this build yet; use --device cpu");
     if (cfg->threads > 0)
         qs_parallel_set_threads(cfg->threads);
-    m->ops = qs_ops_cpu();
-    memset(&m->dev, 0, sizeof(m->dev));
-    m->dev.platform = QS_PLATFORM_CPU;
-    snprintf(m->dev.name, sizeof(m->dev.name), "CPU (%d threads)", qs_parallel_threads());
-    return 0;
+    if (qs_device_detect(cfg->device, &m->dev, err) != 0)
+        return -1;
+    m->ops = qs_ops_for_platform(m->dev.platform, err);
+    return m->ops ? 0 : -1;
 }
 
 static int load_all(qs_model *m, const qs_config *cfg, qs_err *err)

@@ -10,6 +10,10 @@
 
 #include "util/error.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum {
     QS_DT_F64, QS_DT_F32, QS_DT_F16, QS_DT_BF16,
     QS_DT_F8_E4M3, QS_DT_F8_E5M2, QS_DT_F8_E8M0,
@@ -92,5 +96,9 @@ void qs_f32_to_bf16_n(const float *src, uint16_t *dst, size_t n);
 void qs_f32_to_f16_n(const float *src, uint16_t *dst, size_t n);
 /* "F64, F32, F16, ..." (the supported dtype strings, for messages). */
 const char *qs_dtype_list(void);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -25,6 +25,10 @@
 #include "registry/kernel.h"
 #include "util/error.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* One forward step's attention layout, all arrays in device memory except the scalars. Token t
  * belongs to sequence tok_seq[t] and sits at absolute position tok_pos[t]; it attends causally to
  * positions [0, tok_pos[t]] of its sequence, whose KV blocks are
@@ -93,5 +97,9 @@ typedef struct qs_ops {
 const qs_ops *qs_ops_for_platform(qs_platform platform, qs_err *err);
 /* The CPU implementation (src/cpu/ops_cpu*.c). */
 const qs_ops *qs_ops_cpu(void);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

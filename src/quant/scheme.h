@@ -9,6 +9,10 @@
 
 #include "model/safetensors.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum {
     QS_SCHEME_BF16,            /* unquantized (BF16, F16 or F32 weights) */
     QS_SCHEME_FP8_W8A8,        /* FP8 weights per-tensor/per-channel, FP8 activations */
@@ -62,5 +66,9 @@ bool qs_scheme_is_nvfp4(qs_scheme s);             /* nvfp4_w4a4, nvfp4_w4a16 */
 const char *qs_scheme_list(void);                 /* "bf16, fp8_w8a8, ..." for messages */
 const char *qs_weight_scale_layout_name(qs_weight_scale_layout l); /* "per-channel" */
 const char *qs_act_quant_name(qs_act_quant a);    /* "dynamic per-token" */
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
