@@ -24,6 +24,12 @@ for lib in libmicrohttpd.so.12 libcjson.so.1 libyaml-0.so.2 libunistring.so.2; d
   path=$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64/ {print $NF; exit}')
   [ -n "$path" ] && cp -L "$path" "$dest/lib/"
 done
+# stories260K for the end-to-end checks (../shared does not travel to the GPU machine).
+DATA=${QSERVE_SHARED_DATA:-../shared/data}/tinystories
+if [ -d "$DATA" ]; then
+  mkdir -p "$dest/data"
+  cp "$DATA/stories260K.bin" "$DATA/tok512.bin" "$DATA/golden_greedy_200_ids.txt" "$DATA/golden_greedy_200.txt" "$dest/data/"
+fi
 # Test programs live one folder down: give them the same libraries.
 ln -sfn ../lib "$dest/cuda-tests/lib"
 du -sh "$dest"
