@@ -1,5 +1,5 @@
-/* model_support.c — the up-front "can qserve run this model" check of model_support.h. The list
- * of architectures mirrors qs_arch in src/model/model_config.h (the static assert catches drift). */
+/* model_support.c — the up-front "can qserve run this model" check of model_support.h. The
+ * architectures come from the model loader itself (qs_arch_name, qs_supported_architectures). */
 #include "eval/model_support.h"
 
 #include <cjson/cJSON.h>
@@ -10,13 +10,6 @@
 
 #include "model/model_config.h"
 #include "util/fileio.h"
-
-static const char *const SUPPORTED[] = {
-    "LlamaForCausalLM",   "MistralForCausalLM",  "Qwen2ForCausalLM",
-    "Qwen3ForCausalLM",   "Qwen3MoeForCausalLM", "MixtralForCausalLM",
-};
-_Static_assert(sizeof SUPPORTED / sizeof SUPPORTED[0] == QS_ARCH_COUNT,
-               "keep SUPPORTED in step with qs_arch (src/model/model_config.h)");
 
 static const struct {
     const char *id_part; /* case-insensitive substring of the model id */
@@ -57,16 +50,12 @@ bool qs_eval_model_dir_unsupported(const char *model_dir, char *reason, size_t c
     bool unsupported = false;
     if (cJSON_IsString(arch)) {
         unsupported = true;
-        for (size_t i = 0; i < QS_ARCH_COUNT; i++)
-            if (!strcmp(arch->valuestring, SUPPORTED[i]))
+        for (int a = 0; a < QS_ARCH_COUNT; a++)
+            if (!strcmp(arch->valuestring, qs_arch_name((qs_arch)a)))
                 unsupported = false;
-        if (unsupported) {
-            char list[512] = "";
-            for (size_t i = 0; i < QS_ARCH_COUNT; i++)
-                snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", SUPPORTED[i]);
+        if (unsupported)
             snprintf(reason, cap, "%s: architecture %s is not supported by qserve (supported: %s)", path,
-                     arch->valuestring, list);
-        }
+                     arch->valuestring, qs_supported_architectures());
     }
     cJSON_Delete(o);
     return unsupported;

@@ -223,11 +223,15 @@ accuracy_threshold: 0.92
 num_questions: 1319
 num_fewshot: 5
 YAML
-printf '# test list\nsub/fake.yaml\n\nsub/llama4.yaml\nsub/missing.yaml\n' >"$TMP/list/models.txt"
+mkdir -p "$TMP/gpt2"
+echo '{"architectures": ["GPT2LMHeadModel"]}' >"$TMP/gpt2/config.json"
+sed "s|^model_name: .*|model_name: \"$TMP/gpt2\"|" "$TMP/list/sub/fake.yaml" >"$TMP/list/sub/gpt2.yaml"
+printf '# test list\nsub/fake.yaml\n\nsub/llama4.yaml\nsub/gpt2.yaml\nsub/missing.yaml\n' >"$TMP/list/models.txt"
 "$EVAL" --config-list "$TMP/list/models.txt" --server "$FAKE" --data-dir "$DATA" >"$TMP/out" 2>"$TMP/err"
 rc=$?
 if [ $rc -eq 2 ] && grep -Eq '^fake.yaml +pass ' "$TMP/out" && grep -Eq '^llama4.yaml +skipped .*Llama4ForConditionalGeneration' "$TMP/out" &&
-   grep -Eq '^missing.yaml +ERROR .*missing config file' "$TMP/out" && grep -q "1 passed, 0 failed, 1 skipped, 1 errors" "$TMP/out"
+   grep -Eq '^gpt2.yaml +skipped .*architecture GPT2LMHeadModel is not supported' "$TMP/out" &&
+   grep -Eq '^missing.yaml +ERROR .*missing config file' "$TMP/out" && grep -q "1 passed, 0 failed, 2 skipped, 1 errors" "$TMP/out"
 then ok config_list; else not_ok config_list "exit $rc: $(cat "$TMP/out")"; fi
 
 printf 'model_name: m\naccuracy_threshold: 0.5\nnum_questions: ten\nnum_fewshot: 5\n' >"$TMP/bad.yaml"
