@@ -1,11 +1,13 @@
 /* cmd_init_model.c — `qserve init-model OUT_DIR --shape NAME [--seed S] [--dtype bf16|f32]
  * [--shard-size GB] [--config-only]`: writes a random-initialised checkpoint of a real model shape
- * (or a tiny test shape) with config.json, a byte-level tokenizer and generation_config.json. */
+ * (or a tiny test shape) with config.json, a byte-level tokenizer and generation_config.json.
+ * When the weights do not fit on the disk it writes the config and tokenizer only and says so. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 
 #include "cli/args.h"
 #include "cli/commands.h"
@@ -94,6 +96,14 @@ int qs_cmd_init_model(int argc, char **argv)
     }
     if (config_only) {
         printf("wrote %s config and tokenizer to %s (no weights: --config-only)\n", s->name, out_dir);
+        return 0;
+    }
+    /* A shape too large for the disk (Mixtral-8x7B is 93 GB) gets its config and tokenizer only. */
+    uint64_t need = qs_init_weight_bytes(s, dtype);
+    struct statvfs vfs;
+    if (statvfs(out_dir, &vfs) == 0 && need + (need >> 6) > (uint64_t)vfs.f_bavail * vfs.f_frsize) {
+        printf("wrote %s config and tokenizer to %s; NOT the weights: they need %.1f GB and %s has %.1f GB free\n",
+               s->name, out_dir, need / 1e9, out_dir, (double)vfs.f_bavail * vfs.f_frsize / 1e9);
         return 0;
     }
     if (qs_init_write_weights(out_dir, s, (uint64_t)seed, dtype, (size_t)(shard_gb * 1e9), &err)) {
