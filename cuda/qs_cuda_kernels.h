@@ -16,11 +16,14 @@ extern "C" {
 extern const qs_kernel qs_kernel_cublaslt_bf16;
 extern const qs_kernel qs_kernel_cublaslt_fp8;
 extern const qs_kernel qs_kernel_emulation_linear;
+/* marlin: FP8 and NVFP4 weights expanded to BF16 in registers, BF16 tensor cores (marlin*.cu). */
+extern const qs_kernel qs_kernel_marlin_linear;
 /* MoE: the experts as per-expert GEMMs over the tokens sorted by expert, each through the linear
  * kernel of the same name; SwiGLU between; a weighted, fixed-order combine. */
 extern const qs_kernel qs_kernel_cublaslt_moe_bf16;
 extern const qs_kernel qs_kernel_cublaslt_moe_fp8;
 extern const qs_kernel qs_kernel_emulation_moe;
+extern const qs_kernel qs_kernel_marlin_moe;
 
 #ifdef __cplusplus
 }

@@ -23,6 +23,8 @@ static const qs_kernel *const KERNELS[] = {
     &qs_kernel_cublaslt_bf16,
     &qs_kernel_cublaslt_fp8,
     &qs_kernel_emulation_linear,
+    &qs_kernel_marlin_linear,
+    &qs_kernel_marlin_moe,
 #endif
     NULL,
 };

@@ -1,0 +1,61 @@
+// marlin.h — what the `marlin` weight-only kernel's files share (CUDA C++ only; the C world sees
+// the descriptors in qs_cuda_kernels.h). docs/marlin.md explains the design; in short:
+//  - y[m,n] = x[m,k] W^T is computed as y^T = W x^T on BF16 tensor cores (mma.m16n8k16, FP32
+//    accumulation): W is the 16-row "A" operand, so a token count M of 1..8 fills one n8 tile.
+//  - Weights are repacked once (marlin_pack.cu) into 512-byte units, one per (16 rows, 32 k)
+//    for FP8 and (16 rows, 64 k) for NVFP4: lane l's 16 bytes of a unit are exactly the bits of
+//    its mma fragments, so one 16-byte load per lane per unit is coalesced and needs no shuffles;
+//    the bit order inside each 32-bit word makes the in-register BF16 expansion a few shifts and
+//    masks (see the dequant functions in marlin_gemm.cu).
+//  - NVFP4 block scales are re-encoded to an unsigned E5M3 byte that becomes a BF16 with one
+//    integer multiply-add; blocks with a zero or negative scale are folded into their codes.
+#ifndef QS_CUDA_MARLIN_H
+#define QS_CUDA_MARLIN_H
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+extern "C" {
+#include "quant/scheme.h"
+#include "util/error.h"
+}
+
+namespace qs_marlin {
+
+constexpr int kUnitBytes = 512;     // one packed unit: 32 lanes x 16 bytes
+constexpr int kFp8UnitK = 32;       // k covered by one FP8 unit (16 rows)
+constexpr int kFp4UnitK = 64;       // k covered by one NVFP4 unit (16 rows)
+constexpr int kFp8StepK = 128;      // k per pipeline stage (FP8): 4 units, = the FP8 block size
+constexpr int kFp4StepK = 256;      // k per pipeline stage (NVFP4): 4 units
+constexpr int kFp4ScaleStepBytes = 256; // NVFP4 scales of 16 rows x 256 k (16 groups of 16)
+
+// The packed, device-resident form of one linear layer.
+struct Layer {
+    bool fp4;                // NVFP4 (else FP8 E4M3)
+    bool block;              // FP8 with 128x128 block scales (applied inside the k loop)
+    int64_t n, k;
+    uint8_t *w;              // packed weight units
+    uint8_t *sc;             // NVFP4: packed E5M3 scale codes
+    float *colscale;         // FP8 per-tensor (stride 0) or per-channel (stride 1) scale; NULL for block
+    int colscale_stride;
+    float *blockscale;       // FP8 block: [ceil(n/128), k/128]
+    float post1, post2;      // multiplied into every output (NVFP4: 2^84 and the global scale)
+    __nv_bfloat16 *bias;     // [n] or NULL
+};
+
+// Host-side repacking (marlin_pack.cu). dst sizes: n*k bytes (FP8), n*k/2 (NVFP4 weights),
+// n*k/16 (NVFP4 scales). Inputs are the checkpoint's row-major bytes.
+void pack_fp8(const uint8_t *w, int64_t n, int64_t k, uint8_t *dst);
+void pack_nvfp4(const uint8_t *w, const uint8_t *scale_e4m3, int64_t n, int64_t k, uint8_t *dst_w, uint8_t *dst_sc);
+// The E5M3 code of an E4M3 magnitude byte (1..0x7E); see marlin_pack.cu.
+uint8_t e5m3_code(uint8_t e4m3_magnitude);
+
+// Launches y = x W^T (+ bias) on stream s (marlin_gemm.cu).
+int gemm(const Layer &l, const __nv_bfloat16 *x, __nv_bfloat16 *y, int64_t m, cudaStream_t s, qs_err *err);
+// Grows the split-K workspace so that a layer of n outputs can run up to m_max tokens with split-K.
+int reserve_workspace(const Layer &l, int64_t m_max, qs_err *err);
+
+} // namespace qs_marlin
+
+#endif
