@@ -62,6 +62,9 @@ ARCHS = {
                                         "high_freq_factor": 4.0, "original_max_position_embeddings": 64}))),
     "mistral": (transformers.MistralConfig, base(tie_word_embeddings=False, sliding_window=None,
                                                  head_dim=16, rope_parameters=rope(10000.0))),
+    # a sliding window shorter than the long prompt, so the window matters
+    "mistral_sw": (transformers.MistralConfig, base(tie_word_embeddings=False, sliding_window=12,
+                                                    head_dim=16, rope_parameters=rope(10000.0))),
     "qwen2": (transformers.Qwen2Config, base(tie_word_embeddings=True, rope_parameters=rope(1000000.0),
                                              use_sliding_window=False)),
     "qwen3": (transformers.Qwen3Config, base(tie_word_embeddings=True, head_dim=32,

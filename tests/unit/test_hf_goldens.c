@@ -158,6 +158,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         GOLDEN("llama"),     GOLDEN("llama-bf16"),     GOLDEN("mistral"), GOLDEN("mistral-bf16"),
+        GOLDEN("mistral_sw"), GOLDEN("mistral_sw-bf16"), /* sliding_window 12 < the 40-token prompt */
         GOLDEN("qwen2"),     GOLDEN("qwen2-bf16"),     GOLDEN("qwen3"),   GOLDEN("qwen3-bf16"),
         GOLDEN("qwen3_moe"), GOLDEN("qwen3_moe-bf16"), GOLDEN("mixtral"), GOLDEN("mixtral-bf16"),
         /* quantized by `qserve quantize`; references on the dequantized weights */
