@@ -706,6 +706,7 @@ static int render_for(qs_jj_ctx *ctx, qs_jj_frame *frame, const qs_jj_node *n)
      * emptied (Jinja resets loop-body assignments per iteration) and the loop object moved on, as
      * Jinja's LoopContext is one mutable object. */
     qs_jj_frame *f = new_frame(ctx, frame);
+    bool completed = false; /* some iteration reached the end of its body */
     qs_jv *loop = qs_jv_none(ctx->arena);
     loop->kind = QS_JV_LOOP;
     loop->loop = qs_jj_alloc(ctx->arena, sizeof *loop->loop);
@@ -722,9 +723,15 @@ static int render_for(qs_jj_ctx *ctx, qs_jj_frame *frame, const qs_jj_node *n)
             return -1;
         int control = ctx->control;
         ctx->control = 0;
+        if (control == 0)
+            completed = true;
         if (control == QS_JJ_BREAK)
             break;
     }
+    /* Jinja runs `else` unless an iteration finished its body: its flag is cleared at the end of
+     * the body, which break and continue skip. */
+    if (!completed && n->n_else)
+        return qs_jj_render_body(ctx, new_frame(ctx, frame), n->else_body, n->n_else);
     return 0;
 }
 
@@ -778,7 +785,8 @@ static int render_statement(qs_jj_ctx *ctx, qs_jj_frame *frame, const qs_jj_node
         qs_jj_buf body = {0};
         qs_jj_buf *saved = ctx->out;
         ctx->out = &body;
-        int rc = qs_jj_render_body(ctx, frame, n->body, n->n_body);
+        /* the body is a scope of its own: its assignments do not leak */
+        int rc = qs_jj_render_body(ctx, new_frame(ctx, frame), n->body, n->n_body);
         ctx->out = saved;
         if (rc == 0)
             rc = render_set(ctx, frame, n, qs_jv_str(ctx->arena, body.data ? body.data : "", body.len));

@@ -483,7 +483,9 @@ static void write_repr_str(qs_jj_buf *b, const char *s, size_t n)
 
 static void write_repr(qs_jj_buf *b, const qs_jv *v)
 {
-    if (v->kind == QS_JV_STRING)
+    if (v->kind == QS_JV_UNDEFINED) /* repr(Undefined) inside a list or dict */
+        qs_jj_buf_puts(b, "Undefined");
+    else if (v->kind == QS_JV_STRING)
         write_repr_str(b, v->str.s, v->str.len);
     else
         qs_jv_write_str(b, v);
