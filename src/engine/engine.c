@@ -455,7 +455,7 @@ static void mask_end_tokens(const qs_engine *e, const qs_seq *seq, float *row)
 static void on_sampled(qs_engine *e, qs_seq *seq, int32_t token, const qs_token_logprobs *lp)
 {
     double now = qs_now_seconds();
-    qs_engine_event *ev = qs_seq_on_token(seq, token, lp, e->eos, e->opt.n_eos, e->opt.max_model_len, e->opt.tokenizer);
+    qs_engine_event *ev = qs_seq_on_token(seq, token, lp, e->eos, e->opt.n_eos, e->opt.max_model_len);
     pthread_mutex_lock(&e->mu);
     e->stats.generation_tokens_total++;
     if (seq->n_output == 1) {

@@ -1,8 +1,8 @@
 /* request.c — a sequence's life inside the engine: built from a qs_seq_request, it grows by one
  * token per sample, turns tokens into text with the tokenizer's streaming decoder, and decides
- * when it ends (EOS, stop token ids, stop strings, max_tokens, max_model_len). Text that could be
- * the start of a stop string is held back until it is known not to be one, so a stop string never
- * reaches the client, not even split across streamed chunks. */
+ * when it ends (EOS, stop token ids, stop strings, max_tokens, max_model_len). Stop strings go
+ * through the matcher of stop.h, which holds back text that could be the start of one, so a stop
+ * string never reaches the client, not even split across streamed chunks. */
 #include "engine/request.h"
 
 #include <stdio.h>
@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "engine/stop.h"
 #include "tokenizer/tokenizer.h"
 
 double qs_now_seconds(void)
@@ -30,7 +31,8 @@ void qs_seq_free(qs_seq *s)
     for (int i = 0; i < s->n_stop; i++)
         free(s->stop[i]);
     free(s->stop);
-    free(s->held);
+    if (s->matcher)
+        qs_stop_free(s->matcher);
     if (s->sampler)
         qs_sampler_state_free(s->sampler);
     if (s->decoder)
@@ -92,10 +94,12 @@ qs_seq *qs_seq_new(const qs_seq_request *r, uint64_t id, qs_event_sink *sink, co
             s->stop[s->n_stop] = strdup(r->stop[i]);
             if (!s->stop[s->n_stop])
                 goto oom;
-            size_t len = strlen(r->stop[i]);
-            if (len > s->max_stop_len)
-                s->max_stop_len = len;
             s->n_stop++;
+        }
+        if (s->n_stop > 0) {
+            s->matcher = qs_stop_new((const char *const *)s->stop, s->n_stop, NULL, 0);
+            if (!s->matcher)
+                goto oom;
         }
     }
     s->include_stop_str = r->include_stop_str_in_output;
@@ -148,78 +152,53 @@ int qs_seq_reserve_blocks(qs_seq *s, int n)
     return 0;
 }
 
-static int held_append(qs_seq *s, const char *text, size_t len)
+/* Appends text to the event's text. */
+static void add_text(qs_engine_event *ev, const char *text, size_t len)
 {
     if (len == 0)
-        return 0;
-    if (s->held_len + len + 1 > s->held_cap) {
-        size_t cap = s->held_cap ? s->held_cap : 64;
-        while (cap < s->held_len + len + 1)
-            cap *= 2;
-        char *p = realloc(s->held, cap);
-        if (!p)
-            return -1;
-        s->held = p;
-        s->held_cap = cap;
-    }
-    memcpy(s->held + s->held_len, text, len);
-    s->held_len += len;
-    s->held[s->held_len] = '\0';
-    return 0;
-}
-
-/* Moves the first n held bytes into ev->text. */
-static void release_text(qs_seq *s, qs_engine_event *ev, size_t n)
-{
-    char *t = malloc(n + 1);
+        return;
+    char *t = realloc(ev->text, ev->text_len + len + 1);
     if (!t)
         return;
-    if (n)
-        memcpy(t, s->held, n);
-    t[n] = '\0';
-    free(ev->text);
+    memcpy(t + ev->text_len, text, len);
+    ev->text_len += len;
+    t[ev->text_len] = '\0';
     ev->text = t;
-    ev->text_len = n;
-    if (s->held_len > n)
-        memmove(s->held, s->held + n, s->held_len - n);
-    s->held_len -= n;
-    if (s->held)
-        s->held[s->held_len] = '\0';
 }
 
-/* Looks for a stop string in the held text; on a match releases the text before it (and the
- * stop string itself when asked) and returns true. */
-static bool match_stop(qs_seq *s, qs_engine_event *ev)
+/* Feeds decoded text through the stop matcher (if any) into the event; true when a stop
+ * string completed (its text is added when include_stop_str). */
+static bool feed_text(qs_seq *s, qs_engine_event *ev, const char *text, size_t len)
 {
-    size_t best = (size_t)-1, best_len = 0;
-    for (int i = 0; i < s->n_stop; i++) {
-        const char *hit = s->held_len ? memmem(s->held, s->held_len, s->stop[i], strlen(s->stop[i])) : NULL;
-        if (hit && (size_t)(hit - s->held) < best) {
-            best = (size_t)(hit - s->held);
-            best_len = strlen(s->stop[i]);
-        }
-    }
-    if (best == (size_t)-1)
+    if (!s->matcher) {
+        add_text(ev, text, len);
         return false;
-    release_text(s, ev, best + (s->include_stop_str ? best_len : 0));
-    s->held_len = 0;
-    return true;
+    }
+    const char *out;
+    size_t out_len;
+    bool matched = qs_stop_feed(s->matcher, text, len, &out, &out_len);
+    add_text(ev, out, out_len);
+    if (matched && s->include_stop_str) {
+        int i = qs_stop_matched_index(s->matcher);
+        if (i >= 0 && i < s->n_stop)
+            add_text(ev, s->stop[i], strlen(s->stop[i]));
+    }
+    return matched;
 }
 
-/* Length of the longest suffix of the held text that is a proper prefix of a stop string. */
-static size_t stop_prefix_suffix(const qs_seq *s)
+/* The end of the text: the decoder's incomplete tail, then whatever the matcher held back.
+ * True when that completed a stop string. */
+static bool finish_text(qs_seq *s, qs_engine_event *ev)
 {
-    size_t longest = 0;
-    for (int i = 0; i < s->n_stop; i++) {
-        size_t sl = strlen(s->stop[i]);
-        size_t max = sl - 1 < s->held_len ? sl - 1 : s->held_len;
-        for (size_t k = max; k > longest; k--)
-            if (!memcmp(s->held + s->held_len - k, s->stop[i], k)) {
-                longest = k;
-                break;
-            }
+    const char *rest;
+    size_t rest_len;
+    if (s->decoder && qs_decode_stream_flush(s->decoder, &rest, &rest_len) == 0 && feed_text(s, ev, rest, rest_len))
+        return true;
+    if (s->matcher) {
+        qs_stop_flush(s->matcher, &rest, &rest_len);
+        add_text(ev, rest, rest_len);
     }
-    return longest;
+    return false;
 }
 
 static qs_engine_event *event_new(const qs_seq *s, int32_t token)
@@ -246,9 +225,8 @@ static void finish_event(qs_seq *s, qs_engine_event *ev, qs_finish_reason why)
 }
 
 qs_engine_event *qs_seq_on_token(qs_seq *s, int32_t token, const qs_token_logprobs *lp, const int32_t *eos,
-                                 int n_eos, int max_model_len, const qs_tokenizer *tok)
+                                 int n_eos, int max_model_len)
 {
-    (void)tok;
     qs_engine_event *ev = event_new(s, token);
     if (!ev || qs_seq_append_token(s, token)) {
         qs_engine_event_free(ev);
@@ -270,12 +248,7 @@ qs_engine_event *qs_seq_on_token(qs_seq *s, int32_t token, const qs_token_logpro
                 is_end_token = true;
     }
     if (is_end_token) {
-        const char *rest;
-        size_t rest_len;
-        if (s->decoder && qs_decode_stream_flush(s->decoder, &rest, &rest_len) == 0)
-            held_append(s, rest, rest_len);
-        if (!match_stop(s, ev))
-            release_text(s, ev, s->held_len);
+        finish_text(s, ev);
         finish_event(s, ev, QS_FINISH_STOP);
         return ev;
     }
@@ -283,28 +256,16 @@ qs_engine_event *qs_seq_on_token(qs_seq *s, int32_t token, const qs_token_logpro
         const char *piece;
         size_t piece_len;
         qs_err derr;
-        if (qs_decode_stream_push(s->decoder, token, &piece, &piece_len, &derr) == 0)
-            held_append(s, piece, piece_len);
-    }
-    if (match_stop(s, ev)) {
-        finish_event(s, ev, QS_FINISH_STOP);
-        return ev;
-    }
-    bool at_length = s->n_output >= s->max_tokens || s->n_tokens >= max_model_len;
-    if (at_length) {
-        const char *rest;
-        size_t rest_len;
-        if (s->decoder && qs_decode_stream_flush(s->decoder, &rest, &rest_len) == 0)
-            held_append(s, rest, rest_len);
-        if (match_stop(s, ev)) {
+        if (qs_decode_stream_push(s->decoder, token, &piece, &piece_len, &derr) == 0 &&
+            feed_text(s, ev, piece, piece_len)) {
             finish_event(s, ev, QS_FINISH_STOP);
             return ev;
         }
-        release_text(s, ev, s->held_len);
-        finish_event(s, ev, QS_FINISH_LENGTH);
-        return ev;
     }
-    release_text(s, ev, s->held_len - stop_prefix_suffix(s));
+    if (s->n_output >= s->max_tokens || s->n_tokens >= max_model_len) {
+        bool stopped = finish_text(s, ev);
+        finish_event(s, ev, stopped ? QS_FINISH_STOP : QS_FINISH_LENGTH);
+    }
     return ev;
 }
 
@@ -313,8 +274,8 @@ qs_engine_event *qs_seq_final_event(qs_seq *s, qs_finish_reason why, const char 
     qs_engine_event *ev = event_new(s, -1);
     if (!ev)
         return NULL;
-    if (why != QS_FINISH_ABORT && s->held_len)
-        release_text(s, ev, s->held_len);
+    if (why != QS_FINISH_ABORT)
+        finish_text(s, ev);
     if (error)
         snprintf(ev->error, sizeof ev->error, "%s", error);
     finish_event(s, ev, why);

@@ -1,7 +1,8 @@
 /* request.h — one sequence inside the engine: its tokens (prompt, then outputs), how many of
  * them the KV cache already holds, its block table, sampler and detokeniser state, and the
- * output rules (max_tokens, EOS, stop token ids, stop strings with held-back text). Private to
- * src/engine; the scheduler moves these between its queues. */
+ * output rules (max_tokens, EOS, stop token ids, and stop strings through the shared matcher of
+ * stop.h, which holds back text that could start one). Private to src/engine; the scheduler
+ * moves these between its queues. */
 #ifndef QS_ENGINE_REQUEST_H
 #define QS_ENGINE_REQUEST_H
 
@@ -12,6 +13,7 @@
 #include "engine/engine.h"
 
 typedef struct qs_decode_stream qs_decode_stream;
+typedef struct qs_stop_matcher qs_stop_matcher;
 
 typedef struct qs_seq {
     uint64_t id;               /* arrival order */
@@ -31,17 +33,15 @@ typedef struct qs_seq {
     bool ignore_eos;
     int32_t *stop_token_ids;
     int n_stop_token_ids;
-    char **stop;
+    char **stop;               /* non-empty stop strings, indexed as the matcher reports them */
     int n_stop;
-    size_t max_stop_len;
     bool include_stop_str;
     int choice;
 
     /* output state */
     qs_sampler_state *sampler;
     qs_decode_stream *decoder;
-    char *held;                /* decoded text not yet released (could start a stop string) */
-    size_t held_len, held_cap;
+    qs_stop_matcher *matcher;  /* NULL without stop strings */
     qs_event_sink *sink;
     bool aborted;
     qs_finish_reason finish;
@@ -58,9 +58,9 @@ int qs_seq_reserve_blocks(qs_seq *s, int n);
 
 /* After sampling `token`: appends it, updates text / stop state and returns the event to send
  * (finish set when the sequence ends). eos lists the model's end tokens; max_model_len bounds
- * the positions. tok may be NULL (no text, no stop strings). */
+ * the positions. A sequence built without a tokenizer produces tokens but no text. */
 qs_engine_event *qs_seq_on_token(qs_seq *s, int32_t token, const qs_token_logprobs *lp, const int32_t *eos,
-                                 int n_eos, int max_model_len, const qs_tokenizer *tok);
+                                 int n_eos, int max_model_len);
 /* A final event for a sequence ending without a new token (abort, error): flushes held text
  * unless aborting. */
 qs_engine_event *qs_seq_final_event(qs_seq *s, qs_finish_reason why, const char *error);
