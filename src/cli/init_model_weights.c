@@ -197,15 +197,25 @@ int qs_init_write_weights(const char *dir, const qs_init_shape *s, uint64_t seed
         return qs_errf(err, "init-model: out of memory");
     }
     int n_shards = 0;
-    uint64_t in_shard = 0;
+    uint64_t in_shard = 0, largest = 0;
     for (int i = 0; i < n; i++) {
-        uint64_t b = (uint64_t)numel(&L[i]) * (uint64_t)esize;
+        uint64_t b = ((uint64_t)numel(&L[i]) * (uint64_t)esize + 63) & ~(uint64_t)63;
         if (n_shards == 0 || (shard_bytes && in_shard > 0 && in_shard + b > shard_bytes)) {
             n_shards++;
             in_shard = 0;
         }
         shard_of[i] = n_shards - 1;
         in_shard += b;
+        if (in_shard > largest)
+            largest = in_shard;
+    }
+    /* one arena for the largest shard, reused by every shard: pages are faulted in once */
+    uint8_t *arena = malloc((size_t)largest + 64);
+    if (!arena) {
+        free(shard_of);
+        free(L);
+        return qs_errf(err, "init-model: out of memory for a %.2f GB shard (try a smaller --shard-size)",
+                       largest / 1e9);
     }
     /* a single file or an index from an earlier run would shadow what we write now */
     char stale[2048];
@@ -214,26 +224,22 @@ int qs_init_write_weights(const char *dir, const qs_init_shape *s, uint64_t seed
     int rc = 0;
     for (int sh = 0; sh < n_shards && rc == 0; sh++) {
         qs_st_writer *w = qs_st_writer_new();
-        void **bufs = calloc((size_t)n, sizeof *bufs);
-        if (!w || !bufs) {
+        if (!w) {
             rc = qs_errf(err, "init-model: out of memory");
-            qs_st_writer_free(w);
-            free(bufs);
             break;
         }
+        size_t offset = 0;
         qs_st_writer_set_metadata(w, "format", "pt");
         for (int i = 0; i < n && rc == 0; i++) {
             if (shard_of[i] != sh)
                 continue;
             int64_t ne = numel(&L[i]);
-            bufs[i] = malloc((size_t)ne * (size_t)esize);
-            if (!bufs[i]) {
-                rc = qs_errf(err, "init-model: out of memory for tensor %s (%lld elements)", L[i].name, (long long)ne);
-                break;
-            }
-            fill_job job = {bufs[i], dtype, L[i].kind, splitmix64(seed * 0x100000001B3ull + (uint64_t)i) << 20, 0.02f};
+            size_t bytes = (size_t)ne * (size_t)esize;
+            void *buf = arena + offset;
+            offset += (bytes + 63) & ~(size_t)63;
+            fill_job job = {buf, dtype, L[i].kind, splitmix64(seed * 0x100000001B3ull + (uint64_t)i) << 20, 0.02f};
             qs_parallel_for(ne, 1 << 16, fill_range, &job);
-            rc = qs_st_writer_add(w, L[i].name, dtype, L[i].ndim, L[i].shape, bufs[i], (size_t)ne * (size_t)esize, err);
+            rc = qs_st_writer_add(w, L[i].name, dtype, L[i].ndim, L[i].shape, buf, bytes, err);
         }
         if (rc == 0) {
             char fname[64], path[2048];
@@ -244,10 +250,8 @@ int qs_init_write_weights(const char *dir, const qs_init_shape *s, uint64_t seed
             rc = qs_st_writer_write(w, qs_path_join(path, sizeof path, dir, fname), err);
         }
         qs_st_writer_free(w);
-        for (int i = 0; i < n; i++)
-            free(bufs[i]);
-        free(bufs);
     }
+    free(arena);
     if (rc == 0 && n_shards > 1)
         rc = write_index(dir, L, shard_of, n, n_shards, total, err);
     free(shard_of);
