@@ -539,19 +539,51 @@ int qs_engine_step(qs_engine *e)
     return 1;
 }
 
+/* One line every few seconds while there is work, like vLLM's periodic stats line. */
+static void log_throughput(qs_engine *e, double *last_t, unsigned long long *last_prompt, unsigned long long *last_gen)
+{
+    double t = qs_now_seconds();
+    if (t - *last_t < 5.0)
+        return;
+    pthread_mutex_lock(&e->mu);
+    unsigned long long p = e->stats.prompt_tokens_total, g = e->stats.generation_tokens_total;
+    qs_engine_load l = e->load;
+    pthread_mutex_unlock(&e->mu);
+    if (p != *last_prompt || g != *last_gen)
+        qs_info("engine: prompt %.1f tok/s, generation %.1f tok/s, running %d, waiting %d, KV cache %.1f%%, "
+                "preemptions %lld",
+                (double)(p - *last_prompt) / (t - *last_t), (double)(g - *last_gen) / (t - *last_t), l.num_running,
+                l.num_waiting, l.num_blocks ? 100.0 * (1.0 - (double)l.num_free_blocks / l.num_blocks) : 0.0,
+                l.num_preemptions);
+    *last_t = t;
+    *last_prompt = p;
+    *last_gen = g;
+}
+
 static void *engine_main(void *arg)
 {
     qs_engine *e = arg;
+    double last_t = qs_now_seconds();
+    unsigned long long last_prompt = 0, last_gen = 0;
     for (;;) {
         pthread_mutex_lock(&e->mu);
+        bool idled = false;
         while (!e->stopping && e->n_inbox == 0 && e->n_aborts == 0 && !e->abort_all && e->sched.n_running == 0 &&
-               e->sched.n_waiting == 0)
+               e->sched.n_waiting == 0) {
             pthread_cond_wait(&e->cv, &e->mu);
+            idled = true;
+        }
+        if (idled) { /* rates are measured over busy time only */
+            last_t = qs_now_seconds();
+            last_prompt = e->stats.prompt_tokens_total;
+            last_gen = e->stats.generation_tokens_total;
+        }
         bool stop = e->stopping;
         pthread_mutex_unlock(&e->mu);
         if (stop)
             break;
         qs_engine_step(e);
+        log_throughput(e, &last_t, &last_prompt, &last_gen);
     }
     return NULL;
 }
