@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # test_generate.sh — `qserve generate` end to end on stories260K converted by build/convert-llama2c:
-# the greedy 200 tokens and their text equal llama2.c's goldens; a BF16 copy and FP8 / NVFP4
-# copies made by `qserve quantize` (and online --quantization fp8) keep the first sentence; sampling is reproducible per seed; stop strings,
-# logprobs and bad arguments behave. Prints ok / not ok / skip lines.
+# the greedy 200 tokens and their text equal llama2.c's goldens; a BF16 copy, FP8 copies made by
+# `qserve quantize` and online --quantization fp8 keep the first sentence; sampling is reproducible
+# per seed; stop strings, logprobs, --chat and bad arguments behave. Prints ok / not ok / skip.
+# (Each qserve start costs seconds here: the binary loads the CUDA libraries eagerly.)
 set -u
 BIN=${QSERVE_BIN:-build/qserve}
 BUILD=${QSERVE_BUILD:-build}
 DATA=${QSERVE_SHARED_DATA:-../shared/data}/tinystories
-names="greedy_ids greedy_text streamed_text bf16_first_sentence fp8_dynamic_first_sentence fp8_block_first_sentence nvfp4_w4a16_first_sentence online_fp8_first_sentence seed_reproducible stop_string logprobs chat bad_args"
+names="greedy_ids greedy_text streamed_text bf16_first_sentence fp8_dynamic_first_sentence fp8_block_first_sentence online_fp8_first_sentence seed_reproducible stop_string logprobs chat bad_args"
 if [ ! -f "$DATA/stories260K.bin" ]; then
   for n in $names; do echo "skip $n: stories260K not found under $DATA"; done
   exit 0
@@ -40,7 +41,7 @@ first_sentence() { # model dir [flags] -> ok if its greedy text starts with the 
 "$BUILD/convert-llama2c" "$DATA/stories260K.bin" "$DATA/tok512.bin" "$TMP/bf16" --dtype bf16 >/dev/null 2>&1 &&
   first_sentence "$TMP/bf16"
 check bf16_first_sentence $? "$(tail -c 300 "$TMP/q.err")"
-for q in fp8-dynamic fp8-block nvfp4-w4a16; do
+for q in fp8-dynamic fp8-block; do  # NVFP4: test_hf_goldens (llama/mixtral-nvfp4a16)
   n=$(echo "$q" | tr - _)_first_sentence
   if "$BIN" quantize --help >/dev/null 2>&1; then
     if "$BIN" quantize "$M" "$TMP/$q" --scheme "$q" >"$TMP/quant-$q.log" 2>&1; then
@@ -62,14 +63,14 @@ c=$("$BIN" generate "$M" --prompt "Once upon a time" --max-tokens 30 --temperatu
 [ -n "$a" ] && [ "$a" = "$b" ] && [ "$a" != "$c" ]
 check seed_reproducible $?
 
-# the golden text's first sentence ends at "Lily." : stopping on "Lily" cuts it before the name
-"$BIN" generate "$M" --prompt-ids 1 --max-tokens 200 --temperature 0 --stop "Lily" --stop "zebra" --json >"$TMP/st.json" 2>/dev/null
+# the golden text's first sentence ends at "Lily." : stopping on "Lily" cuts it before the name;
+# the same run reports logprobs (top 3, sorted, the greedy choice first)
+"$BIN" generate "$M" --prompt-ids 1 --max-tokens 200 --temperature 0 --stop "Lily" --stop "zebra" --logprobs 3 \
+  --json >"$TMP/st.json" 2>/dev/null
 py_json "$TMP/st.json" "sys.exit(0 if d['text'] == 'Once upon a time, there was a little girl named ' and len(d['token_ids']) < 20 else 1)"
 check stop_string $?
-
-"$BIN" generate "$M" --prompt-ids 1 --max-tokens 5 --temperature 0 --logprobs 3 --json >"$TMP/lp.json" 2>/dev/null
-py_json "$TMP/lp.json" "
-lp = d['logprobs']; ok = len(lp) == 5
+py_json "$TMP/st.json" "
+lp = d['logprobs']; ok = len(lp) == len(d['token_ids']) > 5
 for e, t in zip(lp, d['token_ids']):
     tops = [x['logprob'] for x in e['top']]
     ok &= e['token_id'] == t and len(tops) == 3 and tops == sorted(tops, reverse=True)
@@ -83,8 +84,7 @@ check chat $? "$(tail -c 300 "$TMP/chat.err")"
 
 rc=0
 "$BIN" generate "$M" --max-tokens 3 >/dev/null 2>&1; [ $? -eq 2 ] || rc=1
-"$BIN" generate "$M" --prompt x --prompt-ids 1 >/dev/null 2>&1; [ $? -eq 2 ] || rc=1
-"$BIN" generate "$M" --prompt-ids 1 --top-p 0 >/dev/null 2>&1; [ $? -eq 2 ] || rc=1
+"$BIN" generate "$M" --prompt x --prompt-ids 1 --top-p 0 >/dev/null 2>&1; [ $? -eq 2 ] || rc=1
 "$BIN" generate "$M" --prompt-ids 1,9999 >/dev/null 2>"$TMP/bad.err"; [ $? -eq 1 ] && grep -q 9999 "$TMP/bad.err" || rc=1
 "$BIN" generate "$TMP/nonexistent" --prompt-ids 1 >/dev/null 2>"$TMP/nx.err"; [ $? -eq 1 ] && grep -q nonexistent "$TMP/nx.err" || rc=1
 check bad_args $rc
