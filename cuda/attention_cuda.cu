@@ -1,14 +1,16 @@
 // attention_cuda.cu — paged-KV attention and KV writes for the CUDA ops (see src/ops/ops.h).
 // KV cache per layer: [block][kv_head][slot][head_dim] BF16, QS_KV_BLOCK_SIZE slots a block.
-// attention: one CTA per (token, query head); its warps stride over the positions the token may
-// see, each keeping an online softmax (running max, sum and weighted V in FP32, one dimension
-// slice per lane), then the warps' partial results are merged. This is the correct, simple
-// baseline (CUDA cores, no split-KV across CTAs); the tensor-core prefill and split-KV decode
-// kernels are the next step.
+// attention: one CTA per (token, query head, KV split); its warps stride over the split's share
+// of the positions the token may see (sliding window honoured), each keeping an online softmax
+// (running max, sum and weighted V in FP32, one dimension slice per lane); the warps' results are
+// merged in shared memory. When there are too few (token, head) pairs to fill the GPU — decode of
+// a few sequences — the positions are split across CTAs (split-KV) and a second kernel merges the
+// splits' softmax states. CUDA cores only: the tensor-core prefill kernel is the next step.
 #include <cuda_bf16.h>
 #include <math.h>
 
 #include "cuda_check.h"
+#include "scratch.h"
 #include "qs_cuda_ops.h"
 
 extern "C" {
@@ -38,15 +40,20 @@ __global__ void kv_write_kernel(bf16 *kc, bf16 *vc, const bf16 *k, const bf16 *v
     }
 }
 
+// Split `split` of `splits` covers a contiguous share of the positions [first, pos].
 __global__ void __launch_bounds__(kWarps * 32)
-    attention_kernel(bf16 *out, const bf16 *q, const bf16 *kc, const bf16 *vc, const int32_t *tok_seq,
-                     const int32_t *tok_pos, const int32_t *block_tables, int max_blocks, int n_heads, int n_kv,
-                     int head_dim, float scale)
+    attention_kernel(bf16 *out, float *part_ml, float *part_acc, const bf16 *q, const bf16 *kc, const bf16 *vc,
+                     const int32_t *tok_seq, const int32_t *tok_pos, const int32_t *block_tables, int max_blocks,
+                     int n_heads, int n_kv, int head_dim, float scale, int window)
 {
-    int t = blockIdx.x, h = blockIdx.y;
+    int t = blockIdx.x, h = blockIdx.y, split = blockIdx.z, splits = gridDim.z;
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     int kvh = h / (n_heads / n_kv);
     int pos = tok_pos[t];
+    int first = (window > 0 && pos + 1 > window) ? pos + 1 - window : 0;
+    int span = pos + 1 - first;
+    int share = (span + splits - 1) / splits;
+    int begin = first + split * share, end = min(pos + 1, begin + share);
     const int32_t *table = block_tables + (int64_t)tok_seq[t] * max_blocks;
     const bf16 *qrow = q + ((int64_t)t * n_heads + h) * head_dim;
 
@@ -58,7 +65,7 @@ __global__ void __launch_bounds__(kWarps * 32)
         acc[j] = 0.f;
     }
     float m = -INFINITY, l = 0.f;
-    for (int p = warp; p <= pos; p += kWarps) {
+    for (int p = begin + warp; p < end; p += kWarps) {
         int64_t block = table[p / QS_KV_BLOCK_SIZE];
         int64_t base = ((block * n_kv + kvh) * QS_KV_BLOCK_SIZE + p % QS_KV_BLOCK_SIZE) * head_dim;
         float s = 0.f;
@@ -100,13 +107,55 @@ __global__ void __launch_bounds__(kWarps * 32)
     float total = 0.f;
     for (int w = 0; w < kWarps; w++)
         total += sm_m[w] == -INFINITY ? 0.f : sm_l[w] * __expf(sm_m[w] - mx);
-    bf16 *orow = out + ((int64_t)t * n_heads + h) * head_dim;
+    int64_t row = (int64_t)t * n_heads + h;
+    if (splits == 1) {
+        bf16 *orow = out + row * head_dim;
+        for (int d = threadIdx.x; d < head_dim; d += blockDim.x) {
+            float v = 0.f;
+            for (int w = 0; w < kWarps; w++)
+                if (sm_m[w] != -INFINITY)
+                    v += sm_acc[w][d] * __expf(sm_m[w] - mx);
+            orow[d] = __float2bfloat16_rn(v / total);
+        }
+        return;
+    }
+    // Unnormalised partial state of this split: max, sum and weighted V relative to that max.
+    int64_t slot = row * splits + split;
+    if (threadIdx.x == 0) {
+        part_ml[2 * slot] = mx;
+        part_ml[2 * slot + 1] = total;
+    }
     for (int d = threadIdx.x; d < head_dim; d += blockDim.x) {
         float v = 0.f;
         for (int w = 0; w < kWarps; w++)
             if (sm_m[w] != -INFINITY)
                 v += sm_acc[w][d] * __expf(sm_m[w] - mx);
-        orow[d] = __float2bfloat16_rn(v / total);
+        part_acc[slot * head_dim + d] = v;
+    }
+}
+
+// One CTA per (token, head): merges the splits' states.
+__global__ void split_merge_kernel(bf16 *out, const float *part_ml, const float *part_acc, int splits, int head_dim)
+{
+    int64_t row = blockIdx.x;
+    float mx = -INFINITY;
+    for (int s = 0; s < splits; s++)
+        if (part_ml[2 * (row * splits + s) + 1] > 0.f)
+            mx = fmaxf(mx, part_ml[2 * (row * splits + s)]);
+    float total = 0.f;
+    for (int s = 0; s < splits; s++) {
+        float l = part_ml[2 * (row * splits + s) + 1];
+        if (l > 0.f)
+            total += l * __expf(part_ml[2 * (row * splits + s)] - mx);
+    }
+    for (int d = threadIdx.x; d < head_dim; d += blockDim.x) {
+        float v = 0.f;
+        for (int s = 0; s < splits; s++) {
+            float l = part_ml[2 * (row * splits + s) + 1];
+            if (l > 0.f)
+                v += part_acc[(row * splits + s) * head_dim + d] * __expf(part_ml[2 * (row * splits + s)] - mx);
+        }
+        out[row * head_dim + d] = __float2bfloat16_rn(v / total);
     }
 }
 
@@ -136,10 +185,37 @@ int qs_cuda_attention(void *out, const void *q, const void *k_cache, const void 
     if (b->n_tokens > 2147483647LL || n_heads > 65535)
         return qs_errf(err, "CUDA attention: %lld tokens x %d heads is too large a grid", (long long)b->n_tokens,
                        n_heads);
-    dim3 grid((unsigned)b->n_tokens, (unsigned)n_heads);
-    attention_kernel<<<grid, kWarps * 32>>>((bf16 *)out, (const bf16 *)q, (const bf16 *)k_cache, (const bf16 *)v_cache,
-                                            b->tok_seq, b->tok_pos, b->block_tables, b->max_blocks, n_heads, n_kv_heads,
-                                            head_dim, scale);
+    // Enough (token, head, split) CTAs for about four waves over the SMs; splits only help when
+    // there are few (token, head) pairs, i.e. decode of a handful of sequences.
+    static int sm_count = 0;
+    if (!sm_count) {
+        int dev = 0;
+        cudaGetDevice(&dev);
+        cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, dev);
+        if (sm_count <= 0)
+            sm_count = 80;
+    }
+    int64_t pairs = b->n_tokens * n_heads;
+    int splits = 1;
+    if (pairs < 4 * sm_count)
+        splits = (int)((4 * sm_count + pairs - 1) / pairs);
+    splits = splits > 32 ? 32 : splits;
+    float *part_ml = nullptr, *part_acc = nullptr;
+    if (splits > 1) {
+        void *buf;
+        size_t bytes = (size_t)(pairs * splits) * (2 + head_dim) * sizeof(float);
+        if (qs_scratch_get(QS_SCRATCH_ATTN_SPLIT, bytes, &buf, err))
+            return -1;
+        part_ml = (float *)buf;
+        part_acc = part_ml + 2 * pairs * splits;
+    }
+    dim3 grid((unsigned)b->n_tokens, (unsigned)n_heads, (unsigned)splits);
+    attention_kernel<<<grid, kWarps * 32>>>((bf16 *)out, part_ml, part_acc, (const bf16 *)q, (const bf16 *)k_cache,
+                                            (const bf16 *)v_cache, b->tok_seq, b->tok_pos, b->block_tables,
+                                            b->max_blocks, n_heads, n_kv_heads, head_dim, scale, b->sliding_window);
+    QS_LAUNCH_CHECK(err);
+    if (splits > 1)
+        split_merge_kernel<<<(unsigned)pairs, 128>>>((bf16 *)out, part_ml, part_acc, splits, head_dim);
     QS_LAUNCH_CHECK(err);
     return 0;
 }
