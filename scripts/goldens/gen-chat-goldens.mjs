@@ -20,6 +20,89 @@ const repo = path.resolve(here, "../..");
 const shared = process.env.QSERVE_SHARED_DATA || path.resolve(repo, "../shared/data");
 const outDir = path.join(repo, "tests/data/chat");
 
+// ---- random templates ----
+// Besides the templates above, random.json holds small random templates (each case carries its
+// own "template"): whitespace control and tag nesting, expressions over every operator, filter,
+// test and method, and nested for/if/set/macro/namespace/break/continue. Python renders them too,
+// so they pin down the corners of Jinja's semantics. A fixed seed keeps the file stable.
+function mulberry32(seed) {
+  return () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+const rand = mulberry32(20261202);
+const pick = (xs) => xs[Math.floor(rand() * xs.length)];
+const mod = (s) => s.replaceAll("{m}", () => pick(["", "", "-", "+"])).replaceAll("{n}", () => pick(["", "", "-", "+"]));
+function wsTemplate(depth = 0) {
+  const ws = ["\n", "  ", "\t", " ", "\n\n", "  \n", "x", "ab", "\r\n"];
+  const leaf = ["{{{m} 'v' {n}}}", "{#{m} c {n}#}", "{%{m} set a = 1 {n}%}", "{%{m} if true {n}%}y{%{m} else {n}%}z{%{m} endif {n}%}"];
+  let out = "";
+  for (let k = 1 + Math.floor(rand() * 6); k > 0; k--) {
+    const r = rand();
+    if (r < 0.45) out += pick(ws);
+    else if (r < 0.75) out += mod(pick(leaf));
+    else if (depth < 3) {
+      const loop = rand() < 0.5;
+      out += mod(loop ? "{%{m} for i in [1, 2] {n}%}" : pick(["{%{m} if true {n}%}", "{%{m} if false {n}%}"]));
+      out += wsTemplate(depth + 1) + mod(loop ? "{%{m} endfor {n}%}" : "{%{m} endif {n}%}");
+    }
+  }
+  return out.replaceAll("{{+", "{{").replaceAll("+}}", "}}");
+}
+function exprTemplate() {
+  const atoms = ["0", "1", "-2", "7", "3.5", "0.1", "2.0", "1e3", "'a'", "'Hello World'", "''", "' x '", "none", "true",
+    "false", "[1, 2, 3]", "[]", "['b', 'a']", "{'k': 1}", "{}", "(1, 'x')", "messages", "messages[0]",
+    "messages[0].content", "undefined_var", "'ü€😀'", "[1.5, none, 'q']"];
+  const binops = ["+", "-", "*", "/", "//", "**", "~", "==", "!=", "<", ">", "<=", ">=", "in", "not in", "and", "or"];
+  const filters = ["length", "trim", "tojson", "string", "lower", "upper", "first", "last", "join", "default('d')", "list",
+    "reverse | list", "unique | list", "sort", "int", "float", "abs", "round", "capitalize", "title", "items | list",
+    "count", "sum", "max", "min", "join(',')", "tojson(indent=1)", "selectattr('x') | list", "map('string') | list",
+    "replace('a', 'b')", "e", "indent(2)", "select('odd') | list", "reject | list", "dictsort", "round(1, 'ceil')"];
+  const tests = ["defined", "none", "string", "number", "mapping", "iterable", "sequence", "integer", "float", "true",
+    "false", "odd", "even", "divisibleby(2)", "eq(1)", "lower", "upper", "boolean", "callable", "in([1, 'a'])"];
+  const methods = ["upper()", "lower()", "strip()", "split()", "split('l')", "startswith('H')", "endswith('d')",
+    "title()", "replace('l', 'L')", "get('k')", "find('o')", "count('l')", "lstrip('H')", "rstrip()",
+    "format(1)", "splitlines()", "capitalize()"];
+  const expr = (d) => {
+    const r = rand();
+    if (d > 3 || r < 0.3) return pick(atoms);
+    if (r < 0.5) return `(${expr(d + 1)} ${pick(binops)} ${expr(d + 1)})`;
+    if (r < 0.65) return `${expr(d + 1)} | ${pick(filters)}`;
+    if (r < 0.75) return `(${expr(d + 1)} is ${pick(["", "not "])}${pick(tests)})`;
+    if (r < 0.85) return `(${expr(d + 1)}).${pick(methods)}`;
+    if (r < 0.9) return `${pick(["messages", "'Hello World'", "[1, 2, 3]"])}[${pick(["0", "-1", "1:", "::-1", ":2", "::2"])}]`;
+    if (r < 0.95) return `(${expr(d + 1)} if ${expr(d + 1)} else ${expr(d + 1)})`;
+    return `(not ${expr(d + 1)})`;
+  };
+  return `{{ ${expr(0)} }}`;
+}
+function stmtTemplate() {
+  const names = ["a", "b", "x"];
+  const val = (inLoop) => pick(["1", "'s'", "a", "b", "x", "ns.v", "x ~ 1", "(a or 0) + 1", "m(a)", "m(q=b, p=1)", "[a, b]",
+    ...(inLoop ? ["loop.index", "loop.first", "loop.previtem", "loop.length", "loop.cycle('o', 'e')"] : [])]);
+  const stmts = (d, inLoop) => {
+    let out = "";
+    for (let k = 1 + Math.floor(rand() * 4); k > 0; k--) {
+      const r = rand();
+      if (r < 0.25) out += `{% set ${pick(names)} = ${val(inLoop)} %}`;
+      else if (r < 0.4) out += `{{ ${val(inLoop)} }},`;
+      else if (r < 0.5) out += `{% set ns.v = ${val(inLoop)} %}`;
+      else if (r < 0.65 && d < 3)
+        out += `{% for ${pick(["i", "a", "x"])} in ${pick(["[1, 2, 3]", "[]", "'ab'", "range(2)", "[[1, 2]]"])}${pick(["", "", " if loop is undefined"])} %}${stmts(d + 1, true)}{% else %}E{% endfor %}`;
+      else if (r < 0.78 && d < 3)
+        out += `{% if ${val(inLoop)} %}${stmts(d + 1, inLoop)}{% elif ${val(inLoop)} %}${stmts(d + 1, inLoop)}{% else %}${stmts(d + 1, inLoop)}{% endif %}`;
+      else if (r < 0.85 && inLoop) out += pick(["{% break %}", "{% continue %}"]);
+      else if (r < 0.92 && d < 2) out += `{% set ${pick(names)} %}${stmts(d + 1, inLoop)}{% endset %}`;
+      else out += "[{{ a }}|{{ b }}|{{ x }}]";
+    }
+    return out;
+  };
+  return "{% macro m(p, q=2) %}<{{ p }}{{ q }}{{ a }}>{% endmacro %}{% set ns = namespace(v=0) %}" + stmts(0, false) + "|{{ ns.v }}";
+}
+
 // ---- tools and conversations ----
 const weatherTool = {
   type: "function",
@@ -285,8 +368,17 @@ env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extens
 env.filters["tojson"] = tojson
 env.globals["raise_exception"] = raise_exception
 env.globals["strftime_now"] = strftime_now
-jobs = json.load(sys.stdin)
+jobs, random_cases = json.load(sys.stdin)
 answers = []
+random_answers = []
+for c in random_cases:
+    try:
+        random_answers.append({"ok": True, "out": env.from_string(c["template"]).render(
+            messages=c["messages"], tools=None, documents=None, add_generation_prompt=False)})
+    except Raised as e:
+        random_answers.append({"ok": False, "err": str(e), "kind": "raise_exception"})
+    except Exception as e:
+        random_answers.append({"ok": False, "err": type(e).__name__ + ": " + str(e), "kind": "error"})
 for job in jobs:
     tmpl = env.from_string(job["source"])
     special = {}
@@ -303,16 +395,23 @@ for job in jobs:
         except Exception as e:
             res.append({"ok": False, "err": type(e).__name__ + ": " + str(e), "kind": "error"})
     answers.append(res)
-print(json.dumps({"version": jinja2.__version__, "answers": answers}, ensure_ascii=False))
+print(json.dumps({"version": jinja2.__version__, "answers": answers, "random": random_answers}, ensure_ascii=False))
 `;
 
 const names = Object.keys(templates);
 const jobs = names.map((n) => ({ source: templates[n].source, bos: templates[n].bos, eos: templates[n].eos, cases: casesFor(n) }));
-const py = spawnSync("python3", ["-c", PY], { input: JSON.stringify(jobs), encoding: "utf8", maxBuffer: 1 << 28 });
-let pyAnswers = null, reference = "@huggingface/jinja";
+const randomMessages = [{ role: "user", content: "hi" }];
+const randomCases = [];
+for (let i = 0; i < 400; i++) randomCases.push({ name: `ws${i}`, template: wsTemplate() });
+for (let i = 0; i < 600; i++) randomCases.push({ name: `expr${i}`, template: exprTemplate() });
+for (let i = 0; i < 400; i++) randomCases.push({ name: `stmt${i}`, template: stmtTemplate() });
+for (const c of randomCases) Object.assign(c, { messages: randomMessages, add_generation_prompt: false });
+const py = spawnSync("python3", ["-c", PY], { input: JSON.stringify([jobs, randomCases]), encoding: "utf8", maxBuffer: 1 << 28 });
+let pyAnswers = null, pyRandom = null, reference = "@huggingface/jinja";
 if (py.status === 0) {
   const parsed = JSON.parse(py.stdout);
   pyAnswers = parsed.answers;
+  pyRandom = parsed.random;
   reference = `python jinja2 ${parsed.version} in transformers' chat-template environment`;
 } else {
   console.error(`python3 + jinja2 unavailable (${(py.stderr || py.error || "").toString().trim().split("\n").pop()}); using @huggingface/jinja alone`);
@@ -357,6 +456,23 @@ names.forEach((name, ti) => {
   };
   fs.writeFileSync(path.join(outDir, `${name}.json`), JSON.stringify(doc, null, 1) + "\n");
 });
+// random.json: only with Python as the reference (the JS port fails most of these). Python
+// prints generators and dict views by address or type; cases whose output shows one are dropped.
+if (pyRandom) {
+  const kept = [];
+  randomCases.forEach((c, i) => {
+    const r = pyRandom[i];
+    if (r.ok && /<generator|<list_reverseiterator|<reversed|dict_(keys|values|items)\(/.test(r.out)) return;
+    const { messages, add_generation_prompt, ...rest } = c; /* shared by all: stored once */
+    kept.push(r.ok ? { ...rest, expected: r.out } : { ...rest, expected_error: r.err, error_kind: r.kind });
+  });
+  const doc = { template: "random", source: { per_case: true }, bos_token: null, eos_token: null,
+    generator: "scripts/goldens/gen-chat-goldens.mjs", reference, js_differs: [], messages: randomMessages,
+    add_generation_prompt: false, cases: kept };
+  fs.writeFileSync(path.join(outDir, "random.json"), JSON.stringify(doc, null, 1) + "\n");
+  total += kept.length;
+}
+
 // Fixtures for tests/cli/test_chat_template.sh: a messages file and the exact expected prompt.
 const cliDir = path.join(outDir, "cli");
 fs.mkdirSync(cliDir, { recursive: true });

@@ -203,6 +203,8 @@ static qs_jv *filter_select(qs_jj_ctx *ctx, int line, const char *name, qs_jv *i
 {
     bool by_attr = !strcmp(name, "selectattr") || !strcmp(name, "rejectattr");
     bool keep_if = !strcmp(name, "select") || !strcmp(name, "selectattr");
+    if (!qs_jv_truthy(input)) /* Jinja checks `if value:` before iterating */
+        return qs_jv_list_new(ctx->arena, false);
     qs_jv *items = items_of(ctx, line, input);
     if (!items)
         return NULL;
@@ -239,6 +241,8 @@ static qs_jv *filter_select(qs_jj_ctx *ctx, int line, const char *name, qs_jv *i
 
 static qs_jv *filter_map(qs_jj_ctx *ctx, int line, qs_jv *input, const qs_jj_args *args)
 {
+    if (!qs_jv_truthy(input)) /* Jinja checks `if value:` before iterating */
+        return qs_jv_list_new(ctx->arena, false);
     qs_jv *items = items_of(ctx, line, input);
     if (!items)
         return NULL;
@@ -288,6 +292,9 @@ static qs_jv *filter_sortlike(qs_jj_ctx *ctx, int line, const char *name, qs_jv 
     if (is_unique) {
         qs_jv *out = qs_jv_list_new(ctx->arena, false);
         for (size_t i = 0; i < n; i++) {
+            qs_jv_kind k = keys[i]->kind;
+            if ((k == QS_JV_LIST && !keys[i]->list->is_tuple) || k == QS_JV_DICT || k == QS_JV_NAMESPACE)
+                return qs_jj_fail(ctx, line, "unique: unhashable type: '%s'", qs_jv_type_name(keys[i]));
             bool seen = false;
             for (size_t j = 0; j < i && !seen; j++)
                 seen = qs_jv_equal(keys[j], keys[i]);

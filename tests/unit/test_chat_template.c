@@ -1,6 +1,6 @@
 /* test_chat_template.c — the chat-template interpreter: every committed golden case
- * (tests/data/chat/NAME.json, rendered by Python jinja2 in HF's environment) must come out byte for
- * byte; errors (unknown filter/tag/test, unclosed tags, raise_exception, undefined attributes,
+ * (tests/data/chat/NAME.json, rendered by Python jinja2 in HF's environment, incl. random.json's
+ * random templates) must come out byte for byte; errors (unknown filter/tag/test, unclosed tags, raise_exception, undefined attributes,
  * bad messages) must name their culprit; tokenizer_config.json loading. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -63,6 +63,8 @@ static void run_golden(const char *template_name)
         const char *b = qs_chat_template_bos_token(t), *e = qs_chat_template_eos_token(t);
         assert_true((b == NULL && bos == NULL) || (b && bos && !strcmp(b, bos)));
         assert_true((e == NULL && eos == NULL) || (e && eos && !strcmp(e, eos)));
+    } else if (cJSON_IsTrue(cJSON_GetObjectItem(source, "per_case"))) {
+        t = NULL; /* every case carries its own "template" */
     } else {
         assert_true(cJSON_IsString(file));
         char *src;
@@ -81,9 +83,19 @@ static void run_golden(const char *template_name)
         const cJSON *want = cJSON_GetObjectItem(c, "expected"), *want_err = cJSON_GetObjectItem(c, "expected_error");
         const cJSON *kind = cJSON_GetObjectItem(c, "error_kind");
         char *out = NULL;
-        int rc = qs_chat_template_render(t, cJSON_GetObjectItem(c, "messages"), cJSON_GetObjectItem(c, "tools"),
-                                         cJSON_IsTrue(cJSON_GetObjectItem(c, "add_generation_prompt")), bos, eos,
-                                         cJSON_GetObjectItem(c, "kwargs"), &out, &err);
+        const cJSON *own = cJSON_GetObjectItem(c, "template");
+        const cJSON *messages = cJSON_GetObjectItem(c, "messages");
+        const cJSON *agp = cJSON_GetObjectItem(c, "add_generation_prompt");
+        if (!messages) /* random.json stores the shared ones once */
+            messages = cJSON_GetObjectItem(doc, "messages");
+        if (!agp)
+            agp = cJSON_GetObjectItem(doc, "add_generation_prompt");
+        qs_chat_template *case_t = NULL;
+        int rc = cJSON_IsString(own) ? qs_chat_template_compile(own->valuestring, name, &case_t, &err) : 0;
+        if (rc == 0)
+            rc = qs_chat_template_render(case_t ? case_t : t, messages, cJSON_GetObjectItem(c, "tools"),
+                                         cJSON_IsTrue(agp), bos, eos, cJSON_GetObjectItem(c, "kwargs"), &out, &err);
+        qs_chat_template_free(case_t);
         n++;
         if (cJSON_IsString(want)) {
             if (rc) {
@@ -122,6 +134,7 @@ static void golden_gemma(void **state) { run_golden("gemma"); }
 static void golden_deepseek_r1(void **state) { run_golden("deepseek_r1"); }
 static void golden_hermes_tools(void **state) { run_golden("hermes_tools"); }
 static void golden_features(void **state) { run_golden("features"); }
+static void golden_random(void **state) { run_golden("random"); }
 
 /* ---- small renders ---- */
 
@@ -370,6 +383,7 @@ int main(void)
         cmocka_unit_test(golden_deepseek_r1),
         cmocka_unit_test(golden_hermes_tools),
         cmocka_unit_test(golden_features),
+        cmocka_unit_test(golden_random),
         cmocka_unit_test(unknown_constructs_name_themselves_and_their_line),
         cmocka_unit_test(unclosed_and_malformed_tags_are_errors),
         cmocka_unit_test(raise_exception_carries_its_message),
