@@ -27,6 +27,7 @@ static void usage(FILE *out)
             "  --server-log FILE       keep the server's output there (default: a /tmp file,\n"
             "                          removed after a completed run)\n"
             "  --host H --port P       evaluate a running server; nothing is started or stopped\n"
+            "  --stop-grace-seconds S  SIGTERM to SIGKILL delay when stopping the server (default 8)\n"
             "  --config-list FILE      run every config listed (one YAML path per line) and tabulate\n"
             "  --skip-missing-models   a model found neither as a folder nor in the local Hugging Face\n"
             "                          cache counts as skipped instead of an error\n"
@@ -92,6 +93,13 @@ int main(int argc, char **argv)
             if (r < 0 || qs_arg_double(a, v, &o.request_timeout_seconds) != 0)
                 return 2;
             o.has_request_timeout = true;
+        } else if ((r = qs_arg_value(argc, argv, &i, "--stop-grace-seconds", &v))) {
+            if (r < 0 || qs_arg_double(a, v, &o.stop_grace_s) != 0)
+                return 2;
+            if (o.stop_grace_s <= 0) {
+                fprintf(stderr, "error: --stop-grace-seconds must be greater than 0\n");
+                return 2;
+            }
         } else if ((r = qs_arg_value(argc, argv, &i, "--seed", &v))) {
             long s;
             if (r < 0 || qs_arg_int(a, v, &s) != 0)

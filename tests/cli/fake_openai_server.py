@@ -12,6 +12,7 @@ Environment (set through a config's `env:` mapping, which also tests that mappin
   FAKE_NEVER_READY  /health answers 503 forever
   FAKE_READY_AFTER  /health answers 503 for this many seconds, then 200
   FAKE_DIE_AFTER    exit with status 1 (a crash) when this many completions have been answered
+  FAKE_IGNORE_TERM  ignore SIGTERM (only SIGKILL stops it)
 Reply policy for question index i (its line in test.jsonl): i % 4 == 0 the right number written
 with thousands separators, 1 the right number plus one, 2 no number at all, 3 an earlier number
 and then the right one.
@@ -20,6 +21,7 @@ import argparse
 import json
 import os
 import re
+import signal
 import sys
 import threading
 import time
@@ -79,6 +81,8 @@ def main():
     if args.host != "127.0.0.1":
         print(f"fake server: refusing to listen on {args.host}", file=sys.stderr)
         sys.exit(3)
+    if os.environ.get("FAKE_IGNORE_TERM"):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
     questions = load_questions(os.environ.get("FAKE_GSM8K_TEST"))
     never_ready = bool(os.environ.get("FAKE_NEVER_READY"))
     ready_after = float(os.environ.get("FAKE_READY_AFTER", "0"))

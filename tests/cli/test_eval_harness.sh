@@ -9,7 +9,7 @@ EVAL="${QSERVE_BUILD:-build}/qserve-eval"
 FAKE="$PWD/tests/cli/fake_openai_server.py"
 DATA="${QSERVE_SHARED_DATA:-../shared/data}/gsm8k"
 ALL="prompt_bytes argv server_stopped accuracy exit_pass exit_fail save_results chat_mode standalone \
-missing_binary early_exit startup_timeout interrupt died_during_run config_list bad_config"
+missing_binary early_exit startup_timeout interrupt died_during_run sigkill_after_grace config_list bad_config"
 if [ ! -x "$EVAL" ]; then for t in $ALL; do echo "skip $t: $EVAL is not built"; done; exit 0; fi
 if [ ! -f "$DATA/test.jsonl" ] || [ ! -f "$DATA/train.jsonl" ]; then
     for t in $ALL; do echo "skip $t: GSM8K data absent at $DATA"; done; exit 0
@@ -213,6 +213,16 @@ rc=$?
 if [ $rc -eq 2 ] && grep -q "the server exited during the run (exit status 1)" "$TMP/err" &&
    grep -q "dying after 3 requests" "$TMP/err"; then ok died_during_run
 else not_ok died_during_run "exit $rc: $(tail -4 "$TMP/err")"; fi
+
+rm -f "$TMP/rec/"*
+write_config "$TMP/term.yaml" 0.0 "  FAKE_IGNORE_TERM: \"1\""
+start=$(date +%s)
+"$EVAL" "$TMP/term.yaml" --server "$FAKE" --data-dir "$DATA" --stop-grace-seconds 1 >"$TMP/out" 2>"$TMP/err"
+rc=$?
+took=$(( $(date +%s) - start ))
+sport=$(cat "$TMP/rec/port" 2>/dev/null)
+if [ $rc -eq 0 ] && [ $took -lt 15 ] && [ -n "$sport" ] && port_closed "$sport"; then ok sigkill_after_grace
+else not_ok sigkill_after_grace "exit $rc after ${took}s: $(tail -3 "$TMP/err")"; fi
 
 # --- a config list: pass, skipped (Llama-4), missing file ---
 mkdir -p "$TMP/list/sub"

@@ -16,6 +16,7 @@
 #include "eval/config_list.h"
 #include "eval/eval_config.h"
 #include "eval/model_support.h"
+#include "eval/server_proc.h"
 #include "eval/shell_split.h"
 #include "util/fileio.h"
 
@@ -66,6 +67,46 @@ static void shell_split_rejects_bad_quoting(void **state)
     assert_int_equal(qs_shell_split("abc\\", &l, &err), -1);
     assert_non_null(strstr(err.msg, "no escaped character"));
     qs_eval_strlist_free(&l);
+}
+
+static void flag_values_and_quoting(void **state)
+{
+    qs_eval_strlist l = {0};
+    qs_err err;
+    assert_int_equal(qs_shell_split("--a 1 --served-model-name x --b --served-model-name=y z", &l, &err), 0);
+    assert_string_equal(qs_eval_flag_value(&l, "--served-model-name"), "y");
+    assert_string_equal(qs_eval_flag_value(&l, "--a"), "1");
+    assert_null(qs_eval_flag_value(&l, "--c"));
+    assert_null(qs_eval_flag_value(&l, "--served")); /* a prefix is not the flag */
+    qs_eval_strlist_free(&l);
+    /* Quoting then splitting gives the words back. */
+    const char *words[] = {"plain", "two words", "it's", "{\"k\": [1, 2]}", ""};
+    char line[512] = "";
+    for (size_t i = 0; i < 5; i++) {
+        char q[128];
+        qs_shell_quote(words[i], q, sizeof q);
+        snprintf(line + strlen(line), sizeof line - strlen(line), "%s%s", i ? " " : "", q);
+    }
+    assert_int_equal(qs_shell_split(line, &l, &err), 0);
+    assert_int_equal(l.count, 5);
+    for (size_t i = 0; i < 5; i++)
+        assert_string_equal(l.items[i], words[i]);
+    qs_eval_strlist_free(&l);
+}
+
+static void server_binary_lookup(void **state)
+{
+    char out[1024];
+    qs_err err;
+    assert_int_equal(qs_eval_find_server_binary("/nonexistent/qserve", out, sizeof out, &err), -1);
+    assert_non_null(strstr(err.msg, "/nonexistent/qserve"));
+    assert_int_equal(qs_eval_find_server_binary("sh", out, sizeof out, &err), 0); /* a bare name: PATH */
+    assert_non_null(strstr(out, "/sh"));
+    assert_int_equal(qs_eval_find_server_binary("qs-surely-not-in-path", out, sizeof out, &err), -1);
+    assert_non_null(strstr(err.msg, "not in PATH"));
+    int port = 0;
+    assert_int_equal(qs_eval_free_port(&port, &err), 0);
+    assert_true(port > 0 && port < 65536);
 }
 
 static void full_config_reads_every_key(void **state)
@@ -319,6 +360,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(shell_split_matches_shlex),
         cmocka_unit_test(shell_split_rejects_bad_quoting),
+        cmocka_unit_test(flag_values_and_quoting),
+        cmocka_unit_test(server_binary_lookup),
         cmocka_unit_test(full_config_reads_every_key),
         cmocka_unit_test(defaults_follow_vllm),
         cmocka_unit_test(bad_configs_name_key_file_and_line),
