@@ -25,6 +25,9 @@ static const qs_kernel *const KERNELS[] = {
     &qs_kernel_emulation_linear,
     &qs_kernel_marlin_linear,
     &qs_kernel_marlin_moe,
+    &qs_kernel_cublaslt_moe_bf16,
+    &qs_kernel_cublaslt_moe_fp8,
+    &qs_kernel_emulation_moe,
 #endif
     NULL,
 };
