@@ -123,8 +123,10 @@ static int build_prompts(gen_ctx *g, qs_api_error *e)
             return -1;
         int rc = qs_encode_text(&g->m, text, false, &g->prompt_ids[0], &g->prompt_len[0], e);
         free(text);
-        if (rc)
+        if (rc) {
+            snprintf(e->param, sizeof e->param, "messages");
             return -1;
+        }
     } else {
         for (int p = 0; p < n_prompts; p++) {
             if (r->prompts[p].text) {
