@@ -400,7 +400,9 @@ template <bool FP4, bool BLOCK> int occupancy_for(int mt)
 Plan make_plan(const Layer &l, int64_t m)
 {
     Plan pl;
-    pl.mt = m <= 8 ? 1 : m <= 16 ? 2 : m <= 32 ? 4 : 8;
+    // NVFP4 stops at 32 tokens per CTA: 64 rows of 256 k of activations per stage would leave
+    // one CTA per SM; more token blocks of the same weight tile run side by side and share L2.
+    pl.mt = m <= 8 ? 1 : m <= 16 ? 2 : (m <= 32 || l.fp4) ? 4 : 8;
     pl.mblocks = (int)((m + pl.mt * 8 - 1) / (pl.mt * 8));
     pl.tiles_n = (int)((l.n / 16 + kWarps - 1) / kWarps);
     pl.ksteps = (int)(l.k / (l.fp4 ? kFp4StepK : kFp8StepK));
@@ -411,7 +413,9 @@ Plan make_plan(const Layer &l, int64_t m)
         long slots = (long)g_sms * occ;
         long ctas = (long)pl.mblocks * pl.tiles_n;
         if (ctas < slots * 3 / 4) {
-            int s = (int)((slots + ctas - 1) / ctas);
+            // As many k slices as fit in one wave of resident CTAs (a second, partial wave would
+            // leave most SMs idle at the end).
+            int s = (int)(slots / ctas);
             s = std::min(s, kMaxSplits);
             s = std::min(s, std::max(1, pl.ksteps / 2));
             pl.splits = std::max(1, s);
