@@ -17,6 +17,7 @@
 #include "model/model_config.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
+#include "util/fileio.h"
 
 #define MAX_STOPS 16
 
@@ -290,7 +291,13 @@ int qs_cmd_generate(int argc, char **argv)
     }
     status = 1;
     qs_generation_config gc;
-    if (qs_tokenizer_load(cfg.model_dir, &tok, &err) || prompt_tokens(&o, tok, &prompt, &n_prompt, &err) ||
+    char tok_path[1200];
+    qs_path_join(tok_path, sizeof(tok_path), cfg.model_dir, "tokenizer.json");
+    /* --prompt-ids needs no tokenizer: without one the output is ids only (no text, no --stop) */
+    bool need_tok = !o.prompt_ids || o.n_stops > 0 || qs_file_exists(tok_path);
+    if (!need_tok)
+        fprintf(stderr, "note: %s has no tokenizer.json; printing token ids only\n", cfg.model_dir);
+    if ((need_tok && qs_tokenizer_load(cfg.model_dir, &tok, &err)) || prompt_tokens(&o, tok, &prompt, &n_prompt, &err) ||
         qs_generation_config_load(cfg.model_dir, &gc, &err) || qs_model_load(&cfg, &model, &err)) {
         fprintf(stderr, "error: %s\n", err.msg);
         goto done;
@@ -327,6 +334,8 @@ int qs_cmd_generate(int argc, char **argv)
     if (o.json) {
         print_json(prompt, n_prompt, &gen);
     } else {
+        for (int i = 0; !tok && i < gen.n_tokens; i++)
+            printf(i ? " %d" : "%d", gen.tokens[i]);
         printf("\n");
         fflush(stdout);
     }

@@ -8,7 +8,7 @@ set -u
 BIN=${QSERVE_BIN:-build/qserve}
 BUILD=${QSERVE_BUILD:-build}
 DATA=${QSERVE_SHARED_DATA:-../shared/data}/tinystories
-names="greedy_ids greedy_text streamed_text bf16_first_sentence fp8_dynamic_first_sentence fp8_block_first_sentence online_fp8_first_sentence seed_reproducible stop_string logprobs chat bad_args"
+names="greedy_ids greedy_text streamed_text bf16_first_sentence fp8_dynamic_first_sentence fp8_block_first_sentence online_fp8_first_sentence seed_reproducible stop_string logprobs chat moe_backend_without_tokenizer bad_args"
 if [ ! -f "$DATA/stories260K.bin" ]; then
   for n in $names; do echo "skip $n: stories260K not found under $DATA"; done
   exit 0
@@ -81,6 +81,13 @@ check logprobs $?
 "$BIN" generate "$M" --prompt "Lily and Tim" --chat --max-tokens 10 --temperature 0 --json >"$TMP/chat.json" 2>"$TMP/chat.err"
 py_json "$TMP/chat.json" "sys.exit(0 if d['prompt_ids'][0] == 1 and d['prompt_ids'].count(1) == 1 and len(d['token_ids']) == 10 else 1)"
 check chat $? "$(tail -c 300 "$TMP/chat.err")"
+
+# a MoE model without tokenizer: --prompt-ids alone, ids out; --moe-backend picks the MoE kernel
+"$BIN" generate tests/data/hf-goldens/mixtral --prompt-ids 1,17,42 --max-tokens 4 --temperature 0 \
+  --moe-backend reference --json >"$TMP/moe.json" 2>"$TMP/moe.err" &&
+  grep -q "kernel moe bf16 (2 layers): reference \[--moe-backend=reference\]" "$TMP/moe.err" &&
+  py_json "$TMP/moe.json" "sys.exit(0 if len(d['token_ids']) == 4 and d['text'] == '' else 1)"
+check moe_backend_without_tokenizer $? "$(tail -c 300 "$TMP/moe.err")"
 
 rc=0
 "$BIN" generate "$M" --max-tokens 3 >/dev/null 2>&1; [ $? -eq 2 ] || rc=1
