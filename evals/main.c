@@ -27,6 +27,7 @@ static void usage(FILE *out)
             "  --server-log FILE       keep the server's output there (default: a /tmp file,\n"
             "                          removed after a completed run)\n"
             "  --host H --port P       evaluate a running server; nothing is started or stopped\n"
+            "                          (--port alone: host 127.0.0.1)\n"
             "  --stop-grace-seconds S  SIGTERM to SIGKILL delay when stopping the server (default 8)\n"
             "  --config-list FILE      run every config listed (one YAML path per line) and tabulate\n"
             "  --skip-missing-models   a model found neither as a folder nor in the local Hugging Face\n"
@@ -117,10 +118,12 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    if (!!o.host != !!port) {
-        fprintf(stderr, "error: --host and --port go together\n");
+    if (o.host && !port) {
+        fprintf(stderr, "error: --host needs --port\n");
         return 2;
     }
+    if (port && !o.host)
+        o.host = "127.0.0.1"; /* vLLM's evaluator default host */
     if (port) {
         if (parse_int("--port", port, &o.port) != 0)
             return 2;

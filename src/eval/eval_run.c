@@ -211,8 +211,17 @@ qs_eval_status qs_eval_run(const char *config_path, const qs_eval_options *o, qs
         goto done;
     }
     int rc = qs_eval_run_requests(&params, in.prompts, in.n, responses, &wall, &err);
+    /* Failed requests may mean the server died: give a dying process a moment to be reaped. */
+    size_t failed = 0;
+    for (size_t i = 0; i < in.n; i++)
+        failed += responses[i].failed;
     char how[128];
-    if (rc == 0 && qs_eval_server_exited(&server, how, sizeof how)) {
+    bool exited = qs_eval_server_exited(&server, how, sizeof how);
+    for (int i = 0; i < 40 && failed && !exited && server.pid > 0; i++) {
+        usleep(50000);
+        exited = qs_eval_server_exited(&server, how, sizeof how);
+    }
+    if (rc == 0 && exited) {
         char what[256];
         snprintf(what, sizeof what, "%s: the server exited during the run (%s)", cfg.path, how);
         rc = qs_eval_server_log_error(&server, &err, what);
