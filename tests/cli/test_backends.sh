@@ -42,8 +42,8 @@ mkckpt() {
 import json, os, struct, sys
 def make(out, arch, scheme):
     os.makedirs(out, exist_ok=True)
-    H, I, L, NH, KV, HD, V = 64, 128, 2, 4, 2, 16, 128
-    E, TOPK, MI = 4, 2, 32
+    H, I, L, NH, KV, HD, V = 128, 256, 2, 4, 2, 32, 256
+    E, TOPK, MI = 4, 2, 128
     moe = arch == "qwen3_moe"
     cfg = {"architectures": ["Qwen3MoeForCausalLM" if moe else "LlamaForCausalLM"],
            "model_type": "qwen3_moe" if moe else "llama", "hidden_size": H, "intermediate_size": I,
