@@ -173,6 +173,12 @@ fi
 block "$TMP/out" "linear fp8_w8a8" >"$TMP/blk"
 check model_fp8_a100_candidates "$TMP/blk" "linear fp8_w8a8: 14 layers (e.g. model.layers.0.self_attn.q_proj), backend auto" \
   "1. cublaslt" "2. marlin" "3. emulation"
+if "$BIN" backends --device cpu | grep -q "^  marlin     cuda     linear"; then
+  # Marlin is linked in: it is the natural FP8 fallback on an A100 (cuBLASLt FP8 needs sm_89)
+  check model_fp8_a100_marlin_fallback "$TMP/blk" "1. cublaslt   refused" "2. marlin     chosen" "-> marlin"
+else
+  check model_fp8_a100_marlin_fallback "$TMP/blk" "2. marlin     refused   not built into this binary."
+fi
 if grep -q "compressed-tensors" "$TMP/out"; then ok model_fp8_quant_description
 else notok model_fp8_quant_description "$(head -1 "$TMP/out")"; fi
 block "$TMP/out" "linear bf16" >"$TMP/blk"
