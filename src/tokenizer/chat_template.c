@@ -69,6 +69,12 @@ int qs_chat_template_render(const qs_chat_template *t, const cJSON *messages, co
         return qs_errf(err, "%s: tools must be a JSON array", t->name);
     if (extra_kwargs && !cJSON_IsObject(extra_kwargs) && !cJSON_IsNull(extra_kwargs))
         return qs_errf(err, "%s: template kwargs must be a JSON object", t->name);
+    /* HF passes these itself; a duplicate is a TypeError there, an error here. */
+    static const char *const RESERVED[] = {"messages", "tools", "documents", "add_generation_prompt"};
+    for (size_t k = 0; extra_kwargs && k < sizeof RESERVED / sizeof RESERVED[0]; k++)
+        if (cJSON_GetObjectItemCaseSensitive(extra_kwargs, RESERVED[k]))
+            return qs_errf(err, "%s: template kwargs may not set '%s' (it has its own parameter)", t->name,
+                           RESERVED[k]);
     qs_jj_arena *a = qs_jj_arena_new();
     qs_jj_frame *globals = qs_jj_alloc(a, sizeof *globals);
     globals->vars = qs_jv_dict_new(a);

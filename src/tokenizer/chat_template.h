@@ -29,7 +29,8 @@ const char *qs_chat_template_eos_token(const qs_chat_template *t);
 
 /* Renders with the variables HF passes: messages (array), tools (array or NULL → none),
  * documents (none), add_generation_prompt, bos_token, eos_token (left undefined when NULL), plus
- * every key of extra_kwargs (object or NULL, e.g. {"enable_thinking": false}). *out is malloc'd.
+ * every key of extra_kwargs (object or NULL, e.g. {"enable_thinking": false}; it may not set
+ * messages, tools, documents or add_generation_prompt). *out is malloc'd.
  * A template's raise_exception("msg") fails with a message containing "raise_exception: msg". */
 int qs_chat_template_render(const qs_chat_template *t, const cJSON *messages, const cJSON *tools,
                             bool add_generation_prompt, const char *bos_token, const char *eos_token,

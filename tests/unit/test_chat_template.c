@@ -276,6 +276,10 @@ static void bad_inputs_are_errors(void **state)
     cJSON *arr = cJSON_Parse("[]");
     assert_int_equal(qs_chat_template_render(t, arr, obj, false, NULL, NULL, NULL, &out, &err), -1);
     assert_non_null(strstr(err.msg, "tools"));
+    cJSON *kw = cJSON_Parse("{\"messages\": []}");
+    assert_int_equal(qs_chat_template_render(t, arr, NULL, false, NULL, NULL, kw, &out, &err), -1);
+    assert_non_null(strstr(err.msg, "may not set 'messages'"));
+    cJSON_Delete(kw);
     cJSON_Delete(obj);
     cJSON_Delete(arr);
     qs_chat_template_free(t);
