@@ -3,7 +3,6 @@
 # the greedy 200 tokens and their text equal llama2.c's goldens; a BF16 copy, FP8 copies made by
 # `qserve quantize` and online --quantization fp8 keep the first sentence; sampling is reproducible
 # per seed; stop strings, logprobs, --chat and bad arguments behave. Prints ok / not ok / skip.
-# (Each qserve start costs seconds here: the binary loads the CUDA libraries eagerly.)
 set -u
 BIN=${QSERVE_BIN:-build/qserve}
 BUILD=${QSERVE_BUILD:-build}
