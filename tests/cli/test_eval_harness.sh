@@ -61,7 +61,7 @@ YAML
 
 # --- one completions run, checked several ways ---
 write_config "$TMP/c.yaml" 0.0 ""
-"$EVAL" "$TMP/c.yaml" --server "$FAKE" --data-dir "$DATA" --save-results "$TMP/r.json" >"$TMP/out" 2>"$TMP/err"
+"$EVAL" "$TMP/c.yaml" --server "$FAKE" --server-log "$TMP/server.log" --data-dir "$DATA" --save-results "$TMP/r.json" >"$TMP/out" 2>"$TMP/err"
 rc=$?
 cat > "$TMP/check_prompts.py" <<'PY'
 import json, sys
@@ -145,14 +145,14 @@ assert r["config"]["env"]["FAKE_GSM8K_TEST"].endswith("test.jsonl")
 # --- threshold above the reachable accuracy: exit 1 ---
 rm -f "$TMP/rec/"*
 write_config "$TMP/high.yaml" 0.99 ""
-"$EVAL" "$TMP/high.yaml" --server "$FAKE" --data-dir "$DATA" >"$TMP/out" 2>"$TMP/err"
+"$EVAL" "$TMP/high.yaml" --server "$FAKE" --server-log "$TMP/server.log" --data-dir "$DATA" >"$TMP/out" 2>"$TMP/err"
 rc=$?
 if [ $rc -eq 1 ] && grep -q "^FAIL: accuracy" "$TMP/out"; then ok exit_fail; else not_ok exit_fail "exit $rc"; fi
 
 # --- chat completions ---
 rm -f "$TMP/rec/"*
 write_config "$TMP/chat.yaml" 0.0 "use_chat_completions: true"
-"$EVAL" "$TMP/chat.yaml" --server "$FAKE" --data-dir "$DATA" >"$TMP/out" 2>"$TMP/err"
+"$EVAL" "$TMP/chat.yaml" --server "$FAKE" --server-log "$TMP/server.log" --data-dir "$DATA" >"$TMP/out" 2>"$TMP/err"
 rc=$?
 if [ $rc -eq 0 ] && python3 "$TMP/check_prompts.py" "$DATA" "$TMP/rec" 3 10 /v1/chat/completions >"$TMP/check.out" 2>&1
 then ok chat_mode; else not_ok chat_mode "exit $rc: $(head -c 400 "$TMP/check.out")"; fi
@@ -174,7 +174,7 @@ rc=$?
 if [ $rc -eq 2 ] && grep -q "/nonexistent/qserve" "$TMP/err"; then ok missing_binary; else not_ok missing_binary "exit $rc"; fi
 
 write_config "$TMP/exit.yaml" 0.0 "  FAKE_EXIT_CODE: \"1\""
-"$EVAL" "$TMP/exit.yaml" --server "$FAKE" --data-dir "$DATA" >"$TMP/out" 2>"$TMP/err"
+"$EVAL" "$TMP/exit.yaml" --server "$FAKE" --server-log "$TMP/server.log" --data-dir "$DATA" >"$TMP/out" 2>"$TMP/err"
 rc=$?
 if [ $rc -eq 2 ] && grep -q "exited unexpectedly.*exit status 1" "$TMP/err" && grep -q "weights file is corrupt" "$TMP/err"
 then ok early_exit; else not_ok early_exit "exit $rc: $(tail -5 "$TMP/err")"; fi
@@ -183,7 +183,7 @@ rm -f "$TMP/rec/"*
 write_config "$TMP/slow.yaml" 0.0 "  FAKE_NEVER_READY: \"1\""
 sed -i 's/^startup_max_wait_seconds: .*/startup_max_wait_seconds: 3/' "$TMP/slow.yaml"
 start=$(date +%s)
-"$EVAL" "$TMP/slow.yaml" --server "$FAKE" --data-dir "$DATA" >"$TMP/out" 2>"$TMP/err"
+"$EVAL" "$TMP/slow.yaml" --server "$FAKE" --server-log "$TMP/server.log" --data-dir "$DATA" >"$TMP/out" 2>"$TMP/err"
 rc=$?
 took=$(( $(date +%s) - start ))
 sport=$(cat "$TMP/rec/port" 2>/dev/null)
@@ -193,7 +193,7 @@ else not_ok startup_timeout "exit $rc after ${took}s: $(tail -5 "$TMP/err")"; fi
 
 rm -f "$TMP/rec/"*
 sed 's/^startup_max_wait_seconds: .*/startup_max_wait_seconds: 60/' "$TMP/slow.yaml" >"$TMP/int.yaml"
-"$EVAL" "$TMP/int.yaml" --server "$FAKE" --data-dir "$DATA" >"$TMP/out" 2>"$TMP/err" &
+"$EVAL" "$TMP/int.yaml" --server "$FAKE" --server-log "$TMP/server.log" --data-dir "$DATA" >"$TMP/out" 2>"$TMP/err" &
 epid=$!
 BG_PIDS+=($epid)
 for _ in $(seq 100); do [ -s "$TMP/rec/port" ] && break; sleep 0.1; done
@@ -208,7 +208,7 @@ rm -f "$TMP/rec/"*
 write_config "$TMP/die.yaml" 0.0 "  FAKE_DIE_AFTER: \"3\""
 sed -i 's/^num_questions: .*/num_questions: 40/' "$TMP/die.yaml"
 echo "max_concurrency: 2" >>"$TMP/die.yaml"
-"$EVAL" "$TMP/die.yaml" --server "$FAKE" --data-dir "$DATA" >"$TMP/out" 2>"$TMP/err"
+"$EVAL" "$TMP/die.yaml" --server "$FAKE" --server-log "$TMP/server.log" --data-dir "$DATA" >"$TMP/out" 2>"$TMP/err"
 rc=$?
 if [ $rc -eq 2 ] && grep -q "the server exited during the run (exit status 1)" "$TMP/err" &&
    grep -q "dying after 3 requests" "$TMP/err"; then ok died_during_run
@@ -217,7 +217,7 @@ else not_ok died_during_run "exit $rc: $(tail -4 "$TMP/err")"; fi
 rm -f "$TMP/rec/"*
 write_config "$TMP/term.yaml" 0.0 "  FAKE_IGNORE_TERM: \"1\""
 start=$(date +%s)
-"$EVAL" "$TMP/term.yaml" --server "$FAKE" --data-dir "$DATA" --stop-grace-seconds 1 >"$TMP/out" 2>"$TMP/err"
+"$EVAL" "$TMP/term.yaml" --server "$FAKE" --server-log "$TMP/server.log" --data-dir "$DATA" --stop-grace-seconds 1 >"$TMP/out" 2>"$TMP/err"
 rc=$?
 took=$(( $(date +%s) - start ))
 sport=$(cat "$TMP/rec/port" 2>/dev/null)
@@ -237,7 +237,7 @@ mkdir -p "$TMP/gpt2"
 echo '{"architectures": ["GPT2LMHeadModel"]}' >"$TMP/gpt2/config.json"
 sed "s|^model_name: .*|model_name: \"$TMP/gpt2\"|" "$TMP/list/sub/fake.yaml" >"$TMP/list/sub/gpt2.yaml"
 printf '# test list\nsub/fake.yaml\n\nsub/llama4.yaml\nsub/gpt2.yaml\nsub/missing.yaml\n' >"$TMP/list/models.txt"
-"$EVAL" --config-list "$TMP/list/models.txt" --server "$FAKE" --data-dir "$DATA" >"$TMP/out" 2>"$TMP/err"
+"$EVAL" --config-list "$TMP/list/models.txt" --server "$FAKE" --server-log "$TMP/server.log" --data-dir "$DATA" >"$TMP/out" 2>"$TMP/err"
 rc=$?
 if [ $rc -eq 2 ] && grep -Eq '^fake.yaml +pass ' "$TMP/out" && grep -Eq '^llama4.yaml +skipped .*Llama4ForConditionalGeneration' "$TMP/out" &&
    grep -Eq '^gpt2.yaml +skipped .*architecture GPT2LMHeadModel is not supported' "$TMP/out" &&
