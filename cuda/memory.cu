@@ -130,3 +130,9 @@ extern "C" int qs_cuda_l2_bytes(void)
     cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev);
     return l2;
 }
+
+extern "C" int qs_cuda_mem_get_info(size_t *free_bytes, size_t *total_bytes, qs_err *err)
+{
+    QS_CUDA_TRY(cudaMemGetInfo(free_bytes, total_bytes), err);
+    return 0;
+}

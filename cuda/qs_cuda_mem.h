@@ -34,6 +34,8 @@ float qs_cuda_timer_stop_ms(qs_cuda_timer *t);
 void qs_cuda_timer_free(qs_cuda_timer *t);
 /* Device-to-device copy bandwidth in GB/s (bytes read + written), median of iters copies. */
 int qs_cuda_copy_bandwidth(size_t bytes, int iters, double *gbps, qs_err *err);
+/* Free and total bytes of the current device's memory (cudaMemGetInfo). */
+int qs_cuda_mem_get_info(size_t *free_bytes, size_t *total_bytes, qs_err *err);
 /* Sizes of the L2 cache and device memory. */
 int qs_cuda_l2_bytes(void);
 

@@ -9,6 +9,9 @@
 #include <string.h>
 #include <time.h>
 
+#ifdef QS_HAVE_CUDA
+#include "qs_cuda_mem.h"
+#endif
 #include "cli/commands.h"
 #include "config/config.h"
 #include "engine/engine.h"
@@ -50,9 +53,20 @@ static int choose_kv_blocks(const qs_config *cfg, const qs_model_config *mc, con
         return qs_kv_cache_blocks_for_bytes(mc, dev->platform, cfg->kv_cache_memory);
     long long want = (long long)per_seq * (cfg->max_num_seqs > 0 ? cfg->max_num_seqs : 16);
     size_t budget = CPU_KV_DEFAULT_BYTES;
-    if (dev->platform == QS_PLATFORM_CUDA)
-        /* weights are not counted here: a quarter of the allowed share is a safe default */
+    if (dev->platform == QS_PLATFORM_CUDA) {
+        /* As vLLM: the KV cache gets what --gpu-memory-utilization allows beyond what the weights
+         * already use, less headroom for activations and kernel scratch. */
         budget = (size_t)(0.25 * cfg->gpu_memory_utilization * (double)dev->memory_bytes);
+#ifdef QS_HAVE_CUDA
+        size_t free_b = 0, total_b = 0;
+        qs_err ignored;
+        if (qs_cuda_mem_get_info(&free_b, &total_b, &ignored) == 0) {
+            double allowed = cfg->gpu_memory_utilization * (double)total_b - (double)(total_b - free_b);
+            double headroom = 2.0 * (1 << 30);
+            budget = allowed > headroom ? (size_t)(allowed - headroom) : 0;
+        }
+#endif
+    }
     long long cap = qs_kv_cache_blocks_for_bytes(mc, dev->platform, budget);
     if (cap < per_seq)
         cap = per_seq; /* at least one full-length sequence */
