@@ -89,3 +89,39 @@ int qs_arg_int_list(const char *flag, const char *value, int **out, int *n)
     *n = cnt;
     return 0;
 }
+
+int qs_cli_parse(const char *cmd, int argc, char **argv, const qs_cli_opt *opts, int n_opts, const char **positional,
+                 void (*usage)(FILE *out), bool *done)
+{
+    *done = false;
+    for (int i = 1; i < argc; i++) {
+        int matched = 0;
+        for (int o = 0; o < n_opts && !matched; o++) {
+            if (opts[o].value) {
+                matched = qs_arg_value(argc, argv, &i, opts[o].flag, opts[o].value);
+                if (matched < 0)
+                    return *done = true, 2;
+            } else if (qs_arg_is(argv[i], opts[o].flag)) {
+                *opts[o].set = true;
+                matched = 1;
+            }
+        }
+        if (matched)
+            continue;
+        if (qs_arg_is(argv[i], "--help") || qs_arg_is(argv[i], "-h")) {
+            usage(stdout);
+            return *done = true, 0;
+        }
+        if (argv[i][0] == '-' && argv[i][1]) {
+            fprintf(stderr, "error: %s: unknown option '%s'\n", cmd, argv[i]);
+            usage(stderr);
+            return *done = true, 2;
+        }
+        if (*positional) {
+            fprintf(stderr, "error: %s: unexpected argument '%s'\n", cmd, argv[i]);
+            return *done = true, 2;
+        }
+        *positional = argv[i];
+    }
+    return 0;
+}

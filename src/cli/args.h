@@ -4,6 +4,7 @@
 #define QS_CLI_ARGS_H
 
 #include <stdbool.h>
+#include <stdio.h>
 
 /* If argv[*i] is `flag` or `flag=...`, stores the value in *value, advances *i past what it used
  * and returns 1. Returns 0 if argv[*i] is another argument, -1 (after printing an error) if the
@@ -16,5 +17,19 @@ int qs_arg_int(const char *flag, const char *value, long *out);
 int qs_arg_double(const char *flag, const char *value, double *out);
 /* Parses "1,2,3" into a malloc'd int array. */
 int qs_arg_int_list(const char *flag, const char *value, int **out, int *n);
+
+/* One option of a small command: a flag with a value (value != NULL) or a switch (set != NULL). */
+typedef struct qs_cli_opt {
+    const char *flag;
+    const char **value;
+    bool *set;
+} qs_cli_opt;
+
+/* Parses argv[1..] of command `cmd` against opts plus --help/-h and one positional argument
+ * (stored in *positional, which may stay NULL when none is given). Returns 0 to go on,
+ * or the exit status to return at once: 0 after printing help, 2 after a usage error (unknown
+ * option, missing value, extra argument), each message naming the culprit. */
+int qs_cli_parse(const char *cmd, int argc, char **argv, const qs_cli_opt *opts, int n_opts, const char **positional,
+                 void (*usage)(FILE *out), bool *done);
 
 #endif

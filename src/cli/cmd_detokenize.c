@@ -24,29 +24,11 @@ int qs_cmd_detokenize(int argc, char **argv)
 {
     const char *model_dir = NULL, *ids_arg = NULL;
     bool skip_special = false;
-    for (int i = 1; i < argc; i++) {
-        int r = qs_arg_value(argc, argv, &i, "--ids", &ids_arg);
-        if (r < 0)
-            return 2;
-        if (r)
-            continue;
-        if (qs_arg_is(argv[i], "--help") || qs_arg_is(argv[i], "-h")) {
-            usage(stdout);
-            return 0;
-        }
-        if (qs_arg_is(argv[i], "--skip-special-tokens")) {
-            skip_special = true;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            fprintf(stderr, "error: detokenize: unknown option '%s'\n", argv[i]);
-            usage(stderr);
-            return 2;
-        } else if (!model_dir) {
-            model_dir = argv[i];
-        } else {
-            fprintf(stderr, "error: detokenize: unexpected argument '%s'\n", argv[i]);
-            return 2;
-        }
-    }
+    const qs_cli_opt opts[] = {{"--ids", &ids_arg, NULL}, {"--skip-special-tokens", NULL, &skip_special}};
+    bool done;
+    int status = qs_cli_parse("detokenize", argc, argv, opts, 2, &model_dir, usage, &done);
+    if (done)
+        return status;
     if (!model_dir) {
         fprintf(stderr, "error: detokenize: MODEL_DIR is required\n");
         usage(stderr);

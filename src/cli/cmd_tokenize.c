@@ -22,30 +22,13 @@ static void usage(FILE *out)
 int qs_cmd_tokenize(int argc, char **argv)
 {
     const char *model_dir = NULL, *text = NULL;
-    bool add_special = true;
-    for (int i = 1; i < argc; i++) {
-        int r = qs_arg_value(argc, argv, &i, "--text", &text);
-        if (r < 0)
-            return 2;
-        if (r)
-            continue;
-        if (qs_arg_is(argv[i], "--help") || qs_arg_is(argv[i], "-h")) {
-            usage(stdout);
-            return 0;
-        }
-        if (qs_arg_is(argv[i], "--no-special-tokens")) {
-            add_special = false;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            fprintf(stderr, "error: tokenize: unknown option '%s'\n", argv[i]);
-            usage(stderr);
-            return 2;
-        } else if (!model_dir) {
-            model_dir = argv[i];
-        } else {
-            fprintf(stderr, "error: tokenize: unexpected argument '%s'\n", argv[i]);
-            return 2;
-        }
-    }
+    bool no_special_tokens = false;
+    const qs_cli_opt opts[] = {{"--text", &text, NULL}, {"--no-special-tokens", NULL, &no_special_tokens}};
+    bool done;
+    int status = qs_cli_parse("tokenize", argc, argv, opts, 2, &model_dir, usage, &done);
+    if (done)
+        return status;
+    bool add_special = !no_special_tokens;
     if (!model_dir) {
         fprintf(stderr, "error: tokenize: MODEL_DIR is required\n");
         usage(stderr);
