@@ -6,15 +6,18 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-/* If argv[*i] is `flag` or `flag=...`, stores the value in *value, advances *i past what it used
- * and returns 1. Returns 0 if argv[*i] is another argument, -1 (after printing an error) if the
- * flag has no value. */
+/* If argv[*i] is `flag=VALUE`, stores VALUE in *value and returns 1 with *i unchanged; if it is
+ * `flag` alone, stores argv[*i + 1] in *value, moves *i onto that value (the caller's loop
+ * increment then steps past it) and returns 1. Returns 0 if argv[*i] is another argument, -1
+ * (after printing an error) if the flag has no value. */
 int qs_arg_value(int argc, char **argv, int *i, const char *flag, const char **value);
 /* True if argv[i] is exactly `flag`. */
 bool qs_arg_is(const char *arg, const char *flag);
 /* Parses a base-10 integer / float argument, printing "FLAG: expected ..." on failure. */
 int qs_arg_int(const char *flag, const char *value, long *out);
 int qs_arg_double(const char *flag, const char *value, double *out);
+/* Parses the value of --shard-size (gigabytes, must be positive), printing an error on failure. */
+int qs_arg_shard_size(const char *value, double *gb);
 /* Parses "1,2,3" into a malloc'd int array. */
 int qs_arg_int_list(const char *flag, const char *value, int **out, int *n);
 

@@ -50,33 +50,15 @@ int qs_cmd_chat_template(int argc, char **argv)
     const char *model_dir = NULL, *messages_path = NULL, *tools_path = NULL, *kwargs_text = NULL;
     const char *template_path = NULL, *bos_flag = NULL, *eos_flag = NULL;
     bool add_generation_prompt = false;
-    for (int i = 1; i < argc; i++) {
-        int r = 0;
-        const char *flags[] = {"--messages", "--tools", "--kwargs", "--template", "--bos-token", "--eos-token"};
-        const char **dest[] = {&messages_path, &tools_path, &kwargs_text, &template_path, &bos_flag, &eos_flag};
-        for (size_t f = 0; f < sizeof flags / sizeof flags[0] && r == 0; f++)
-            r = qs_arg_value(argc, argv, &i, flags[f], dest[f]);
-        if (r < 0)
-            return 2;
-        if (r)
-            continue;
-        if (qs_arg_is(argv[i], "--help") || qs_arg_is(argv[i], "-h")) {
-            usage(stdout);
-            return 0;
-        }
-        if (qs_arg_is(argv[i], "--add-generation-prompt")) {
-            add_generation_prompt = true;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            fprintf(stderr, "error: chat-template: unknown option '%s'\n", argv[i]);
-            usage(stderr);
-            return 2;
-        } else if (!model_dir) {
-            model_dir = argv[i];
-        } else {
-            fprintf(stderr, "error: chat-template: unexpected argument '%s'\n", argv[i]);
-            return 2;
-        }
-    }
+    const qs_cli_opt opts[] = {{"--messages", &messages_path, NULL},  {"--tools", &tools_path, NULL},
+                               {"--kwargs", &kwargs_text, NULL},     {"--template", &template_path, NULL},
+                               {"--bos-token", &bos_flag, NULL},     {"--eos-token", &eos_flag, NULL},
+                               {"--add-generation-prompt", NULL, &add_generation_prompt}};
+    bool done;
+    int parse_status = qs_cli_parse("chat-template", argc, argv, opts, (int)(sizeof opts / sizeof opts[0]),
+                                    &model_dir, usage, &done);
+    if (done)
+        return parse_status;
     if (!model_dir && !template_path) {
         fprintf(stderr, "error: chat-template: MODEL_DIR is required\n");
         usage(stderr);
