@@ -54,6 +54,17 @@ int qs_arg_double(const char *flag, const char *value, double *out)
     return 0;
 }
 
+int qs_arg_shard_size(const char *value, double *gb)
+{
+    if (qs_arg_double("--shard-size", value, gb))
+        return -1;
+    if (*gb <= 0) {
+        fprintf(stderr, "error: --shard-size must be positive (GB)\n");
+        return -1;
+    }
+    return 0;
+}
+
 int qs_arg_int_list(const char *flag, const char *value, int **out, int *n)
 {
     int cap = 16, cnt = 0;

@@ -42,12 +42,8 @@ int qs_cmd_quantize(int argc, char **argv)
             if (r < 0)
                 return 2;
         } else if ((r = qs_arg_value(argc, argv, &i, "--shard-size", &v)) != 0) {
-            if (r < 0 || qs_arg_double("--shard-size", v, &shard_gb))
+            if (r < 0 || qs_arg_shard_size(v, &shard_gb))
                 return 2;
-            if (shard_gb <= 0) {
-                fprintf(stderr, "error: --shard-size must be positive (GB)\n");
-                return 2;
-            }
         } else if ((r = qs_arg_value(argc, argv, &i, "--calib-tokens", &v)) != 0) {
             if (r < 0 || qs_arg_int("--calib-tokens", v, &calib))
                 return 2;
