@@ -177,15 +177,11 @@ static cJSON *bos_template(const char *bos, int bos_id)
     return pp;
 }
 
+/* Writes root to dir/name and frees it. */
 static int write_json(const char *dir, const char *name, cJSON *root, qs_err *err)
 {
-    char *text = cJSON_Print(root);
+    int rc = qs_write_json_file(dir, name, root, err);
     cJSON_Delete(root);
-    if (!text)
-        return qs_errf(err, "%s: out of memory", name);
-    char path[2048];
-    int rc = qs_write_file(qs_path_join(path, sizeof path, dir, name), text, strlen(text), err);
-    free(text);
     return rc;
 }
 

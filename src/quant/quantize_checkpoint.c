@@ -305,17 +305,6 @@ static int copy_if_exists(const char *in_dir, const char *out_dir, const char *n
     return rc;
 }
 
-static int write_json_file(const char *dir, const char *name, cJSON *root, qs_err *err)
-{
-    char *text = cJSON_Print(root);
-    if (!text)
-        return qs_errf(err, "%s: out of memory", name);
-    char path[2048];
-    int rc = qs_write_file(qs_path_join(path, sizeof path, dir, name), text, strlen(text), err);
-    free(text);
-    return rc;
-}
-
 /* ---- shards --------------------------------------------------------------------------------------- */
 
 /* Bytes a quantized layer takes on disk (to plan shards). */
@@ -400,7 +389,7 @@ static int write_shards(const qs_checkpoint *ck, lin *L, int nl, qs_quant_target
         cJSON_AddNumberToObject(meta, "total_size", (double)total);
         cJSON_AddItemToObject(root, "weight_map", map);
         map = NULL;
-        int irc = write_json_file(out_dir, "model.safetensors.index.json", root, err);
+        int irc = qs_write_json_file(out_dir, "model.safetensors.index.json", root, err);
         cJSON_Delete(root);
         if (irc)
             goto out;
@@ -525,11 +514,11 @@ int qs_quantize_checkpoint(const char *in_dir, const char *out_dir, const qs_qua
     }
     cJSON_DeleteItemFromObjectCaseSensitive(cfg, "quantization_config");
     cJSON_AddItemToObject(cfg, "quantization_config", qc);
-    if (write_json_file(out_dir, "config.json", cfg, err))
+    if (qs_write_json_file(out_dir, "config.json", cfg, err))
         goto out;
     if (f == QS_QFORMAT_MODELOPT) {
         cJSON *hf = qs_quant_format_hf_quant_config(t, &ex);
-        int hrc = write_json_file(out_dir, "hf_quant_config.json", hf, err);
+        int hrc = qs_write_json_file(out_dir, "hf_quant_config.json", hf, err);
         cJSON_Delete(hf);
         if (hrc)
             goto out;

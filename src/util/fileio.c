@@ -7,6 +7,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <cJSON.h>
+
 static int read_stream(FILE *f, const char *what, char **out, size_t *len, qs_err *err)
 {
     size_t cap = 1 << 16, n = 0;
@@ -82,4 +84,15 @@ const char *qs_shared_data_dir(void)
 {
     const char *s = getenv("QSERVE_SHARED_DATA");
     return (s && *s) ? s : "../shared/data";
+}
+
+int qs_write_json_file(const char *dir, const char *name, const cJSON *root, qs_err *err)
+{
+    char *text = cJSON_Print(root);
+    if (!text)
+        return qs_errf(err, "%s: out of memory", name);
+    char path[2048];
+    int rc = qs_write_file(qs_path_join(path, sizeof path, dir, name), text, strlen(text), err);
+    free(text);
+    return rc;
 }
