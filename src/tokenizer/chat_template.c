@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "tokenizer/jinja_internal.h"
+#include "tokenizer/tokenizer_config.h"
 #include "util/fileio.h"
 
 struct qs_chat_template {
@@ -108,19 +109,16 @@ int qs_chat_template_render(const qs_chat_template *t, const cJSON *messages, co
     return 0;
 }
 
-/* A special token in tokenizer_config.json: a string, an AddedToken object {"content": ...},
- * null or absent. */
+/* A special token in tokenizer_config.json (see qs_tokenizer_config_token), copied. */
 static int read_token(const cJSON *cfg, const char *key, const char *path, char **out, qs_err *err)
 {
     *out = NULL;
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(cfg, key);
-    if (!v || cJSON_IsNull(v))
-        return 0;
-    if (cJSON_IsObject(v))
-        v = cJSON_GetObjectItemCaseSensitive(v, "content");
-    if (!cJSON_IsString(v))
+    const char *text;
+    if (qs_tokenizer_config_token(cfg, key, &text))
         return qs_errf(err, "%s: %s must be a string or an object with a string \"content\"", path, key);
-    *out = strdup(v->valuestring);
+    if (!text)
+        return 0;
+    *out = strdup(text);
     return *out ? 0 : qs_errf(err, "%s: out of memory", path);
 }
 

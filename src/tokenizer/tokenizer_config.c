@@ -10,16 +10,28 @@
 #include "tokenizer/tokenizer_config.h"
 #include "util/fileio.h"
 
-static int token_field(const cJSON *cfg, const char *key, char **out, qs_err *err)
+int qs_tokenizer_config_token(const cJSON *cfg, const char *key, const char **text)
 {
+    *text = NULL;
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(cfg, key);
     if (!v || cJSON_IsNull(v))
         return 0;
     if (cJSON_IsObject(v))
         v = cJSON_GetObjectItemCaseSensitive(v, "content");
     if (!cJSON_IsString(v))
+        return -1;
+    *text = v->valuestring;
+    return 0;
+}
+
+static int token_field(const cJSON *cfg, const char *key, char **out, qs_err *err)
+{
+    const char *text;
+    if (qs_tokenizer_config_token(cfg, key, &text))
         return qs_errf(err, "%s: expected a string or an object with \"content\"", key);
-    *out = strdup(v->valuestring);
+    if (!text)
+        return 0;
+    *out = strdup(text);
     return *out ? 0 : qs_errf(err, "%s: out of memory", key);
 }
 
