@@ -14,17 +14,7 @@
 #include "cpu/reference_linear_impl.h"
 #include "quant/fp4.h"
 #include "quant/fp8.h"
-
-static float amax_of(const float *x, int64_t n)
-{
-    float a = 0.0f;
-    for (int64_t i = 0; i < n; i++) {
-        float v = fabsf(x[i]);
-        if (v > a)
-            a = v;
-    }
-    return a;
-}
+#include "quant/quantize.h"
 
 /* out = e4m3(x / s) * s over n values; s <= 0 (all-zero input) gives zeros. */
 static void fp8_qdq(const float *x, float *out, int64_t n, float s)
@@ -44,7 +34,7 @@ static void nvfp4_qdq_row(const float *x, float *out, int64_t k, float input_sca
     float g = 1.0f / input_scale;
     for (int64_t b = 0; b < k; b += QS_NVFP4_GROUP) {
         int64_t len = k - b < QS_NVFP4_GROUP ? k - b : QS_NVFP4_GROUP;
-        float sb = qs_e4m3_to_f32(qs_f32_to_e4m3(g * (amax_of(x + b, len) / QS_E2M1_MAX)));
+        float sb = qs_e4m3_to_f32(qs_f32_to_e4m3(g * (qs_amax(x + b, len) / QS_E2M1_MAX)));
         float inv = sb > 0.0f ? 1.0f / (sb * (1.0f / g)) : 0.0f;
         for (int64_t c = 0; c < len; c++) {
             float q = qs_e2m1_to_f32(qs_f32_to_e2m1(x[b + c] * inv));
@@ -64,11 +54,11 @@ void qs_ref_quantize_activations(const qs_ref_linear *L, const float *x, float *
         fp8_qdq(x, out, m * k, L->input_scale);
         return;
     case QS_AQUANT_DYNAMIC_TENSOR:
-        fp8_qdq(x, out, m * k, amax_of(x, m * k) / QS_E4M3_MAX);
+        fp8_qdq(x, out, m * k, qs_amax(x, m * k) / QS_E4M3_MAX);
         return;
     case QS_AQUANT_DYNAMIC_TOKEN:
         for (int64_t i = 0; i < m; i++)
-            fp8_qdq(x + i * k, out + i * k, k, amax_of(x + i * k, k) / QS_E4M3_MAX);
+            fp8_qdq(x + i * k, out + i * k, k, qs_amax(x + i * k, k) / QS_E4M3_MAX);
         return;
     case QS_AQUANT_DYNAMIC_GROUP: {
         int64_t g = L->act_group_size;
@@ -76,7 +66,7 @@ void qs_ref_quantize_activations(const qs_ref_linear *L, const float *x, float *
             for (int64_t c = 0; c < k; c += g) {
                 int64_t len = k - c < g ? k - c : g;
                 const float *xs = x + i * k + c;
-                fp8_qdq(xs, out + i * k + c, len, amax_of(xs, len) / QS_E4M3_MAX);
+                fp8_qdq(xs, out + i * k + c, len, qs_amax(xs, len) / QS_E4M3_MAX);
             }
         return;
     }
