@@ -77,19 +77,36 @@ static bool check_model(qs_server *s, const cJSON *root, qs_api_error *e)
     return true;
 }
 
+/* The common start of POST /tokenize and /detokenize: takes the served model into *m and parses
+ * the body, checking its "model". Returns the body, or NULL once the request has been answered
+ * (the handler then returns *answered). */
+static cJSON *open_model_request(qs_server *s, struct MHD_Connection *c, const char *body, size_t len,
+                                 qs_server_model *m, enum MHD_Result *answered)
+{
+    if (!qs_server_get_model(s, c, m)) {
+        *answered = MHD_YES;
+        return NULL;
+    }
+    qs_api_error e;
+    cJSON *root = qs_json_parse_body(body, len, &e);
+    if (!root || !check_model(s, root, &e)) {
+        cJSON_Delete(root);
+        *answered = qs_send_error(s, c, &e);
+        return NULL;
+    }
+    return root;
+}
+
 /* {"prompt": "text", "add_special_tokens": true} or {"messages": [...], "add_generation_prompt": true}
  * -> {"count", "max_model_len", "tokens", "token_strs"} */
 enum MHD_Result qs_handle_tokenize(qs_server *s, struct MHD_Connection *c, const char *body, size_t len)
 {
     qs_server_model m;
-    if (!qs_server_get_model(s, c, &m))
-        return MHD_YES;
+    enum MHD_Result answered;
+    cJSON *root = open_model_request(s, c, body, len, &m, &answered);
+    if (!root)
+        return answered;
     qs_api_error e;
-    cJSON *root = qs_json_parse_body(body, len, &e);
-    if (!root || !check_model(s, root, &e)) {
-        cJSON_Delete(root);
-        return qs_send_error(s, c, &e);
-    }
     const cJSON *prompt = cJSON_GetObjectItemCaseSensitive(root, "prompt");
     const cJSON *messages = cJSON_GetObjectItemCaseSensitive(root, "messages");
     const cJSON *ast = cJSON_GetObjectItemCaseSensitive(root, "add_special_tokens");
@@ -140,14 +157,11 @@ enum MHD_Result qs_handle_tokenize(qs_server *s, struct MHD_Connection *c, const
 enum MHD_Result qs_handle_detokenize(qs_server *s, struct MHD_Connection *c, const char *body, size_t len)
 {
     qs_server_model m;
-    if (!qs_server_get_model(s, c, &m))
-        return MHD_YES;
+    enum MHD_Result answered;
+    cJSON *root = open_model_request(s, c, body, len, &m, &answered);
+    if (!root)
+        return answered;
     qs_api_error e;
-    cJSON *root = qs_json_parse_body(body, len, &e);
-    if (!root || !check_model(s, root, &e)) {
-        cJSON_Delete(root);
-        return qs_send_error(s, c, &e);
-    }
     const cJSON *tokens = cJSON_GetObjectItemCaseSensitive(root, "tokens");
     int32_t *ids = NULL;
     int n = 0;
