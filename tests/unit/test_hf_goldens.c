@@ -25,6 +25,8 @@
 #include "model/model.h"
 #include "util/fileio.h"
 
+#include "test_helpers.h"
+
 #define GOLDEN_ROOT "tests/data/hf-goldens"
 
 static double rel_err(const float *got, const cJSON *want, int n)
@@ -39,15 +41,6 @@ static double rel_err(const float *got, const cJSON *want, int n)
             max_ref = fabs(w);
     }
     return max_diff / (max_ref > 0 ? max_ref : 1);
-}
-
-static int argmax(const float *x, int n)
-{
-    int b = 0;
-    for (int i = 1; i < n; i++)
-        if (x[i] > x[b])
-            b = i;
-    return b;
 }
 
 /* How close a model must come: F32/BF16 weights and weight-only quantized ones compute in float32
@@ -96,9 +89,9 @@ static void check_prompt(qs_model *m, const cJSON *p, const char *name, bool bf1
         double scale = fmax(fmax(fabs(t1), fabs(t2)), 1e-6);
         if ((t1 - t2) / scale > tol.margin) {
             (*clear)++;
-            if (argmax(logits, mc->vocab_size) != want)
+            if (qs_test_argmax(logits, mc->vocab_size) != want)
                 fail_msg("%s: greedy step %d: got token %d, transformers %d (margin %.2e)", name, step,
-                         argmax(logits, mc->vocab_size), want, (t1 - t2) / scale);
+                         qs_test_argmax(logits, mc->vocab_size), want, (t1 - t2) / scale);
         } else {
             (*unclear)++;
         }

@@ -22,6 +22,8 @@
 #include "tokenizer/tokenizer.h"
 #include "util/fileio.h"
 
+#include "test_helpers.h"
+
 static char model_dir[256];
 static qs_model *model;
 static int golden[200];
@@ -73,15 +75,6 @@ static int teardown(void **state)
     return 0;
 }
 
-static int argmax(const float *x, int n)
-{
-    int b = 0;
-    for (int i = 1; i < n; i++)
-        if (x[i] > x[b])
-            b = i;
-    return b;
-}
-
 static void greedy_200_matches_llama2c(void **state)
 {
     if (!model)
@@ -104,7 +97,7 @@ static void greedy_200_matches_llama2c(void **state)
         qs_seq_step s = {.tokens = &tok, .n_tokens = 1, .start_pos = pos, .block_table = table,
                          .n_blocks = pos / 16 + 1, .want_logits = true};
         assert_int_equal(qs_model_forward(model, kv, &s, 1, logits, &err), 0);
-        tok = argmax(logits, mc->vocab_size);
+        tok = qs_test_argmax(logits, mc->vocab_size);
         if (tok != golden[pos])
             fail_msg("position %d: got %d, golden %d", pos, tok, golden[pos]);
     }
