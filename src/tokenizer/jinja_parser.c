@@ -299,6 +299,14 @@ static qs_jj_node *parse_subscript(parser *p, qs_jj_node *obj)
     return n;
 }
 
+/* A call of callee at the current '(': callee(args...), or NULL after a parse error. */
+static qs_jj_node *parse_call(parser *p, qs_jj_node *callee, int line)
+{
+    qs_jj_node *c = node(p, QS_JN_CALL, line);
+    c->a = callee;
+    return parse_args(p, c) ? c : NULL;
+}
+
 static qs_jj_node *parse_postfix(parser *p, qs_jj_node *n)
 {
     while (n) {
@@ -325,11 +333,7 @@ static qs_jj_node *parse_postfix(parser *p, qs_jj_node *n)
         } else if (is_op(t, "[")) {
             n = parse_subscript(p, n);
         } else if (is_op(t, "(")) {
-            qs_jj_node *c = node(p, QS_JN_CALL, t->line);
-            c->a = n;
-            if (!parse_args(p, c))
-                return NULL;
-            n = c;
+            n = parse_call(p, n, t->line);
         } else {
             break;
         }
@@ -387,11 +391,7 @@ static qs_jj_node *parse_filter_expr(parser *p, qs_jj_node *n)
             }
             n = f;
         } else if (is_op(t, "(")) {
-            qs_jj_node *c = node(p, QS_JN_CALL, t->line);
-            c->a = n;
-            if (!parse_args(p, c))
-                return NULL;
-            n = c;
+            n = parse_call(p, n, t->line);
         } else {
             break;
         }
