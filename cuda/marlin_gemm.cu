@@ -9,6 +9,7 @@
 // operand and x^T as B. With several k slices, each CTA writes FP32 partials to a workspace and
 // the last CTA of an output tile (an atomic ticket) sums them in split order — deterministic.
 #include <algorithm>
+#include <stdlib.h>
 
 #include "cuda_check.h"
 #include "marlin.h"
@@ -397,6 +398,17 @@ template <bool FP4, bool BLOCK> int occupancy_for(int mt)
     }
 }
 
+// Waves of resident CTAs the k split aims at (QSERVE_MARLIN_WAVES, for tuning; default 1).
+int split_waves()
+{
+    static int w = 0;
+    if (!w) {
+        const char *e = getenv("QSERVE_MARLIN_WAVES");
+        w = e && atoi(e) > 0 ? atoi(e) : 1;
+    }
+    return w;
+}
+
 Plan make_plan(const Layer &l, int64_t m)
 {
     Plan pl;
@@ -415,7 +427,7 @@ Plan make_plan(const Layer &l, int64_t m)
         if (ctas < slots * 3 / 4) {
             // As many k slices as fit in one wave of resident CTAs (a second, partial wave would
             // leave most SMs idle at the end).
-            int s = (int)(slots / ctas);
+            int s = (int)(split_waves() * slots / ctas);
             s = std::min(s, kMaxSplits);
             s = std::min(s, std::max(1, pl.ksteps / 2));
             pl.splits = std::max(1, s);
