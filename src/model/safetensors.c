@@ -232,15 +232,6 @@ static const char *json_type(const cJSON *v)
     return "invalid";
 }
 
-static char *xstrdup(const char *s)
-{
-    size_t n = strlen(s) + 1;
-    char *d = malloc(n);
-    if (d)
-        memcpy(d, s, n);
-    return d;
-}
-
 /* Fills t from one header entry. begin/end returned for the tiling check. */
 static int parse_tensor(const cJSON *e, const char *fname, const char *tname, uint64_t data_len, qs_tensor *t,
                         uint64_t *begin, uint64_t *end, qs_err *err)
@@ -353,8 +344,8 @@ static int parse_metadata(const cJSON *m, qs_safetensors_file *f, qs_err *err)
             if (!strcmp(f->meta_keys[k], c->string))
                 return qs_errf(err, "%s: __metadata__ key \"%s\" appears twice", f->path,
                                qs_printable(shown, sizeof shown, c->string, strlen(c->string)));
-        f->meta_keys[f->n_meta] = xstrdup(c->string);
-        f->meta_vals[f->n_meta] = xstrdup(c->valuestring);
+        f->meta_keys[f->n_meta] = strdup(c->string);
+        f->meta_vals[f->n_meta] = strdup(c->valuestring);
         if (!f->meta_keys[f->n_meta] || !f->meta_vals[f->n_meta])
             return qs_errf(err, "%s: out of memory", f->path);
         f->n_meta++;
@@ -426,7 +417,7 @@ static int parse_header(const uint8_t *h, uint64_t n, uint64_t data_len, const u
         if (parse_tensor(e, fname, e->string, data_len, t, &spans[nt].begin, &spans[nt].end, err))
             goto out;
         spans[nt].idx = nt;
-        t->name = xstrdup(e->string);
+        t->name = strdup(e->string);
         t->file = f->path;
         if (!t->name) {
             qs_errf(err, "%s: out of memory", fname);
@@ -501,7 +492,7 @@ static qs_safetensors_file *file_new(const char *path)
     qs_safetensors_file *f = calloc(1, sizeof *f);
     if (!f)
         return NULL;
-    f->path = xstrdup(path ? path : "<memory>");
+    f->path = strdup(path ? path : "<memory>");
     if (!f->path) {
         free(f);
         return NULL;
@@ -843,7 +834,7 @@ int qs_checkpoint_open(const char *model_dir, bool headers_only, qs_checkpoint *
     if (!S_ISDIR(st.st_mode))
         return qs_errf(err, "%s: not a directory (expected a model folder with model.safetensors)", model_dir);
     qs_checkpoint *ck = calloc(1, sizeof *ck);
-    if (!ck || !(ck->dir = xstrdup(model_dir))) {
+    if (!ck || !(ck->dir = strdup(model_dir))) {
         free(ck);
         return qs_errf(err, "%s: out of memory", model_dir);
     }

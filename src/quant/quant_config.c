@@ -35,15 +35,6 @@ const char *qs_quant_strategy_name(qs_quant_strategy s)
     return (unsigned)s < sizeof names / sizeof names[0] ? names[s] : "unknown";
 }
 
-static char *dup_str(const char *s)
-{
-    size_t n = strlen(s) + 1;
-    char *d = malloc(n);
-    if (d)
-        memcpy(d, s, n);
-    return d;
-}
-
 /* Compiles a "re:" pattern anchored at the start like Python's re.match. */
 static void *compile_re(const char *pattern, const char *where, qs_err *err)
 {
@@ -90,7 +81,7 @@ static int read_string_list(const cJSON *arr, const char *where, char ***out, vo
     cJSON_ArrayForEach(it, arr) {
         if (!cJSON_IsString(it))
             return qs_errf(err, "%s[%d]: expected a string", where, *n);
-        (*out)[*n] = dup_str(it->valuestring);
+        (*out)[*n] = strdup(it->valuestring);
         if (!(*out)[*n])
             return qs_errf(err, "%s: out of memory", where);
         if (re_out && !strncmp(it->valuestring, "re:", 3)) {
@@ -413,7 +404,7 @@ static int parse_modelopt(const cJSON *q, const char *where, qs_quant_config *qc
         const cJSON *l;
         cJSON_ArrayForEach(l, layers) {
             qs_modelopt_layer *ml = &qc->layers[qc->n_layers++];
-            ml->name = dup_str(l->string ? l->string : "");
+            ml->name = strdup(l->string ? l->string : "");
             if (!ml->name)
                 return qs_errf(err, "%s: out of memory", where);
             char w[512];
