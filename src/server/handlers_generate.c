@@ -470,7 +470,9 @@ enum MHD_Result qs_handle_generate(qs_server *s, struct MHD_Connection *conn, bo
         for (qs_engine_event *ev = list; ev; ev = ev->next)
             absorb(g, ev);
         qs_engine_event_free_list(list);
-        if (!list && g->n_finished < g->n_choices && qs_client_gone(g->fd)) {
+        /* Checked after every slice, busy or not: a request whose tokens keep coming would
+         * otherwise run to the end for a client that has gone. */
+        if (g->n_finished < g->n_choices && qs_client_gone(g->fd)) {
             gen_free(g); /* aborts the sequences */
             return MHD_NO;
         }
