@@ -44,7 +44,7 @@ typedef struct {
 static pair pair_from(const float *host, int64_t n)
 {
     qs_err err;
-    pair p = {cpu->alloc(sizeof(float) * n, &err), gpu->alloc(2 * n, &err), n};
+    pair p = {cpu->alloc(sizeof(float) * n, &err), gpu->alloc(gpu->act_size * n, &err), n};
     cpu->acts_from_host_f32(p.c, host, n, &err);
     gpu->acts_from_host_f32(p.g, host, n, &err);
     return p;
@@ -53,7 +53,7 @@ static pair pair_from(const float *host, int64_t n)
 static pair pair_out(int64_t n)
 {
     qs_err err;
-    pair p = {cpu->alloc(sizeof(float) * n, &err), gpu->alloc(2 * n, &err), n};
+    pair p = {cpu->alloc(sizeof(float) * n, &err), gpu->alloc(gpu->act_size * n, &err), n};
     float *nan = malloc(sizeof(float) * n);
     for (int64_t i = 0; i < n; i++)
         nan[i] = NAN;
@@ -159,7 +159,6 @@ static void test_embedding_gather(int64_t vocab, int64_t d, int64_t n)
     compare("embedding", &po, n * d);
     int64_t k = n / 2 + 1;
     pair pg = pair_out(k * d);
-    check_rc("gather_rows", cpu->gather_rows(pg.c, po.c, ic, k, d, &err) * 0, 0, &err);
     /* gather rows 0..k-1 reversed */
     int32_t *rows = malloc(sizeof(int32_t) * k);
     for (int64_t i = 0; i < k; i++)
@@ -233,8 +232,8 @@ static void test_attention(const int *lens, int n_seqs, int n_heads, int n_kv, i
         }
     }
     int64_t cache_elems = (int64_t)total_blocks * n_kv * QS_KV_BLOCK_SIZE * head_dim;
-    void *kc[2] = {cpu->alloc(sizeof(float) * cache_elems, &err), gpu->alloc(2 * cache_elems, &err)};
-    void *vc[2] = {cpu->alloc(sizeof(float) * cache_elems, &err), gpu->alloc(2 * cache_elems, &err)};
+    void *kc[2] = {cpu->alloc(sizeof(float) * cache_elems, &err), gpu->alloc(gpu->act_size * cache_elems, &err)};
+    void *vc[2] = {cpu->alloc(sizeof(float) * cache_elems, &err), gpu->alloc(gpu->act_size * cache_elems, &err)};
     float *q = rand_bf16(T * n_heads * head_dim, 1.f), *k = rand_bf16(T * n_kv * head_dim, 1.f),
           *v = rand_bf16(T * n_kv * head_dim, 1.f);
     pair pq = pair_from(q, T * n_heads * head_dim), pk = pair_from(k, T * n_kv * head_dim),
@@ -323,14 +322,21 @@ static void test_moe_route(int64_t n_tokens, int n_experts, int top_k, bool norm
     free(logits), free(hi), free(hw), free(cw), free(ci);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    /* --self-check: run every host-side path with the CPU ops on both sides (no GPU needed). */
+    if (argc > 1 && !strcmp(argv[1], "--self-check")) {
+        cpu = gpu = qs_ops_cpu();
+        goto run;
+    }
     if (qs_cuda_device_count() == 0) {
         printf("skip: no CUDA device (%s)\n0 passed, 0 failed, 1 skipped\n", qs_cuda_unavailable_reason());
         return 0;
     }
     cpu = qs_ops_cpu();
     gpu = qs_ops_cuda();
+run:
+    setvbuf(stdout, NULL, _IOLBF, 0);
     test_norms(1, 64);
     test_norms(7, 4096);
     test_norms(33, 5120);
