@@ -12,6 +12,8 @@ nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv,noheader 2>&
 passed=0; failed=0; skipped=0
 for t in "$D"/cuda-tests/test_*; do
   name=$(basename "$t")
+  # GPU_TESTS="test_a test_b" runs only those
+  if [ -n "${GPU_TESTS:-}" ] && [[ " $GPU_TESTS " != *" $name "* ]]; then continue; fi
   "$t" >"$OUT/$name.log" 2>&1; rc=$?
   tail -n 1 "$OUT/$name.log"
   line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$OUT/$name.log" | tail -1)
