@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 make -j2 BUILD="$BUILD" all cuda-tests >/dev/null
-dest=out/device
+dest=${DEST:-out/device}  # DEST=out/NAME keeps parallel bundles apart
 rm -rf "$dest"
 mkdir -p "$dest/lib" "$dest/cuda-tests"
 cp "$BUILD"/qserve "$dest/"

@@ -4,7 +4,7 @@
 # there. Writes logs under $OUT and ends with one summary line.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-D=out/device
+D=${DEST:-out/device}
 OUT=${OUT:-/tmp/qserve-gpu-out}
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH="$PWD/$D/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
