@@ -18,7 +18,7 @@ import time
 import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DEV = os.path.join(ROOT, "out", "device")
+DEV = os.path.join(ROOT, os.environ.get("DEST", "out/device"))
 QS = os.path.join(DEV, "qserve")
 OUT = sys.argv[1] if len(sys.argv) > 1 else "/tmp/qserve-gpu-out"
 WORK = "/tmp/qserve-e2e"
