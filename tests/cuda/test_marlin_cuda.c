@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "cpu/reference_kernels.h"
+#include "cuda_test_util.h"
 #include "model/safetensors.h"
 #include "qs_cuda.h"
 #include "qs_cuda_kernels.h"
@@ -22,13 +23,7 @@
 
 static uint64_t g_rng = 0x2545F4914F6CDD1Dull;
 
-static float frand(void) /* uniform in [-1, 1) */
-{
-    g_rng ^= g_rng << 13;
-    g_rng ^= g_rng >> 7;
-    g_rng ^= g_rng << 17;
-    return (float)((g_rng >> 40) * (1.0 / (1ull << 23))) - 1.0f;
-}
+static float frand(void) { return qs_test_frand(&g_rng); }
 
 typedef struct {
     const char *label;
@@ -57,21 +52,6 @@ typedef struct {
     qs_tensor weight, scale, bias;
     void *bufs[3];
 } layer_data;
-
-static void set_tensor(qs_tensor *t, const char *name, qs_dtype dt, int ndim, int64_t d0, int64_t d1, const void *data,
-                       size_t nbytes)
-{
-    memset(t, 0, sizeof *t);
-    t->name = name;
-    t->dtype = dt;
-    t->ndim = ndim;
-    t->shape[0] = d0;
-    t->shape[1] = d1;
-    t->numel = ndim == 0 ? 1 : (ndim == 1 ? d0 : d0 * d1);
-    t->data = data;
-    t->nbytes = nbytes;
-    t->file = "test";
-}
 
 /* Random weights quantized per the case (a few NVFP4 blocks get a zero scale). */
 static void make_layer(const test_case *c, int64_t n, int64_t k, qs_linear_desc *d, layer_data *ld)
@@ -107,8 +87,8 @@ static void make_layer(const test_case *c, int64_t n, int64_t k, qs_linear_desc 
                     codes[j] = qs_f32_to_e2m1(s > 0 ? w[j] / s : 0.f);
                 qs_fp4_pack(codes, 16, packed + r * (k / 2) + b * 8);
             }
-        set_tensor(&ld->weight, "test.weight", QS_DT_U8, 2, n, k / 2, packed, (size_t)(n * k / 2));
-        set_tensor(&ld->scale, "test.weight_scale", QS_DT_F8_E4M3, 2, n, k / 16, bs, (size_t)(n * k / 16));
+        qs_test_set_tensor(&ld->weight, "test.weight", QS_DT_U8, 2, n, k / 2, packed, (size_t)(n * k / 2));
+        qs_test_set_tensor(&ld->scale, "test.weight_scale", QS_DT_F8_E4M3, 2, n, k / 16, bs, (size_t)(n * k / 16));
         ld->bufs[0] = packed;
         ld->bufs[1] = bs;
         d->weight_global_scale = global;
@@ -135,13 +115,13 @@ static void make_layer(const test_case *c, int64_t n, int64_t k, qs_linear_desc 
                                                               : (r / 128) * kb + j / 128;
                 wq[r * k + j] = qs_f32_to_e4m3(frand() * mag / sc[si]);
             }
-        set_tensor(&ld->weight, "test.weight", QS_DT_F8_E4M3, 2, n, k, wq, (size_t)(n * k));
+        qs_test_set_tensor(&ld->weight, "test.weight", QS_DT_F8_E4M3, 2, n, k, wq, (size_t)(n * k));
         if (c->wscale == QS_WSCALE_TENSOR)
-            set_tensor(&ld->scale, "test.weight_scale", QS_DT_F32, 0, 0, 0, sc, 4);
+            qs_test_set_tensor(&ld->scale, "test.weight_scale", QS_DT_F32, 0, 0, 0, sc, 4);
         else if (c->wscale == QS_WSCALE_CHANNEL)
-            set_tensor(&ld->scale, "test.weight_scale", QS_DT_F32, 2, n, 1, sc, (size_t)(4 * n));
+            qs_test_set_tensor(&ld->scale, "test.weight_scale", QS_DT_F32, 2, n, 1, sc, (size_t)(4 * n));
         else
-            set_tensor(&ld->scale, "test.weight_scale", QS_DT_F32, 2, nb, kb, sc, (size_t)(4 * nb * kb));
+            qs_test_set_tensor(&ld->scale, "test.weight_scale", QS_DT_F32, 2, nb, kb, sc, (size_t)(4 * nb * kb));
         ld->bufs[0] = wq;
         ld->bufs[1] = sc;
         d->input_scale = 2.5f / 448.f;
@@ -152,7 +132,7 @@ static void make_layer(const test_case *c, int64_t n, int64_t k, qs_linear_desc 
         float *b = malloc(sizeof(float) * (size_t)n);
         for (int64_t i = 0; i < n; i++)
             b[i] = frand();
-        set_tensor(&ld->bias, "test.bias", QS_DT_F32, 1, n, 0, b, (size_t)(4 * n));
+        qs_test_set_tensor(&ld->bias, "test.bias", QS_DT_F32, 1, n, 0, b, (size_t)(4 * n));
         ld->bufs[2] = b;
         d->bias = &ld->bias;
     }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda_test_util.h"
 #include "engine/kv_cache.h"
 #include "model/safetensors.h"
 #include "ops/ops.h"
@@ -19,13 +20,7 @@ static const qs_ops *cpu, *gpu;
 static int g_passed, g_failed;
 static uint64_t g_rng = 0x243F6A8885A308D3ull;
 
-static float frand(void)
-{
-    g_rng ^= g_rng << 13;
-    g_rng ^= g_rng >> 7;
-    g_rng ^= g_rng << 17;
-    return (float)((g_rng >> 40) * (1.0 / (1ull << 23))) - 1.0f;
-}
+static float frand(void) { return qs_test_frand(&g_rng); }
 
 static float *rand_bf16(int64_t n, float scale)
 {

@@ -1,0 +1,38 @@
+/* cuda_test_util.h — what the GPU test programs share: a seeded xorshift source of uniform
+ * floats and a helper that describes a host buffer as a checkpoint tensor (qs_tensor), so the
+ * tests can hand kernels hand-made weights without writing files. Header-only: each test is
+ * one program. */
+#ifndef QS_CUDA_TEST_UTIL_H
+#define QS_CUDA_TEST_UTIL_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "model/safetensors.h"
+
+/* Uniform in [-1, 1) from an xorshift64 state. */
+static inline float qs_test_frand(uint64_t *state)
+{
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    return (float)((*state >> 40) * (1.0 / (1ull << 23))) - 1.0f;
+}
+
+/* t describes data as a tensor of 0, 1 or 2 dimensions (d0, d1). */
+static inline void qs_test_set_tensor(qs_tensor *t, const char *name, qs_dtype dt, int ndim, int64_t d0, int64_t d1,
+                                      const void *data, size_t nbytes)
+{
+    memset(t, 0, sizeof *t);
+    t->name = name;
+    t->dtype = dt;
+    t->ndim = ndim;
+    t->shape[0] = d0;
+    t->shape[1] = d1;
+    t->numel = ndim == 0 ? 1 : (ndim == 1 ? d0 : d0 * d1);
+    t->data = data;
+    t->nbytes = nbytes;
+    t->file = "test";
+}
+
+#endif
