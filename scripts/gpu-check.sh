@@ -1,27 +1,41 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (through the device tool, after scripts/device-bundle.sh here, with
-# carry ["out/device"]): device facts, every GPU test, and end-to-end checks when the models are
-# there. Writes logs under $OUT and ends with one summary line.
+# carry ["out/device"]): device facts, every GPU test, the kernel benchmarks (ours and torch's,
+# same run), and the end-to-end checks and figures (gpu-e2e.sh). Each step has a time limit so a
+# hung kernel cannot eat the call; logs land in $OUT (few files: the device tool returns at most
+# 8) and the run ends with one summary line.
+#   GPU_TESTS="test_a test_b"  only those tests     GPU_BENCH=0  skip the kernel benchmarks
+#   BENCH_M=1,4,16,64          M of the benchmarks   E2E_ONLY=... see gpu_e2e.py
 set -uo pipefail
 cd "$(dirname "$0")/.."
 D=${DEST:-out/device}
 OUT=${OUT:-/tmp/qserve-gpu-out}
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH="$PWD/$D/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
-nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv,noheader 2>&1 | tee "$OUT/gpu.txt"
+export E2E_T0=$(date +%s)
+LOG="$OUT/tests.log"
+nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv,noheader 2>&1 | tee "$LOG"
 passed=0; failed=0; skipped=0
 for t in "$D"/cuda-tests/test_*; do
   name=$(basename "$t")
-  # GPU_TESTS="test_a test_b" runs only those
   if [ -n "${GPU_TESTS:-}" ] && [[ " $GPU_TESTS " != *" $name "* ]]; then continue; fi
-  "$t" >"$OUT/$name.log" 2>&1; rc=$?
-  tail -n 1 "$OUT/$name.log"
-  line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$OUT/$name.log" | tail -1)
+  echo "=== $name" >>"$LOG"
+  s=$(date +%s)
+  timeout "${TEST_TIMEOUT:-150}" "$t" >"/tmp/$name.log" 2>&1; rc=$?
+  cat "/tmp/$name.log" >>"$LOG"
+  echo "$name: rc $rc, $(( $(date +%s) - s )) s, $(tail -n 1 "/tmp/$name.log")"
+  line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "/tmp/$name.log" | tail -1)
   p=$(echo "$line" | sed -E 's/^([0-9]+) passed.*/\1/'); f=$(echo "$line" | sed -E 's/.* ([0-9]+) failed.*/\1/')
-  s=$(echo "$line" | sed -nE 's/.* ([0-9]+) skipped.*/\1/p')
-  passed=$((passed + ${p:-0})); failed=$((failed + ${f:-1})); skipped=$((skipped + ${s:-0}))
+  sk=$(echo "$line" | sed -nE 's/.* ([0-9]+) skipped.*/\1/p')
+  passed=$((passed + ${p:-0})); failed=$((failed + ${f:-1})); skipped=$((skipped + ${sk:-0}))
   [ $rc -ne 0 ] && [ "${f:-0}" -eq 0 ] && failed=$((failed + 1))
-  grep -E 'FAIL|error' "$OUT/$name.log" | head -20
+  grep -E 'FAIL|error' "/tmp/$name.log" | head -12
 done
+if [ "${GPU_BENCH:-1}" = 1 ]; then
+  M=${BENCH_M:-1,4,16,32,64,128,256}
+  { timeout 150 "$D/bench_kernels" --m "$M"; echo "--- torch (same run)"; timeout 120 python3 scripts/bench_torch_kernels.py "$M"; } \
+    >"$OUT/bench.txt" 2>&1
+  echo "benchmarks: $OUT/bench.txt ($(wc -l <"$OUT/bench.txt") lines)"
+fi
 if [ -x scripts/gpu-e2e.sh ]; then scripts/gpu-e2e.sh "$OUT"; fi
 echo "gpu: $passed passed, $failed failed, $skipped skipped"

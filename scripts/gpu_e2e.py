@@ -9,6 +9,7 @@ binaries from scripts/device-bundle.sh under out/device):
      quantize) beside its bandwidth roofline and beside HF transformers on the same BF16 weights.
 Prints a summary and ends with "N passed, N failed"."""
 import json
+import shutil
 import os
 import re
 import socket
@@ -25,6 +26,7 @@ WORK = "/tmp/qserve-e2e"
 # E2E_GPU_DEVICE=cpu runs the script's own logic on a machine without a GPU (a self-check).
 GPU = os.environ.get("E2E_GPU_DEVICE", "cuda")
 results = []
+T_START = float(os.environ.get("E2E_T0") or time.time())  # gpu-check.sh start: deadlines count from it
 
 
 def run(args, **kw):
@@ -71,8 +73,6 @@ def check_model(name, model, prompts, n_tokens, backends, need_exact):
 
 
 def hf_goldens():
-    import shutil
-
     base = os.path.join(ROOT, "tests", "data", "hf-goldens")
     tok_src = os.path.join(WORK, "stories-f32")  # same 512-token vocabulary; generate wants a tokenizer
     for arch in sorted(os.listdir(base)):
@@ -159,21 +159,10 @@ def server():
         p.wait(timeout=30)
 
 
-def llama8b():
+def copy_bandwidth():
+    """Device-to-device copy bandwidth (read + write bytes / time) of 1 GiB, median of 10."""
     import torch
 
-    bf16 = os.path.join(WORK, "l8b-bf16")
-    fp8 = os.path.join(WORK, "l8b-fp8")
-    t0 = time.time()
-    p = run([QS, "init-model", bf16, "--shape", "llama-3.1-8b", "--seed", "1"])
-    if p.returncode:
-        return record("llama-8b init-model", False, p.stderr[-300:])
-    t1 = time.time()
-    p = run([QS, "quantize", bf16, fp8, "--scheme", "fp8-dynamic"])
-    if p.returncode:
-        return record("llama-8b quantize", False, p.stderr[-300:])
-    t2 = time.time()
-    print(f"init-model {t1 - t0:.0f} s, quantize {t2 - t1:.0f} s", flush=True)
     a = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
     b = torch.empty_like(a)
     for _ in range(3):
@@ -187,41 +176,127 @@ def llama8b():
         e.record()
         e.synchronize()
         ts.append(s.elapsed_time(e))
-    copy_bw = 2 * (1 << 30) / (sorted(ts)[5] * 1e-3)
     del a, b
     torch.cuda.empty_cache()
-    prompt = list(range(1000, 1032))
-    n_new = 128
-    figures = {"copy_bandwidth_GBps": copy_bw / 1e9}
-    for backend in ("cublaslt", "emulation"):
-        p = run([QS, "generate", fp8, "--prompt-ids", ",".join(map(str, prompt)), "--max-tokens", str(n_new),
-                 "--temperature", "0", "--ignore-eos", "--device", "cuda", "--linear-backend", backend])
-        m = re.search(r"generated (\d+) tokens in ([0-9.]+) s \(([0-9.]+) tokens/s\)", p.stderr)
-        if not m:
-            record(f"llama-8b fp8 {backend}", False, p.stderr[-400:])
-            continue
-        figures[f"qserve_fp8_{backend}_tok_s"] = float(m.group(3))
-        record(f"llama-8b fp8 {backend}", True, f"{m.group(3)} tok/s")
-    # bytes per decode step: FP8 linear weights + BF16 lm_head, norms, one embedding row, the KV cache
-    cfg = json.load(open(os.path.join(bf16, "config.json")))
+    return 2 * (1 << 30) / (sorted(ts)[5] * 1e-3)
+
+
+def bytes_per_token(model_dir, weight_bits, n_ctx):
+    """Bytes one batch-1 decode step reads: the linear weights (and their scales), the BF16 lm_head,
+    one embedding row, the KV cache at the mean context length."""
+    cfg = json.load(open(os.path.join(model_dir, "config.json")))
     h, L, inter, v = cfg["hidden_size"], cfg["num_hidden_layers"], cfg["intermediate_size"], cfg["vocab_size"]
     kvh, hd = cfg["num_key_value_heads"], cfg.get("head_dim") or h // cfg["num_attention_heads"]
-    linear = L * (h * (h + 2 * kvh * hd) + h * h + 3 * h * inter)
-    kv = L * 2 * kvh * hd * 2 * (len(prompt) + n_new / 2)
-    per_token = linear + 2 * v * h + kv
-    figures["bytes_per_token_GB"] = per_token / 1e9
-    figures["roofline_tok_s"] = copy_bw / per_token
-    from transformers import AutoModelForCausalLM
+    params = L * (h * (h + 2 * kvh * hd) + h * h + 3 * h * inter)
+    linear = params * weight_bits / 8 + (params / 16 if weight_bits == 4 else 0)  # NVFP4: one E4M3 per 16
+    kv = L * 2 * kvh * hd * 2 * n_ctx
+    return linear + 2 * v * h + 2 * h + kv
 
-    model = AutoModelForCausalLM.from_pretrained(bf16, dtype=torch.bfloat16).cuda().eval()
-    ids = torch.tensor([prompt], device="cuda")
-    with torch.no_grad():
-        model.generate(ids, max_new_tokens=8, do_sample=False, min_new_tokens=8)
-        torch.cuda.synchronize()
-        t = time.time()
-        model.generate(ids, max_new_tokens=n_new, do_sample=False, min_new_tokens=n_new)
-        torch.cuda.synchronize()
-        figures["hf_transformers_bf16_tok_s"] = n_new / (time.time() - t)
+
+def serve_decode(model, backend, seconds_left):
+    """Starts the server with --linear-backend BACKEND, then bench_serve at concurrency 1 and 16:
+    returns (batch-1 tok/s, batch-16 tok/s, the kernel selection lines) from the mean TPOT."""
+    port = free_port()
+    log_path = os.path.join(WORK, f"server-{os.path.basename(model)}-{backend}.log")
+    log = open(log_path, "w")
+    p = subprocess.Popen([QS, model, "--port", str(port), "--host", "127.0.0.1", "--device", GPU,
+                          "--linear-backend", backend, "--served-model-name", "m", "--max-num-seqs", "16"],
+                         stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        t_end = time.time() + min(180, seconds_left)
+        while time.time() < t_end:
+            if p.poll() is not None:
+                raise RuntimeError("server exited: " + open(log_path).read()[-400:])
+            try:
+                urllib.request.urlopen(base + "/health", timeout=2)
+                break
+            except Exception:
+                time.sleep(0.5)
+        else:
+            raise RuntimeError("server not ready in time: " + open(log_path).read()[-400:])
+        vocab = json.load(open(os.path.join(model, "config.json")))["vocab_size"]
+        out = []
+        for conc, n in ((1, 2), (16, 16)):
+            r = run([os.path.join(DEV, "bench_serve"), "--url", base, "--model", "m", "--num-prompts", str(n),
+                     "--concurrency", str(conc), "--random-input-len", "32", "--random-output-len", "64",
+                     "--vocab-size", str(vocab)], timeout=120)
+            m = re.search(r"Mean TPOT \(ms\):\s+([0-9.]+)", r.stdout)
+            if not m or float(m.group(1)) <= 0:
+                raise RuntimeError(f"bench_serve concurrency {conc}: {r.stdout[-300:]} {r.stderr[-300:]} "
+                                   f"server: {open(log_path).read()[-300:]}")
+            out.append(conc * 1000.0 / float(m.group(1)))
+        sel = [ln.strip() for ln in open(log_path) if "kernel" in ln and ("linear" in ln or "select" in ln)]
+        return out[0], out[1], sel[:4]
+    finally:
+        p.terminate()
+        try:
+            p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            p.kill()
+
+
+def llama8b():
+    """Random-init Llama-3.1-8B-shape checkpoints (BF16, FP8 per-channel W8A8, NVFP4 W4A16): batch-1
+    and batch-16 decode tok/s per linear backend beside the roofline, and HF transformers (BF16)."""
+    deadline = T_START + float(os.environ.get("E2E_DEADLINE_S", "560"))
+    bf16 = os.path.join(WORK, "l8b-bf16")
+    ckpts = {"fp8": os.path.join(WORK, "l8b-fp8"), "nvfp4": os.path.join(WORK, "l8b-nvfp4")}
+    t0 = time.time()
+    p = run([QS, "init-model", bf16, "--shape", "llama-3.1-8b", "--seed", "1"])
+    if p.returncode:
+        return record("llama-8b init-model", False, p.stderr[-300:])
+    print(f"init-model {time.time() - t0:.0f} s", flush=True)
+    figures = {"copy_bandwidth_GBps": copy_bandwidth() / 1e9}
+    copy_bw = figures["copy_bandwidth_GBps"] * 1e9
+    n_ctx = 32 + 32  # bench prompts of 32 tokens, 64 generated: the mean context
+    plan = [("fp8", "fp8-dynamic", 8, ("cublaslt", "marlin", "emulation", "auto")),
+            ("nvfp4", "nvfp4-w4a16", 4, ("marlin", "emulation", "auto"))]
+    for name, scheme, bits, backends in plan:
+        if time.time() > deadline - 60:
+            record(f"llama-8b {name}", False, "not run: out of time")
+            continue
+        t0 = time.time()
+        p = run([QS, "quantize", bf16, ckpts[name], "--scheme", scheme])
+        if p.returncode:
+            record(f"llama-8b quantize {name}", False, p.stderr[-300:])
+            continue
+        print(f"quantize {name} {time.time() - t0:.0f} s", flush=True)
+        per_token = bytes_per_token(bf16, bits, n_ctx)
+        figures[f"{name}_bytes_per_token_GB"] = per_token / 1e9
+        figures[f"{name}_roofline_tok_s"] = copy_bw / per_token
+        for backend in backends:
+            left = deadline - time.time()
+            if left < 45:
+                record(f"llama-8b {name} {backend}", False, "not run: out of time")
+                continue
+            try:
+                b1, b16, sel = serve_decode(ckpts[name], backend, left)
+            except Exception as e:  # noqa: BLE001
+                record(f"llama-8b {name} {backend}", False, str(e)[-400:])
+                continue
+            figures[f"{name}_{backend}_batch1_tok_s"] = b1
+            figures[f"{name}_{backend}_batch16_tok_s"] = b16
+            record(f"llama-8b {name} {backend}", True,
+                   f"batch-1 {b1:.1f} tok/s ({b1 / figures[f'{name}_roofline_tok_s'] * 100:.0f}% of roofline), "
+                   f"batch-16 {b16:.1f} tok/s; {' | '.join(sel)}")
+        shutil.rmtree(ckpts[name], ignore_errors=True)
+    figures["bf16_roofline_tok_s"] = copy_bw / bytes_per_token(bf16, 16, n_ctx)
+    if time.time() < deadline - 60:
+        import torch
+        from transformers import AutoModelForCausalLM
+
+        model = AutoModelForCausalLM.from_pretrained(bf16, dtype=torch.bfloat16).cuda().eval()
+        ids = torch.tensor([list(range(1000, 1032))], device="cuda")
+        n_new = 64
+        with torch.no_grad():
+            model.generate(ids, max_new_tokens=8, do_sample=False, min_new_tokens=8)
+            torch.cuda.synchronize()
+            t = time.time()
+            model.generate(ids, max_new_tokens=n_new, do_sample=False, min_new_tokens=n_new)
+            torch.cuda.synchronize()
+            figures["hf_transformers_bf16_batch1_tok_s"] = n_new / (time.time() - t)
+        record("llama-8b hf transformers bf16", True, f"{figures['hf_transformers_bf16_batch1_tok_s']:.1f} tok/s")
     json.dump(figures, open(os.path.join(OUT, "llama8b.json"), "w"), indent=1)
     print(json.dumps(figures, indent=1), flush=True)
 
