@@ -1,3 +1,0 @@
-build/src/cli/cmd_detokenize.o: src/cli/cmd_detokenize.c \
- src/cli/commands.h
-src/cli/commands.h:

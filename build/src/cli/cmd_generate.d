@@ -1,2 +1,0 @@
-build/src/cli/cmd_generate.o: src/cli/cmd_generate.c src/cli/commands.h
-src/cli/commands.h:

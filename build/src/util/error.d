@@ -1,2 +1,0 @@
-build/src/util/error.o: src/util/error.c src/util/error.h
-src/util/error.h:
