@@ -97,23 +97,28 @@ struct Params {
     int *cnt;
     int M, N, K;
     int tiles_n, mblocks, splits, ksteps;
+    int rotate; // start each CTA's k walk at a different step (spreads the activation reads over L2)
 };
 
-template <bool FP4, int MT, int STAGES, bool BLOCK> struct Cfg {
+// WR: 16-row weight strips per warp. Two strips let one activation fragment (ldmatrix) feed
+// four mma instead of two, which matters once MT is large enough for shared-memory reads of
+// the activations to bound the loop.
+template <bool FP4, int MT, int STAGES, bool BLOCK, int WR> struct Cfg {
     static constexpr int BK = FP4 ? kFp4StepK : kFp8StepK;
-    static constexpr int W_STAGE = kWarps * kWarpStageBytes;
-    static constexpr int SC_STAGE = FP4 ? kWarps * kFp4ScaleStepBytes : 0;
+    static constexpr int W_STAGE = kWarps * WR * kWarpStageBytes;
+    static constexpr int SC_STAGE = FP4 ? kWarps * WR * kFp4ScaleStepBytes : 0;
     static constexpr int XROWS = MT * 8;
     static constexpr int XCH = BK / 8; // 16-byte chunks per activation row per stage
     static constexpr int X_STAGE = XROWS * BK * 2;
     static constexpr int STAGE = W_STAGE + SC_STAGE + X_STAGE;
     static constexpr int SMEM = STAGE * STAGES;
+    static constexpr int ROWS = kWarps * WR * 16; // output columns per CTA
 };
 
-template <bool FP4, int MT, int STAGES, bool BLOCK>
+template <bool FP4, int MT, int STAGES, bool BLOCK, int WR>
 __global__ void __launch_bounds__(kThreads) marlin_kernel(const Params p)
 {
-    using C = Cfg<FP4, MT, STAGES, BLOCK>;
+    using C = Cfg<FP4, MT, STAGES, BLOCK, WR>;
     extern __shared__ __align__(16) uint8_t smem[];
     __shared__ int s_last;
 
@@ -126,49 +131,62 @@ __global__ void __launch_bounds__(kThreads) marlin_kernel(const Params p)
     const int s_begin = (int)((long long)split * p.ksteps / p.splits);
     const int s_end = (int)((long long)(split + 1) * p.ksteps / p.splits);
     const int nsteps = s_end - s_begin;
-    const int nb16 = tile * kWarps + warp;
-    const bool active = nb16 < (p.N >> 4);
+    const int rot = (p.rotate && nsteps > 0) ? tile % nsteps : 0;
+    const int nb0 = (tile * kWarps + warp) * WR; // first 16-row strip of this warp
+    bool active[WR];
+#pragma unroll
+    for (int w = 0; w < WR; w++)
+        active[w] = nb0 + w < (p.N >> 4);
+    const bool any_active = active[0];
     const int m0 = mb * C::XROWS;
+    const int xrows = min(C::XROWS, p.M - m0); // rows past M are never loaded: their outputs are dropped
 
     const int units_per_step = 4;
     const int units_k = p.K / (FP4 ? kFp4UnitK : kFp8UnitK);
-    const uint8_t *wg = p.w + (size_t)nb16 * units_k * kUnitBytes + lane * 16;
-    const uint8_t *scg = FP4 ? p.sc + (size_t)nb16 * p.ksteps * kFp4ScaleStepBytes + lane * 16 : nullptr;
 
+    auto step_of = [&](int i) {
+        int j = i + rot;
+        return s_begin + (j >= nsteps ? j - nsteps : j);
+    };
     auto load_stage = [&](int buf, int step) {
         uint8_t *st = smem + buf * C::STAGE;
-        if (active) {
-            const uint8_t *src = wg + (size_t)step * units_per_step * kUnitBytes;
-            uint8_t *dst = st + warp * kWarpStageBytes + lane * 16;
+#pragma unroll
+        for (int w = 0; w < WR; w++) {
+            if (!active[w])
+                continue;
+            const uint8_t *src = p.w + ((size_t)(nb0 + w) * units_k + (size_t)step * units_per_step) * kUnitBytes + lane * 16;
+            uint8_t *dst = st + (warp * WR + w) * kWarpStageBytes + lane * 16;
 #pragma unroll
             for (int u = 0; u < units_per_step; u++)
                 cp_async16(dst + u * kUnitBytes, src + u * kUnitBytes);
             if (FP4 && lane < 16)
-                cp_async16(st + C::W_STAGE + warp * kFp4ScaleStepBytes + lane * 16,
-                           scg + (size_t)step * kFp4ScaleStepBytes);
+                cp_async16(st + C::W_STAGE + (warp * WR + w) * kFp4ScaleStepBytes + lane * 16,
+                           p.sc + ((size_t)(nb0 + w) * p.ksteps + step) * kFp4ScaleStepBytes + lane * 16);
         }
         uint8_t *xs = st + C::W_STAGE + C::SC_STAGE;
         const __nv_bfloat16 *xg = p.x + (size_t)step * C::BK;
 #pragma unroll
-        for (int j = 0; j < C::XROWS * C::XCH / kThreads; j++) {
+        for (int j = 0; j < (C::XROWS * C::XCH + kThreads - 1) / kThreads; j++) {
             int i = tid + j * kThreads;
             int row = i / C::XCH, ch = i % C::XCH;
-            int gm = min(m0 + row, p.M - 1);
-            cp_async16(xs + (row * C::XCH + (ch ^ (row & 7))) * 16, xg + (size_t)gm * p.K + ch * 8);
+            if (row < xrows)
+                cp_async16(xs + (row * C::XCH + (ch ^ (row & 7))) * 16, xg + (size_t)(m0 + row) * p.K + ch * 8);
         }
     };
 
-    float acc[MT][4];
+    float acc[WR][MT][4];
 #pragma unroll
-    for (int t = 0; t < MT; t++)
+    for (int w = 0; w < WR; w++)
 #pragma unroll
-        for (int e = 0; e < 4; e++)
-            acc[t][e] = 0.f;
+        for (int t = 0; t < MT; t++)
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                acc[w][t][e] = 0.f;
 
 #pragma unroll
     for (int s = 0; s < STAGES - 1; s++) {
         if (s < nsteps)
-            load_stage(s, s_begin + s);
+            load_stage(s, step_of(s));
         cp_async_commit();
     }
 
@@ -179,83 +197,108 @@ __global__ void __launch_bounds__(kThreads) marlin_kernel(const Params p)
         {
             int nx = it + STAGES - 1;
             if (nx < nsteps)
-                load_stage(nx % STAGES, s_begin + nx);
+                load_stage(nx % STAGES, step_of(nx));
             cp_async_commit();
         }
-        if (!active)
+        if (!any_active)
             continue;
         const uint8_t *st = smem + (it % STAGES) * C::STAGE;
-        const uint8_t *wsm = st + warp * kWarpStageBytes + lane * 16;
         const uint8_t *xs = st + C::W_STAGE + C::SC_STAGE;
-        float tmp[MT][4];
-        float (*tgt)[4] = BLOCK ? tmp : acc;
+        float tmp[WR][MT][4];
+        float (*tgt)[MT][4] = BLOCK ? tmp : acc;
         if (BLOCK) {
 #pragma unroll
-            for (int t = 0; t < MT; t++)
+            for (int w = 0; w < WR; w++)
 #pragma unroll
-                for (int e = 0; e < 4; e++)
-                    tmp[t][e] = 0.f;
+                for (int t = 0; t < MT; t++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++)
+                        tmp[w][t][e] = 0.f;
         }
 #pragma unroll
         for (int u = 0; u < units_per_step; u++) {
-            const uint4 v = *(const uint4 *)(wsm + u * kUnitBytes);
             if (!FP4) {
-                uint32_t a[8];
-                dequant_fp8(v.x, a[0], a[1]);
-                dequant_fp8(v.y, a[2], a[3]);
-                dequant_fp8(v.z, a[4], a[5]);
-                dequant_fp8(v.w, a[6], a[7]);
+                uint32_t a[WR][8];
+#pragma unroll
+                for (int w = 0; w < WR; w++) {
+                    const uint4 v = *(const uint4 *)(st + (warp * WR + w) * kWarpStageBytes + lane * 16 + u * kUnitBytes);
+                    dequant_fp8(v.x, a[w][0], a[w][1]);
+                    dequant_fp8(v.y, a[w][2], a[w][3]);
+                    dequant_fp8(v.z, a[w][4], a[w][5]);
+                    dequant_fp8(v.w, a[w][6], a[w][7]);
+                }
 #pragma unroll
                 for (int t = 0; t < MT; t++) {
+                    if (t * 8 >= xrows)
+                        break;
                     uint32_t b[4];
                     int row = t * 8 + (lane & 7), ch = u * 4 + (lane >> 3);
                     ldmatrix_x4(b, xs + (row * C::XCH + (ch ^ (lane & 7))) * 16);
-                    mma(tgt[t], a, b[0], b[1]);
-                    mma(tgt[t], a + 4, b[2], b[3]);
+#pragma unroll
+                    for (int w = 0; w < WR; w++) {
+                        mma(tgt[w][t], a[w], b[0], b[1]);
+                        mma(tgt[w][t], a[w] + 4, b[2], b[3]);
+                    }
                 }
             } else {
-                const uint8_t *scs = st + C::W_STAGE + warp * kFp4ScaleStepBytes;
-                const uint32_t s_r = *(const uint32_t *)(scs + r * 16 + u * 4);
-                const uint32_t s_r8 = *(const uint32_t *)(scs + (r + 8) * 16 + u * 4);
-                const uint32_t words[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
                 for (int h = 0; h < 2; h++) {
-                    uint32_t a0[4], a1[4];
-                    dequant_fp4(words[2 * h], scale_bf16x2(s_r, 2 * h), scale_bf16x2(s_r8, 2 * h), a0);
-                    dequant_fp4(words[2 * h + 1], scale_bf16x2(s_r, 2 * h + 1), scale_bf16x2(s_r8, 2 * h + 1), a1);
+                    uint32_t a0[WR][4], a1[WR][4];
+#pragma unroll
+                    for (int w = 0; w < WR; w++) {
+                        const uint4 v = *(const uint4 *)(st + (warp * WR + w) * kWarpStageBytes + lane * 16 + u * kUnitBytes);
+                        const uint8_t *scs = st + C::W_STAGE + (warp * WR + w) * kFp4ScaleStepBytes;
+                        const uint32_t s_r = *(const uint32_t *)(scs + r * 16 + u * 4);
+                        const uint32_t s_r8 = *(const uint32_t *)(scs + (r + 8) * 16 + u * 4);
+                        const uint32_t w0 = h ? v.z : v.x, w1 = h ? v.w : v.y;
+                        dequant_fp4(w0, scale_bf16x2(s_r, 2 * h), scale_bf16x2(s_r8, 2 * h), a0[w]);
+                        dequant_fp4(w1, scale_bf16x2(s_r, 2 * h + 1), scale_bf16x2(s_r8, 2 * h + 1), a1[w]);
+                    }
 #pragma unroll
                     for (int t = 0; t < MT; t++) {
+                        if (t * 8 >= xrows)
+                            break;
                         uint32_t b[4];
                         int row = t * 8 + (lane & 7), ch = u * 8 + h * 4 + (lane >> 3);
                         ldmatrix_x4(b, xs + (row * C::XCH + (ch ^ (lane & 7))) * 16);
-                        mma(tgt[t], a0, b[0], b[1]);
-                        mma(tgt[t], a1, b[2], b[3]);
+#pragma unroll
+                        for (int w = 0; w < WR; w++) {
+                            mma(tgt[w][t], a0[w], b[0], b[1]);
+                            mma(tgt[w][t], a1[w], b[2], b[3]);
+                        }
                     }
                 }
             }
         }
         if (BLOCK) {
-            const float bs = __ldg(p.blockscale + (size_t)(nb16 >> 3) * p.kblocks + (s_begin + it));
+            const int step = step_of(it);
 #pragma unroll
-            for (int t = 0; t < MT; t++)
+            for (int w = 0; w < WR; w++) {
+                const float bs = active[w] ? __ldg(p.blockscale + (size_t)((nb0 + w) >> 3) * p.kblocks + step) : 0.f;
 #pragma unroll
-                for (int e = 0; e < 4; e++)
-                    acc[t][e] = fmaf(tmp[t][e], bs, acc[t][e]);
+                for (int t = 0; t < MT; t++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++)
+                        acc[w][t][e] = fmaf(tmp[w][t][e], bs, acc[w][t][e]);
+            }
         }
     }
     cp_async_wait<0>();
 
     const int c = lane & 3;
-    const int n0 = nb16 * 16 + r;
     if (p.splits > 1) {
-        if (active) {
+#pragma unroll
+        for (int w = 0; w < WR; w++) {
+            if (!active[w])
+                continue;
+            const int n0 = (nb0 + w) * 16 + r;
 #pragma unroll
             for (int t = 0; t < MT; t++)
 #pragma unroll
                 for (int e = 0; e < 4; e++) {
                     int m = m0 + t * 8 + 2 * c + (e & 1), n = n0 + (e >> 1) * 8;
                     if (m < p.M)
-                        __stcg(p.ws + ((size_t)split * p.M + m) * p.N + n, acc[t][e]);
+                        __stcg(p.ws + ((size_t)split * p.M + m) * p.N + n, acc[w][t][e]);
                 }
         }
         __threadfence();
@@ -267,7 +310,11 @@ __global__ void __launch_bounds__(kThreads) marlin_kernel(const Params p)
         if (!s_last)
             return;
         __threadfence();
-        if (active) {
+#pragma unroll
+        for (int w = 0; w < WR; w++) {
+            if (!active[w])
+                continue;
+            const int n0 = (nb0 + w) * 16 + r;
 #pragma unroll
             for (int t = 0; t < MT; t++)
 #pragma unroll
@@ -277,29 +324,33 @@ __global__ void __launch_bounds__(kThreads) marlin_kernel(const Params p)
                     if (m < p.M)
                         for (int s = 0; s < p.splits; s++)
                             sum += __ldcg(p.ws + ((size_t)s * p.M + m) * p.N + n);
-                    acc[t][e] = sum;
+                    acc[w][t][e] = sum;
                 }
         }
         if (tid == 0)
             p.cnt[cidx] = 0;
     }
-    if (!active)
-        return;
 #pragma unroll
-    for (int t = 0; t < MT; t++)
+    for (int w = 0; w < WR; w++) {
+        if (!active[w])
+            continue;
+        const int n0 = (nb0 + w) * 16 + r;
 #pragma unroll
-        for (int e = 0; e < 4; e++) {
-            int m = m0 + t * 8 + 2 * c + (e & 1), n = n0 + (e >> 1) * 8;
-            if (m >= p.M)
-                continue;
-            float v = acc[t][e];
-            if (p.colscale)
-                v *= __ldg(p.colscale + (size_t)n * p.colscale_stride);
-            v = v * p.post1 * p.post2;
-            if (p.bias)
-                v += __bfloat162float(p.bias[n]);
-            p.y[(size_t)m * p.N + n] = __float2bfloat16_rn(v);
-        }
+        for (int t = 0; t < MT; t++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                int m = m0 + t * 8 + 2 * c + (e & 1), n = n0 + (e >> 1) * 8;
+                if (m >= p.M)
+                    continue;
+                float v = acc[w][t][e];
+                if (p.colscale)
+                    v *= __ldg(p.colscale + (size_t)n * p.colscale_stride);
+                v = v * p.post1 * p.post2;
+                if (p.bias)
+                    v += __bfloat162float(p.bias[n]);
+                p.y[(size_t)m * p.N + n] = __float2bfloat16_rn(v);
+            }
+    }
 }
 
 // ---- host side ----
@@ -342,20 +393,39 @@ int ensure_workspace(size_t floats, size_t counters, qs_err *err)
     return 0;
 }
 
-// The most tokens one CTA covers, and the largest M that uses split-K.
+// The largest M that uses split-K, and the most k slices.
 constexpr int kMaxSplitM = 64;
 constexpr int kMaxSplits = 16;
 
 struct Plan {
-    int mt, mblocks, tiles_n, splits, ksteps;
+    int mt, wr, stages, mblocks, tiles_n, splits, ksteps;
 };
 
-template <bool FP4, int MT, int STAGES, bool BLOCK> int launch(const Params &p0, const Plan &pl, cudaStream_t s, qs_err *err)
+int env_flag(const char *name, int dflt)
 {
-    using C = Cfg<FP4, MT, STAGES, BLOCK>;
+    const char *e = getenv(name);
+    return e && *e ? atoi(e) : dflt;
+}
+
+// Tuning switches, read once (documented in docs/marlin.md): QSERVE_MARLIN_ROTATE=0 walks k in
+// order in every CTA; QSERVE_MARLIN_WIDE=0 keeps one weight strip per warp at every M;
+// QSERVE_MARLIN_WAVES=N aims the k split at N waves of resident CTAs.
+struct Tuning {
+    int rotate, wide, waves;
+};
+const Tuning &tuning()
+{
+    static Tuning t = {env_flag("QSERVE_MARLIN_ROTATE", 1), env_flag("QSERVE_MARLIN_WIDE", 1),
+                       std::max(1, env_flag("QSERVE_MARLIN_WAVES", 1))};
+    return t;
+}
+
+template <bool FP4, int MT, int STAGES, bool BLOCK, int WR> int launch(const Params &p0, const Plan &pl, cudaStream_t s, qs_err *err)
+{
+    using C = Cfg<FP4, MT, STAGES, BLOCK, WR>;
     static bool attr_set = false;
     if (!attr_set) {
-        QS_CUDA_TRY(cudaFuncSetAttribute(marlin_kernel<FP4, MT, STAGES, BLOCK>,
+        QS_CUDA_TRY(cudaFuncSetAttribute(marlin_kernel<FP4, MT, STAGES, BLOCK, WR>,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM),
                     err);
         attr_set = true;
@@ -366,20 +436,20 @@ template <bool FP4, int MT, int STAGES, bool BLOCK> int launch(const Params &p0,
     p.splits = pl.splits;
     p.ksteps = pl.ksteps;
     unsigned grid = (unsigned)pl.mblocks * pl.tiles_n * pl.splits;
-    marlin_kernel<FP4, MT, STAGES, BLOCK><<<grid, kThreads, C::SMEM, s>>>(p);
+    marlin_kernel<FP4, MT, STAGES, BLOCK, WR><<<grid, kThreads, C::SMEM, s>>>(p);
     QS_LAUNCH_CHECK(err);
     return 0;
 }
 
 // Occupancy of an instantiation (CTAs per SM), cached.
-template <bool FP4, int MT, int STAGES, bool BLOCK> int occupancy()
+template <bool FP4, int MT, int STAGES, bool BLOCK, int WR> int occupancy()
 {
     static int occ = 0;
     if (!occ) {
-        using C = Cfg<FP4, MT, STAGES, BLOCK>;
-        cudaFuncSetAttribute(marlin_kernel<FP4, MT, STAGES, BLOCK>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+        using C = Cfg<FP4, MT, STAGES, BLOCK, WR>;
+        cudaFuncSetAttribute(marlin_kernel<FP4, MT, STAGES, BLOCK, WR>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              C::SMEM);
-        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, marlin_kernel<FP4, MT, STAGES, BLOCK>, kThreads,
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, marlin_kernel<FP4, MT, STAGES, BLOCK, WR>, kThreads,
                                                           C::SMEM) != cudaSuccess ||
             occ < 1)
             occ = 1;
@@ -387,26 +457,40 @@ template <bool FP4, int MT, int STAGES, bool BLOCK> int occupancy()
     return occ;
 }
 
-template <bool FP4, bool BLOCK> int occupancy_for(int mt)
+// The one table of instantiations: (mt, wr) -> stages, and the call made with them.
+template <bool FP4, bool BLOCK, typename F> int with_config(int mt, int wr, F &&f)
 {
-    constexpr int S4 = 4;
+    if (wr == 2) {
+        if (mt == 4)
+            return f.template operator()<FP4, 4, FP4 ? 3 : 4, BLOCK, 2>();
+        return f.template operator()<FP4, 8, 3, BLOCK, 2>();
+    }
     switch (mt) {
-    case 1: return occupancy<FP4, 1, S4, BLOCK>();
-    case 2: return occupancy<FP4, 2, S4, BLOCK>();
-    case 4: return occupancy<FP4, 4, S4, BLOCK>();
-    default: return occupancy<FP4, 8, FP4 ? 3 : 4, BLOCK>();
+    case 1: return f.template operator()<FP4, 1, 4, BLOCK, 1>();
+    case 2: return f.template operator()<FP4, 2, 4, BLOCK, 1>();
+    case 4: return f.template operator()<FP4, 4, FP4 ? 3 : 4, BLOCK, 1>();
+    default: return f.template operator()<FP4, 8, 3, BLOCK, 1>();
     }
 }
 
-// Waves of resident CTAs the k split aims at (QSERVE_MARLIN_WAVES, for tuning; default 1).
-int split_waves()
+struct OccupancyOf {
+    template <bool FP4, int MT, int ST, bool BLOCK, int WR> int operator()() { return occupancy<FP4, MT, ST, BLOCK, WR>(); }
+};
+
+struct LaunchWith {
+    const Params &p;
+    const Plan &pl;
+    cudaStream_t s;
+    qs_err *err;
+    template <bool FP4, int MT, int ST, bool BLOCK, int WR> int operator()() { return launch<FP4, MT, ST, BLOCK, WR>(p, pl, s, err); }
+};
+
+int occupancy_of(const Layer &l, int mt, int wr)
 {
-    static int w = 0;
-    if (!w) {
-        const char *e = getenv("QSERVE_MARLIN_WAVES");
-        w = e && atoi(e) > 0 ? atoi(e) : 1;
-    }
-    return w;
+    OccupancyOf f;
+    if (l.fp4)
+        return with_config<true, false>(mt, wr, f);
+    return l.block ? with_config<false, true>(mt, wr, f) : with_config<false, false>(mt, wr, f);
 }
 
 Plan make_plan(const Layer &l, int64_t m)
@@ -415,35 +499,24 @@ Plan make_plan(const Layer &l, int64_t m)
     // NVFP4 stops at 32 tokens per CTA: 64 rows of 256 k of activations per stage would leave
     // one CTA per SM; more token blocks of the same weight tile run side by side and share L2.
     pl.mt = m <= 8 ? 1 : m <= 16 ? 2 : (m <= 32 || l.fp4) ? 4 : 8;
+    pl.wr = (pl.mt >= 4 && tuning().wide) ? 2 : 1;
     pl.mblocks = (int)((m + pl.mt * 8 - 1) / (pl.mt * 8));
-    pl.tiles_n = (int)((l.n / 16 + kWarps - 1) / kWarps);
+    pl.tiles_n = (int)((l.n / 16 + kWarps * pl.wr - 1) / (kWarps * pl.wr));
     pl.ksteps = (int)(l.k / (l.fp4 ? kFp4StepK : kFp8StepK));
     pl.splits = 1;
     if (m <= kMaxSplitM) {
-        int occ = l.fp4 ? (l.block ? 1 : occupancy_for<true, false>(pl.mt))
-                        : (l.block ? occupancy_for<false, true>(pl.mt) : occupancy_for<false, false>(pl.mt));
-        long slots = (long)g_sms * occ;
+        long slots = (long)g_sms * occupancy_of(l, pl.mt, pl.wr);
         long ctas = (long)pl.mblocks * pl.tiles_n;
         if (ctas < slots * 3 / 4) {
             // As many k slices as fit in one wave of resident CTAs (a second, partial wave would
             // leave most SMs idle at the end).
-            int s = (int)(split_waves() * slots / ctas);
+            int s = (int)(tuning().waves * slots / ctas);
             s = std::min(s, kMaxSplits);
             s = std::min(s, std::max(1, pl.ksteps / 2));
             pl.splits = std::max(1, s);
         }
     }
     return pl;
-}
-
-template <bool FP4, bool BLOCK> int dispatch(const Params &p, const Plan &pl, cudaStream_t s, qs_err *err)
-{
-    switch (pl.mt) {
-    case 1: return launch<FP4, 1, 4, BLOCK>(p, pl, s, err);
-    case 2: return launch<FP4, 2, 4, BLOCK>(p, pl, s, err);
-    case 4: return launch<FP4, 4, 4, BLOCK>(p, pl, s, err);
-    default: return launch<FP4, 8, FP4 ? 3 : 4, BLOCK>(p, pl, s, err);
-    }
 }
 
 } // namespace
@@ -453,7 +526,6 @@ int reserve_workspace(const Layer &l, int64_t m_max, qs_err *err)
     if (device_sms(err))
         return -1;
     int64_t m = std::min<int64_t>(m_max, kMaxSplitM);
-    Plan worst = make_plan(l, 1);
     size_t floats = 0, counters = 0;
     for (int64_t mm = 1; mm <= m; mm = mm < 8 ? mm + 1 : mm + 8) {
         Plan pl = make_plan(l, mm);
@@ -461,7 +533,6 @@ int reserve_workspace(const Layer &l, int64_t m_max, qs_err *err)
             floats = std::max(floats, (size_t)pl.splits * mm * l.n);
         counters = std::max(counters, (size_t)pl.mblocks * pl.tiles_n);
     }
-    (void)worst;
     return ensure_workspace(floats, counters, err);
 }
 
@@ -491,9 +562,11 @@ int gemm(const Layer &l, const __nv_bfloat16 *x, __nv_bfloat16 *y, int64_t m, cu
     p.M = (int)m;
     p.N = (int)l.n;
     p.K = (int)l.k;
+    p.rotate = tuning().rotate;
+    LaunchWith f{p, pl, s, err};
     if (l.fp4)
-        return dispatch<true, false>(p, pl, s, err);
-    return l.block ? dispatch<false, true>(p, pl, s, err) : dispatch<false, false>(p, pl, s, err);
+        return with_config<true, false>(pl.mt, pl.wr, f);
+    return l.block ? with_config<false, true>(pl.mt, pl.wr, f) : with_config<false, false>(pl.mt, pl.wr, f);
 }
 
 } // namespace qs_marlin

@@ -2,7 +2,8 @@
 """Same-run torch baselines for tools/bench_kernels.c (run on the GPU machine): for the
 Llama-3.1-8B linear shapes and M of ../shared/TARGETS.md, times torch.matmul in BF16 and
 torch._scaled_mm in FP8 (per-tensor scales), rotating weight copies past the L2, and prints the
-same columns as bench_kernels plus the device-to-device copy bandwidth."""
+same columns as bench_kernels plus the device-to-device copy bandwidth. Calls are timed as CUDA-graph
+replays, as bench_kernels times its kernels back to back without host work in between."""
 import math
 import sys
 
@@ -13,15 +14,32 @@ MS = [int(x) for x in sys.argv[1].split(",")] if len(sys.argv) > 1 else [1, 4, 1
 
 
 def median_us(fn, copies, iters=20, reps=7):
+    """Median time of one call, from CUDA-graph replays of `iters` calls (cycling the weight
+    copies), so Python's per-call dispatch is not timed; eager timing if capture fails."""
     for i in range(3):
         fn(i % copies)
+    torch.cuda.synchronize()
+    try:
+        graph = torch.cuda.CUDAGraph()
+        stream = torch.cuda.Stream()
+        with torch.cuda.stream(stream):
+            fn(0)  # warm-up on the capture stream
+            stream.synchronize()
+            with torch.cuda.graph(graph, stream=stream):
+                for i in range(iters):
+                    fn(i % copies)
+        run = graph.replay
+    except RuntimeError:
+        def run():
+            for i in range(iters):
+                fn(i % copies)
+    run()
     torch.cuda.synchronize()
     times = []
     for _ in range(reps):
         start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        for i in range(iters):
-            fn(i % copies)
+        run()
         stop.record()
         stop.synchronize()
         times.append(start.elapsed_time(stop) * 1000 / iters)
@@ -42,7 +60,7 @@ def main():
     print(f"torch {torch.__version__}; copy bandwidth {bw:.0f} GB/s")
     print(f"{'kernel':22s} {'N':>6s} {'K':>6s} {'M':>5s} {'time_us':>10s} {'TFLOP/s':>9s} {'weight_GB/s':>11s} {'%copy':>8s}")
     for n, k in SHAPES:
-        for name in ("torch-bf16", "torch-scaled_mm-fp8"):
+        for name in ("torch-bf16", "torch-scaled_mm-fp8", "torch-scaled_mm-fp8-rowwise"):
             wbytes = n * k * (2 if name == "torch-bf16" else 1)
             copies = max(2, min(16, math.ceil(3 * l2 / wbytes)))
             if name == "torch-bf16":
@@ -54,9 +72,14 @@ def main():
                 if name == "torch-bf16":
                     x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
                     fn = lambda i: torch.matmul(x, ws[i].t())
-                else:
+                elif name == "torch-scaled_mm-fp8":
                     x = torch.randn(m, k, device="cuda").to(torch.float8_e4m3fn)
                     fn = lambda i: torch._scaled_mm(x, ws[i].t(), scale_a=scale, scale_b=scale, out_dtype=torch.bfloat16)
+                else:  # per-token x per-channel scales, what FP8-dynamic checkpoints need
+                    x = torch.randn(m, k, device="cuda").to(torch.float8_e4m3fn)
+                    sa = torch.ones(m, 1, device="cuda")
+                    sb = torch.ones(1, n, device="cuda")
+                    fn = lambda i: torch._scaled_mm(x, ws[i].t(), scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16)
                 try:
                     us = median_us(fn, copies)
                 except RuntimeError as e:
