@@ -109,6 +109,20 @@ int fp8_can_implement(const qs_linear_desc *d, char *why, size_t cap)
     Fp8Modes modes;
     if (!fp8_modes(d, &modes, why, cap))
         return 0;
+    // Measured on an H200 with CUDA 13.0 (docs/gpu-notes.md): the 128-block path gave wrong
+    // results for a 384x640 weight (3x5 blocks) at every m while 2x5, 3x4, 1x1 and every
+    // multiple-of-4 grid were right. Without the rule behind it, only the grids seen right in
+    // that family are accepted: block counts that are multiples of 4 (every Llama / Qwen shape)
+    // or a single block.
+    int64_t nb = (d->n + 127) / 128, kb = (d->k + 127) / 128;
+    if (modes.a_mode == CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F && !(nb % 4 == 0 && kb % 4 == 0) &&
+        !(nb == 1 && kb == 1)) {
+        snprintf(why, cap,
+                 "cublaslt 128-block FP8 is only trusted for block grids that are multiples of 4 (cuBLASLt 13.0 "
+                 "gave wrong results for 3x5 blocks), %s has %lldx%lld blocks.",
+                 d->name, (long long)nb, (long long)kb);
+        return 0;
+    }
     int devices = 0;
     if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
         cudaGetLastError();

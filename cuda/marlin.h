@@ -34,7 +34,8 @@ constexpr int kFp4ScaleStepBytes = 256; // NVFP4 scales of 16 rows x 256 k (16 g
 struct Layer {
     bool fp4;                // NVFP4 (else FP8 E4M3)
     bool block;              // FP8 with 128x128 block scales (applied inside the k loop)
-    int64_t n, k;
+    int64_t n, k;            // the layer's shape
+    int64_t n_pad, k_pad;    // packed shape: n up to 16 rows, k up to the kernel's k step (zeros)
     uint8_t *w;              // packed weight units
     uint8_t *sc;             // NVFP4: packed E5M3 scale codes
     float *colscale;         // FP8 per-tensor (stride 0) or per-channel (stride 1) scale; NULL for block

@@ -95,7 +95,8 @@ struct Params {
     __nv_bfloat16 *y;
     float *ws;
     int *cnt;
-    int M, N, K;
+    int M, N, K;     // N: real outputs (stores stop there); K: the packed (padded) k
+    int NP, XS;      // NP: outputs rounded up to 16 (packed rows); XS: activation row stride
     int tiles_n, mblocks, splits, ksteps;
     int rotate; // start each CTA's k walk at a different step (spreads the activation reads over L2)
 };
@@ -136,7 +137,7 @@ __global__ void __launch_bounds__(kThreads) marlin_kernel(const Params p)
     bool active[WR];
 #pragma unroll
     for (int w = 0; w < WR; w++)
-        active[w] = nb0 + w < (p.N >> 4);
+        active[w] = nb0 + w < (p.NP >> 4);
     const bool any_active = active[0];
     const int m0 = mb * C::XROWS;
     const int xrows = min(C::XROWS, p.M - m0); // rows past M are never loaded: their outputs are dropped
@@ -170,7 +171,7 @@ __global__ void __launch_bounds__(kThreads) marlin_kernel(const Params p)
             int i = tid + j * kThreads;
             int row = i / C::XCH, ch = i % C::XCH;
             if (row < xrows)
-                cp_async16(xs + (row * C::XCH + (ch ^ (row & 7))) * 16, xg + (size_t)(m0 + row) * p.K + ch * 8);
+                cp_async16(xs + (row * C::XCH + (ch ^ (row & 7))) * 16, xg + (size_t)(m0 + row) * p.XS + ch * 8);
         }
     };
 
@@ -298,7 +299,7 @@ __global__ void __launch_bounds__(kThreads) marlin_kernel(const Params p)
                 for (int e = 0; e < 4; e++) {
                     int m = m0 + t * 8 + 2 * c + (e & 1), n = n0 + (e >> 1) * 8;
                     if (m < p.M)
-                        __stcg(p.ws + ((size_t)split * p.M + m) * p.N + n, acc[w][t][e]);
+                        __stcg(p.ws + ((size_t)split * p.M + m) * p.NP + n, acc[w][t][e]);
                 }
         }
         __threadfence();
@@ -323,7 +324,7 @@ __global__ void __launch_bounds__(kThreads) marlin_kernel(const Params p)
                     float sum = 0.f;
                     if (m < p.M)
                         for (int s = 0; s < p.splits; s++)
-                            sum += __ldcg(p.ws + ((size_t)s * p.M + m) * p.N + n);
+                            sum += __ldcg(p.ws + ((size_t)s * p.M + m) * p.NP + n);
                     acc[w][t][e] = sum;
                 }
         }
@@ -340,7 +341,7 @@ __global__ void __launch_bounds__(kThreads) marlin_kernel(const Params p)
 #pragma unroll
             for (int e = 0; e < 4; e++) {
                 int m = m0 + t * 8 + 2 * c + (e & 1), n = n0 + (e >> 1) * 8;
-                if (m >= p.M)
+                if (m >= p.M || n >= p.N)
                     continue;
                 float v = acc[w][t][e];
                 if (p.colscale)
@@ -360,6 +361,30 @@ float *g_ws = nullptr;
 size_t g_ws_floats = 0;
 int *g_cnt = nullptr;
 size_t g_cnt_n = 0;
+
+__nv_bfloat16 *g_xpad = nullptr;
+size_t g_xpad_n = 0;
+
+__global__ void pad_rows_kernel(const __nv_bfloat16 *x, __nv_bfloat16 *out, int64_t m, int64_t k, int64_t k_pad)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < m * k_pad; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t r = i / k_pad, c = i % k_pad;
+        out[i] = c < k ? x[r * k + c] : __float2bfloat16_rn(0.f);
+    }
+}
+
+int ensure_xpad(size_t n, qs_err *err)
+{
+    if (n > g_xpad_n) {
+        QS_CUDA_TRY(cudaDeviceSynchronize(), err);
+        cudaFree(g_xpad);
+        g_xpad = nullptr;
+        g_xpad_n = 0;
+        QS_CUDA_TRY(cudaMalloc(&g_xpad, n * sizeof(__nv_bfloat16)), err);
+        g_xpad_n = n;
+    }
+    return 0;
+}
 
 int device_sms(qs_err *err)
 {
@@ -398,7 +423,8 @@ constexpr int kMaxSplitM = 64;
 constexpr int kMaxSplits = 16;
 
 struct Plan {
-    int mt, wr, stages, mblocks, tiles_n, splits, ksteps;
+    int mt, wr, mblocks, tiles_n, splits, ksteps;
+    bool deep;
 };
 
 int env_flag(const char *name, int dflt)
@@ -409,14 +435,15 @@ int env_flag(const char *name, int dflt)
 
 // Tuning switches, read once (documented in docs/marlin.md): QSERVE_MARLIN_ROTATE=0 walks k in
 // order in every CTA; QSERVE_MARLIN_WIDE=0 keeps one weight strip per warp at every M;
-// QSERVE_MARLIN_WAVES=N aims the k split at N waves of resident CTAs.
+// QSERVE_MARLIN_WAVES=N aims the k split at N waves of resident CTAs; QSERVE_MARLIN_STAGES=8
+// runs up to 16 tokens with an 8-deep copy pipeline instead of 4 (more bytes in flight per SM).
 struct Tuning {
-    int rotate, wide, waves;
+    int rotate, wide, waves, deep;
 };
 const Tuning &tuning()
 {
     static Tuning t = {env_flag("QSERVE_MARLIN_ROTATE", 1), env_flag("QSERVE_MARLIN_WIDE", 1),
-                       std::max(1, env_flag("QSERVE_MARLIN_WAVES", 1))};
+                       std::max(1, env_flag("QSERVE_MARLIN_WAVES", 1)), env_flag("QSERVE_MARLIN_STAGES", 4) >= 8};
     return t;
 }
 
@@ -457,9 +484,11 @@ template <bool FP4, int MT, int STAGES, bool BLOCK, int WR> int occupancy()
     return occ;
 }
 
-// The one table of instantiations: (mt, wr) -> stages, and the call made with them.
-template <bool FP4, bool BLOCK, typename F> int with_config(int mt, int wr, F &&f)
+// The one table of instantiations: (mt, wr, deep pipeline) -> stages, and the call made with them.
+template <bool FP4, bool BLOCK, typename F> int with_config(int mt, int wr, bool deep, F &&f)
 {
+    if (deep && mt <= 2)
+        return mt == 1 ? f.template operator()<FP4, 1, 8, BLOCK, 1>() : f.template operator()<FP4, 2, 8, BLOCK, 1>();
     if (wr == 2) {
         if (mt == 4)
             return f.template operator()<FP4, 4, FP4 ? 3 : 4, BLOCK, 2>();
@@ -485,12 +514,12 @@ struct LaunchWith {
     template <bool FP4, int MT, int ST, bool BLOCK, int WR> int operator()() { return launch<FP4, MT, ST, BLOCK, WR>(p, pl, s, err); }
 };
 
-int occupancy_of(const Layer &l, int mt, int wr)
+int occupancy_of(const Layer &l, int mt, int wr, bool deep)
 {
     OccupancyOf f;
     if (l.fp4)
-        return with_config<true, false>(mt, wr, f);
-    return l.block ? with_config<false, true>(mt, wr, f) : with_config<false, false>(mt, wr, f);
+        return with_config<true, false>(mt, wr, deep, f);
+    return l.block ? with_config<false, true>(mt, wr, deep, f) : with_config<false, false>(mt, wr, deep, f);
 }
 
 Plan make_plan(const Layer &l, int64_t m)
@@ -499,13 +528,16 @@ Plan make_plan(const Layer &l, int64_t m)
     // NVFP4 stops at 32 tokens per CTA: 64 rows of 256 k of activations per stage would leave
     // one CTA per SM; more token blocks of the same weight tile run side by side and share L2.
     pl.mt = m <= 8 ? 1 : m <= 16 ? 2 : (m <= 32 || l.fp4) ? 4 : 8;
-    pl.wr = (pl.mt >= 4 && tuning().wide) ? 2 : 1;
+    // Two strips per warp halve the activation reads per weight byte but also the CTA count:
+    // measured (docs/marlin.md) a gain only where the wide tiles still outnumber the SMs.
+    pl.wr = (pl.mt >= 4 && tuning().wide && l.n_pad / (16 * kWarps * 2) >= g_sms) ? 2 : 1;
+    pl.deep = tuning().deep && pl.mt <= 2;
     pl.mblocks = (int)((m + pl.mt * 8 - 1) / (pl.mt * 8));
-    pl.tiles_n = (int)((l.n / 16 + kWarps * pl.wr - 1) / (kWarps * pl.wr));
-    pl.ksteps = (int)(l.k / (l.fp4 ? kFp4StepK : kFp8StepK));
+    pl.tiles_n = (int)((l.n_pad / 16 + kWarps * pl.wr - 1) / (kWarps * pl.wr));
+    pl.ksteps = (int)(l.k_pad / (l.fp4 ? kFp4StepK : kFp8StepK));
     pl.splits = 1;
     if (m <= kMaxSplitM) {
-        long slots = (long)g_sms * occupancy_of(l, pl.mt, pl.wr);
+        long slots = (long)g_sms * occupancy_of(l, pl.mt, pl.wr, pl.deep);
         long ctas = (long)pl.mblocks * pl.tiles_n;
         if (ctas < slots * 3 / 4) {
             // As many k slices as fit in one wave of resident CTAs (a second, partial wave would
@@ -530,7 +562,7 @@ int reserve_workspace(const Layer &l, int64_t m_max, qs_err *err)
     for (int64_t mm = 1; mm <= m; mm = mm < 8 ? mm + 1 : mm + 8) {
         Plan pl = make_plan(l, mm);
         if (pl.splits > 1)
-            floats = std::max(floats, (size_t)pl.splits * mm * l.n);
+            floats = std::max(floats, (size_t)pl.splits * mm * l.n_pad);
         counters = std::max(counters, (size_t)pl.mblocks * pl.tiles_n);
     }
     return ensure_workspace(floats, counters, err);
@@ -543,7 +575,7 @@ int gemm(const Layer &l, const __nv_bfloat16 *x, __nv_bfloat16 *y, int64_t m, cu
     if (device_sms(err))
         return -1;
     Plan pl = make_plan(l, m);
-    if (pl.splits > 1 && ensure_workspace((size_t)pl.splits * m * l.n, (size_t)pl.mblocks * pl.tiles_n, err))
+    if (pl.splits > 1 && ensure_workspace((size_t)pl.splits * m * l.n_pad, (size_t)pl.mblocks * pl.tiles_n, err))
         return -1;
     Params p;
     p.w = l.w;
@@ -551,7 +583,7 @@ int gemm(const Layer &l, const __nv_bfloat16 *x, __nv_bfloat16 *y, int64_t m, cu
     p.colscale = l.colscale;
     p.colscale_stride = l.colscale_stride;
     p.blockscale = l.blockscale;
-    p.kblocks = (int)(l.k / 128);
+    p.kblocks = (int)(l.k_pad / 128);
     p.post1 = l.post1;
     p.post2 = l.post2;
     p.bias = l.bias;
@@ -561,12 +593,24 @@ int gemm(const Layer &l, const __nv_bfloat16 *x, __nv_bfloat16 *y, int64_t m, cu
     p.cnt = g_cnt;
     p.M = (int)m;
     p.N = (int)l.n;
-    p.K = (int)l.k;
+    p.NP = (int)l.n_pad;
+    p.K = (int)l.k_pad;
+    p.XS = (int)l.k;
+    if (l.k_pad != l.k) {
+        // The kernel reads whole 16-byte chunks of k steps: give it a zero-padded copy.
+        if (ensure_xpad((size_t)m * l.k_pad, err))
+            return -1;
+        pad_rows_kernel<<<(unsigned)std::min<int64_t>(m * l.k_pad / 256 + 1, 65535), 256, 0, s>>>(x, g_xpad, m, l.k, l.k_pad);
+        QS_LAUNCH_CHECK(err);
+        p.x = g_xpad;
+        p.XS = (int)l.k_pad;
+    }
     p.rotate = tuning().rotate;
     LaunchWith f{p, pl, s, err};
     if (l.fp4)
-        return with_config<true, false>(pl.mt, pl.wr, f);
-    return l.block ? with_config<false, true>(pl.mt, pl.wr, f) : with_config<false, false>(pl.mt, pl.wr, f);
+        return with_config<true, false>(pl.mt, pl.wr, pl.deep, f);
+    return l.block ? with_config<false, true>(pl.mt, pl.wr, pl.deep, f)
+                   : with_config<false, false>(pl.mt, pl.wr, pl.deep, f);
 }
 
 } // namespace qs_marlin

@@ -38,12 +38,11 @@ int mar_can_implement(const qs_linear_desc *d, char *why, size_t cap)
         snprintf(why, cap, "marlin only serves FP8 and NVFP4 layers, and %s is %s.", d->name, qs_scheme_name(d->scheme));
         return 0;
     }
-    int64_t kmul = fp4 ? qs_marlin::kFp4StepK : qs_marlin::kFp8StepK;
-    if (d->n % 16 != 0 || d->k % kmul != 0) {
-        snprintf(why, cap,
-                 "marlin needs out_features divisible by 16 and in_features divisible by %lld for %s, and %s is "
-                 "%lld x %lld.",
-                 (long long)kmul, fp4 ? "NVFP4" : "FP8", d->name, (long long)d->n, (long long)d->k);
+    // Any N and K: rows are padded to 16 and k to the kernel's k step with zeros at prepare time
+    // (activations then go through a zero-padded copy). NVFP4 keeps its format's own rule.
+    if (fp4 && d->k % 16 != 0) {
+        snprintf(why, cap, "marlin NVFP4 needs in_features divisible by 16 (one E4M3 scale per 16), and %s is %lld x %lld.",
+                 d->name, (long long)d->n, (long long)d->k);
         return 0;
     }
     if (d->n > (1 << 30) / 4 || d->k > (1 << 24)) {
@@ -105,30 +104,48 @@ int prepare_inner(const qs_linear_desc *d, Layer *l, qs_err *err)
     if (!d->weight_scale || !d->weight_scale->data)
         return qs_errf(err, "%s: marlin needs the weight scales", d->name);
     const uint8_t *w = (const uint8_t *)d->weight->data;
+    const int64_t n = d->n, k = d->k;
+    l->n_pad = (n + 15) / 16 * 16;
+    const int64_t step = l->fp4 ? qs_marlin::kFp4StepK : qs_marlin::kFp8StepK;
+    l->k_pad = (k + step - 1) / step * step;
+    const int64_t np = l->n_pad, kp = l->k_pad;
     if (l->fp4) {
-        if (d->weight->nbytes < (size_t)(d->n * d->k / 2) || d->weight_scale->nbytes < (size_t)(d->n * d->k / 16))
+        if (d->weight->nbytes < (size_t)(n * k / 2) || d->weight_scale->nbytes < (size_t)(n * k / 16))
             return qs_errf(err, "%s: NVFP4 weight or scale tensor is smaller than %lld x %lld needs", d->name,
-                           (long long)d->n, (long long)d->k);
-        std::vector<uint8_t> pw((size_t)(d->n * d->k / 2)), ps((size_t)(d->n * d->k / 16));
-        qs_marlin::pack_nvfp4(w, (const uint8_t *)d->weight_scale->data, d->n, d->k, pw.data(), ps.data());
+                           (long long)n, (long long)k);
+        // Padding: zero codes under zero scales (the pack folds a zero scale into zero weights).
+        std::vector<uint8_t> wsrc((size_t)(np * kp / 2), 0), ssrc((size_t)(np * kp / 16), 0);
+        for (int64_t r = 0; r < n; r++) {
+            memcpy(&wsrc[(size_t)(r * kp / 2)], w + r * k / 2, (size_t)(k / 2));
+            memcpy(&ssrc[(size_t)(r * kp / 16)], (const uint8_t *)d->weight_scale->data + r * k / 16, (size_t)(k / 16));
+        }
+        std::vector<uint8_t> pw((size_t)(np * kp / 2)), ps((size_t)(np * kp / 16));
+        qs_marlin::pack_nvfp4(wsrc.data(), ssrc.data(), np, kp, pw.data(), ps.data());
         if (upload(pw, &l->w, err) || upload(ps, &l->sc, err))
             return -1;
         l->post1 = 19342813113834066795298816.f; // 2^84: the packed scales carry 2^42, the codes 2^-126
         l->post2 = d->weight_global_scale;
     } else {
-        if (d->weight->nbytes < (size_t)(d->n * d->k))
-            return qs_errf(err, "%s: FP8 weight tensor is smaller than %lld x %lld", d->name, (long long)d->n,
-                           (long long)d->k);
-        std::vector<uint8_t> pw((size_t)(d->n * d->k));
-        qs_marlin::pack_fp8(w, d->n, d->k, pw.data());
+        if (d->weight->nbytes < (size_t)(n * k))
+            return qs_errf(err, "%s: FP8 weight tensor is smaller than %lld x %lld", d->name, (long long)n,
+                           (long long)k);
+        std::vector<uint8_t> pw((size_t)(np * kp));
+        if (np == n && kp == k) {
+            qs_marlin::pack_fp8(w, n, k, pw.data());
+        } else {
+            std::vector<uint8_t> wsrc((size_t)(np * kp), 0);
+            for (int64_t r = 0; r < n; r++)
+                memcpy(&wsrc[(size_t)(r * kp)], w + r * k, (size_t)k);
+            qs_marlin::pack_fp8(wsrc.data(), np, kp, pw.data());
+        }
         if (upload(pw, &l->w, err))
             return -1;
         if (d->wscale == QS_WSCALE_BLOCK) {
             l->block = true;
-            if (d->weight_scale->numel < ((d->n + 127) / 128) * (d->k / 128))
+            const int64_t blocks = ((n + 127) / 128) * ((k + 127) / 128);
+            if (d->weight_scale->numel < blocks)
                 return qs_errf(err, "%s: block scale tensor has %lld values, %lld x %lld needs %lld", d->name,
-                               (long long)d->weight_scale->numel, (long long)d->n, (long long)d->k,
-                               (long long)(((d->n + 127) / 128) * (d->k / 128)));
+                               (long long)d->weight_scale->numel, (long long)n, (long long)k, (long long)blocks);
             if (qs_upload_as_f32(d->weight_scale, &l->blockscale, err))
                 return -1;
         } else {

@@ -1,5 +1,6 @@
 /* test_marlin_cuda.c — GPU test of the `marlin` linear kernel (run by scripts/gpu-check.sh):
- * every FP8 scale layout and NVFP4, at the Llama-3.1-8B benchmark shapes and at odd shapes, for
+ * every FP8 scale layout and NVFP4, at the Llama-3.1-8B benchmark shapes and at odd shapes (some
+ * padded to the kernel's 16 rows / k step), for
  * M in {1, 3, 16, 20, 33, 64, 256}, against the CPU `reference` kernel on fresh random data. marlin
  * runs W8A8 / W4A4 layers weight-only, so the reference runs the same layer with BF16
  * activations. Outputs are poisoned (NaN) first; a run passes when every element was written, none
@@ -45,7 +46,9 @@ static const test_case CASES[] = {
 
 static const int64_t SHAPES[][2] = {/* n, k */
                                     {6144, 4096}, {4096, 4096}, {28672, 4096}, {4096, 14336},
-                                    {16, 256},    {48, 512},    {80, 768},     {1040, 1280}};
+                                    {16, 256},    {48, 512},    {80, 768},     {1040, 1280},
+                                    /* padded inside the kernel: stories260K's MLP, odd sizes */
+                                    {172, 64},    {64, 172},    {100, 208}};
 static const int64_t MS[] = {1, 3, 16, 20, 33, 64, 256};
 
 typedef struct {
