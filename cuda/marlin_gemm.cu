@@ -17,8 +17,7 @@
 namespace qs_marlin {
 namespace {
 
-constexpr int kWarps = 4;
-constexpr int kThreads = kWarps * 32;
+constexpr int kWarps = 4; // per CTA by default; QSERVE_MARLIN_WARPS=8 tries 8 (one activation stage, twice the rows)
 constexpr int kWarpStageBytes = 2048; // 16 rows x one k step of packed weights
 
 __device__ __forceinline__ void cp_async16(void *smem, const void *gmem)
@@ -104,22 +103,23 @@ struct Params {
 // WR: 16-row weight strips per warp. Two strips let one activation fragment (ldmatrix) feed
 // four mma instead of two, which matters once MT is large enough for shared-memory reads of
 // the activations to bound the loop.
-template <bool FP4, int MT, int STAGES, bool BLOCK, int WR> struct Cfg {
+template <bool FP4, int MT, int STAGES, bool BLOCK, int WR, int NW> struct Cfg {
+    static constexpr int THREADS = NW * 32;
     static constexpr int BK = FP4 ? kFp4StepK : kFp8StepK;
-    static constexpr int W_STAGE = kWarps * WR * kWarpStageBytes;
-    static constexpr int SC_STAGE = FP4 ? kWarps * WR * kFp4ScaleStepBytes : 0;
+    static constexpr int W_STAGE = NW * WR * kWarpStageBytes;
+    static constexpr int SC_STAGE = FP4 ? NW * WR * kFp4ScaleStepBytes : 0;
     static constexpr int XROWS = MT * 8;
     static constexpr int XCH = BK / 8; // 16-byte chunks per activation row per stage
     static constexpr int X_STAGE = XROWS * BK * 2;
     static constexpr int STAGE = W_STAGE + SC_STAGE + X_STAGE;
     static constexpr int SMEM = STAGE * STAGES;
-    static constexpr int ROWS = kWarps * WR * 16; // output columns per CTA
+    static constexpr int ROWS = NW * WR * 16; // output columns per CTA
 };
 
-template <bool FP4, int MT, int STAGES, bool BLOCK, int WR>
-__global__ void __launch_bounds__(kThreads) marlin_kernel(const Params p)
+template <bool FP4, int MT, int STAGES, bool BLOCK, int WR, int NW>
+__global__ void __launch_bounds__(NW * 32) marlin_kernel(const Params p)
 {
-    using C = Cfg<FP4, MT, STAGES, BLOCK, WR>;
+    using C = Cfg<FP4, MT, STAGES, BLOCK, WR, NW>;
     extern __shared__ __align__(16) uint8_t smem[];
     __shared__ int s_last;
 
@@ -133,7 +133,7 @@ __global__ void __launch_bounds__(kThreads) marlin_kernel(const Params p)
     const int s_end = (int)((long long)(split + 1) * p.ksteps / p.splits);
     const int nsteps = s_end - s_begin;
     const int rot = (p.rotate && nsteps > 0) ? tile % nsteps : 0;
-    const int nb0 = (tile * kWarps + warp) * WR; // first 16-row strip of this warp
+    const int nb0 = (tile * NW + warp) * WR; // first 16-row strip of this warp
     bool active[WR];
 #pragma unroll
     for (int w = 0; w < WR; w++)
@@ -167,8 +167,8 @@ __global__ void __launch_bounds__(kThreads) marlin_kernel(const Params p)
         uint8_t *xs = st + C::W_STAGE + C::SC_STAGE;
         const __nv_bfloat16 *xg = p.x + (size_t)step * C::BK;
 #pragma unroll
-        for (int j = 0; j < (C::XROWS * C::XCH + kThreads - 1) / kThreads; j++) {
-            int i = tid + j * kThreads;
+        for (int j = 0; j < (C::XROWS * C::XCH + C::THREADS - 1) / C::THREADS; j++) {
+            int i = tid + j * C::THREADS;
             int row = i / C::XCH, ch = i % C::XCH;
             if (row < xrows)
                 cp_async16(xs + (row * C::XCH + (ch ^ (row & 7))) * 16, xg + (size_t)(m0 + row) * p.XS + ch * 8);
@@ -423,7 +423,7 @@ constexpr int kMaxSplitM = 64;
 constexpr int kMaxSplits = 16;
 
 struct Plan {
-    int mt, wr, mblocks, tiles_n, splits, ksteps;
+    int mt, wr, nw, mblocks, tiles_n, splits, ksteps;
     bool deep;
 };
 
@@ -436,23 +436,26 @@ int env_flag(const char *name, int dflt)
 // Tuning switches, read once (documented in docs/marlin.md): QSERVE_MARLIN_ROTATE=0 walks k in
 // order in every CTA; QSERVE_MARLIN_WIDE=0 keeps one weight strip per warp at every M;
 // QSERVE_MARLIN_WAVES=N aims the k split at N waves of resident CTAs; QSERVE_MARLIN_STAGES=8
-// runs up to 16 tokens with an 8-deep copy pipeline instead of 4 (more bytes in flight per SM).
+// runs up to 16 tokens with an 8-deep copy pipeline instead of 4 (more bytes in flight per SM);
+// QSERVE_MARLIN_WARPS=8 runs up to 32 tokens with 8 warps (128 rows) per CTA, so each activation
+// stage read from L2 feeds twice the weight rows.
 struct Tuning {
-    int rotate, wide, waves, deep;
+    int rotate, wide, waves, deep, warps8;
 };
 const Tuning &tuning()
 {
     static Tuning t = {env_flag("QSERVE_MARLIN_ROTATE", 1), env_flag("QSERVE_MARLIN_WIDE", 1),
-                       std::max(1, env_flag("QSERVE_MARLIN_WAVES", 1)), env_flag("QSERVE_MARLIN_STAGES", 4) >= 8};
+                       std::max(1, env_flag("QSERVE_MARLIN_WAVES", 1)), env_flag("QSERVE_MARLIN_STAGES", 4) >= 8,
+                       env_flag("QSERVE_MARLIN_WARPS", 4) == 8};
     return t;
 }
 
-template <bool FP4, int MT, int STAGES, bool BLOCK, int WR> int launch(const Params &p0, const Plan &pl, cudaStream_t s, qs_err *err)
+template <bool FP4, int MT, int STAGES, bool BLOCK, int WR, int NW> int launch(const Params &p0, const Plan &pl, cudaStream_t s, qs_err *err)
 {
-    using C = Cfg<FP4, MT, STAGES, BLOCK, WR>;
+    using C = Cfg<FP4, MT, STAGES, BLOCK, WR, NW>;
     static bool attr_set = false;
     if (!attr_set) {
-        QS_CUDA_TRY(cudaFuncSetAttribute(marlin_kernel<FP4, MT, STAGES, BLOCK, WR>,
+        QS_CUDA_TRY(cudaFuncSetAttribute(marlin_kernel<FP4, MT, STAGES, BLOCK, WR, NW>,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM),
                     err);
         attr_set = true;
@@ -463,20 +466,20 @@ template <bool FP4, int MT, int STAGES, bool BLOCK, int WR> int launch(const Par
     p.splits = pl.splits;
     p.ksteps = pl.ksteps;
     unsigned grid = (unsigned)pl.mblocks * pl.tiles_n * pl.splits;
-    marlin_kernel<FP4, MT, STAGES, BLOCK, WR><<<grid, kThreads, C::SMEM, s>>>(p);
+    marlin_kernel<FP4, MT, STAGES, BLOCK, WR, NW><<<grid, C::THREADS, C::SMEM, s>>>(p);
     QS_LAUNCH_CHECK(err);
     return 0;
 }
 
 // Occupancy of an instantiation (CTAs per SM), cached.
-template <bool FP4, int MT, int STAGES, bool BLOCK, int WR> int occupancy()
+template <bool FP4, int MT, int STAGES, bool BLOCK, int WR, int NW> int occupancy()
 {
     static int occ = 0;
     if (!occ) {
-        using C = Cfg<FP4, MT, STAGES, BLOCK, WR>;
-        cudaFuncSetAttribute(marlin_kernel<FP4, MT, STAGES, BLOCK, WR>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+        using C = Cfg<FP4, MT, STAGES, BLOCK, WR, NW>;
+        cudaFuncSetAttribute(marlin_kernel<FP4, MT, STAGES, BLOCK, WR, NW>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              C::SMEM);
-        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, marlin_kernel<FP4, MT, STAGES, BLOCK, WR>, kThreads,
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, marlin_kernel<FP4, MT, STAGES, BLOCK, WR, NW>, C::THREADS,
                                                           C::SMEM) != cudaSuccess ||
             occ < 1)
             occ = 1;
@@ -484,26 +487,38 @@ template <bool FP4, int MT, int STAGES, bool BLOCK, int WR> int occupancy()
     return occ;
 }
 
-// The one table of instantiations: (mt, wr, deep pipeline) -> stages, and the call made with them.
-template <bool FP4, bool BLOCK, typename F> int with_config(int mt, int wr, bool deep, F &&f)
+// The one table of instantiations: (mt, wr, deep pipeline, warps) -> stages, and the call made
+// with them. Variants other than the default (4 warps, 4 stages) exist for the tuning switches.
+template <bool FP4, bool BLOCK, typename F> int with_config(const Plan &pl, F &&f)
 {
-    if (deep && mt <= 2)
-        return mt == 1 ? f.template operator()<FP4, 1, 8, BLOCK, 1>() : f.template operator()<FP4, 2, 8, BLOCK, 1>();
-    if (wr == 2) {
+    const int mt = pl.mt;
+    if (pl.nw == 8 && mt <= 4) {
+        switch (mt) {
+        case 1: return f.template operator()<FP4, 1, 4, BLOCK, 1, 8>();
+        case 2: return f.template operator()<FP4, 2, 4, BLOCK, 1, 8>();
+        default: return f.template operator()<FP4, 4, 3, BLOCK, 1, 8>();
+        }
+    }
+    if (pl.deep && mt <= 2)
+        return mt == 1 ? f.template operator()<FP4, 1, 8, BLOCK, 1, 4>() : f.template operator()<FP4, 2, 8, BLOCK, 1, 4>();
+    if (pl.wr == 2) {
         if (mt == 4)
-            return f.template operator()<FP4, 4, FP4 ? 3 : 4, BLOCK, 2>();
-        return f.template operator()<FP4, 8, 3, BLOCK, 2>();
+            return f.template operator()<FP4, 4, FP4 ? 3 : 4, BLOCK, 2, 4>();
+        return f.template operator()<FP4, 8, 3, BLOCK, 2, 4>();
     }
     switch (mt) {
-    case 1: return f.template operator()<FP4, 1, 4, BLOCK, 1>();
-    case 2: return f.template operator()<FP4, 2, 4, BLOCK, 1>();
-    case 4: return f.template operator()<FP4, 4, FP4 ? 3 : 4, BLOCK, 1>();
-    default: return f.template operator()<FP4, 8, 3, BLOCK, 1>();
+    case 1: return f.template operator()<FP4, 1, 4, BLOCK, 1, 4>();
+    case 2: return f.template operator()<FP4, 2, 4, BLOCK, 1, 4>();
+    case 4: return f.template operator()<FP4, 4, FP4 ? 3 : 4, BLOCK, 1, 4>();
+    default: return f.template operator()<FP4, 8, 3, BLOCK, 1, 4>();
     }
 }
 
 struct OccupancyOf {
-    template <bool FP4, int MT, int ST, bool BLOCK, int WR> int operator()() { return occupancy<FP4, MT, ST, BLOCK, WR>(); }
+    template <bool FP4, int MT, int ST, bool BLOCK, int WR, int NW> int operator()()
+    {
+        return occupancy<FP4, MT, ST, BLOCK, WR, NW>();
+    }
 };
 
 struct LaunchWith {
@@ -511,15 +526,17 @@ struct LaunchWith {
     const Plan &pl;
     cudaStream_t s;
     qs_err *err;
-    template <bool FP4, int MT, int ST, bool BLOCK, int WR> int operator()() { return launch<FP4, MT, ST, BLOCK, WR>(p, pl, s, err); }
+    template <bool FP4, int MT, int ST, bool BLOCK, int WR, int NW> int operator()()
+    {
+        return launch<FP4, MT, ST, BLOCK, WR, NW>(p, pl, s, err);
+    }
 };
 
-int occupancy_of(const Layer &l, int mt, int wr, bool deep)
+template <typename F> int for_layer(const Layer &l, const Plan &pl, F &&f)
 {
-    OccupancyOf f;
     if (l.fp4)
-        return with_config<true, false>(mt, wr, deep, f);
-    return l.block ? with_config<false, true>(mt, wr, deep, f) : with_config<false, false>(mt, wr, deep, f);
+        return with_config<true, false>(pl, f);
+    return l.block ? with_config<false, true>(pl, f) : with_config<false, false>(pl, f);
 }
 
 Plan make_plan(const Layer &l, int64_t m)
@@ -530,14 +547,15 @@ Plan make_plan(const Layer &l, int64_t m)
     pl.mt = m <= 8 ? 1 : m <= 16 ? 2 : (m <= 32 || l.fp4) ? 4 : 8;
     // Two strips per warp halve the activation reads per weight byte but also the CTA count:
     // measured (docs/marlin.md) a gain only where the wide tiles still outnumber the SMs.
-    pl.wr = (pl.mt >= 4 && tuning().wide && l.n_pad / (16 * kWarps * 2) >= g_sms) ? 2 : 1;
-    pl.deep = tuning().deep && pl.mt <= 2;
+    pl.nw = (tuning().warps8 && pl.mt <= 4) ? 8 : kWarps;
+    pl.wr = (pl.nw == kWarps && pl.mt >= 4 && tuning().wide && l.n_pad / (16 * kWarps * 2) >= g_sms) ? 2 : 1;
+    pl.deep = pl.nw == kWarps && tuning().deep && pl.mt <= 2;
     pl.mblocks = (int)((m + pl.mt * 8 - 1) / (pl.mt * 8));
-    pl.tiles_n = (int)((l.n_pad / 16 + kWarps * pl.wr - 1) / (kWarps * pl.wr));
+    pl.tiles_n = (int)((l.n_pad / 16 + pl.nw * pl.wr - 1) / (pl.nw * pl.wr));
     pl.ksteps = (int)(l.k_pad / (l.fp4 ? kFp4StepK : kFp8StepK));
     pl.splits = 1;
     if (m <= kMaxSplitM) {
-        long slots = (long)g_sms * occupancy_of(l, pl.mt, pl.wr, pl.deep);
+        long slots = (long)g_sms * for_layer(l, pl, OccupancyOf{});
         long ctas = (long)pl.mblocks * pl.tiles_n;
         if (ctas < slots * 3 / 4) {
             // As many k slices as fit in one wave of resident CTAs (a second, partial wave would
@@ -606,11 +624,7 @@ int gemm(const Layer &l, const __nv_bfloat16 *x, __nv_bfloat16 *y, int64_t m, cu
         p.XS = (int)l.k_pad;
     }
     p.rotate = tuning().rotate;
-    LaunchWith f{p, pl, s, err};
-    if (l.fp4)
-        return with_config<true, false>(pl.mt, pl.wr, pl.deep, f);
-    return l.block ? with_config<false, true>(pl.mt, pl.wr, pl.deep, f)
-                   : with_config<false, false>(pl.mt, pl.wr, pl.deep, f);
+    return for_layer(l, pl, LaunchWith{p, pl, s, err});
 }
 
 } // namespace qs_marlin

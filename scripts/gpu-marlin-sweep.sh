@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Runs on the GPU machine (device tool, carry ["out/device"]): the marlin tuning sweep — the
-# kernel's tuning switches (QSERVE_MARLIN_ROTATE / _WIDE / _WAVES, docs/marlin.md) one at a time
-# against the default, for the Llama-3.1-8B shapes, beside cublaslt FP8 and torch's baselines of
-# the same run. Output: $OUT/sweep.txt.
+# Runs on the GPU machine (device tool, carry ["out/device"]): the marlin tuning sweep. Each
+# tuning switch (QSERVE_MARLIN_*, docs/marlin.md) is first checked for correctness with the quick
+# GPU test (4096x4096 and the odd shapes, every scheme, M 1..256), then timed on the Llama-3.1-8B
+# shapes beside the default. Output: $OUT/sweep.txt; one summary line per variant on stdout.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 D=${DEST:-out/device}
@@ -11,11 +11,13 @@ mkdir -p "$OUT"
 export LD_LIBRARY_PATH="$PWD/$D/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 M=${BENCH_M:-1,4,16,32,64,128,256}
 K=${SWEEP_KERNELS:-marlin-fp8,marlin-nvfp4}
-{
-  for v in "default" "QSERVE_MARLIN_ROTATE=0" "QSERVE_MARLIN_WIDE=0" "QSERVE_MARLIN_WAVES=2"; do
+VARIANTS=${SWEEP_VARIANTS:-"default QSERVE_MARLIN_STAGES=8 QSERVE_MARLIN_WARPS=8"}
+for v in $VARIANTS; do
+  [ "$v" = default ] && v=QSERVE_MARLIN_DEFAULT=1
+  {
     echo "=== marlin: $v"
-    if [ "$v" = default ]; then timeout 100 "$D/bench_kernels" --kernels "$K" --m "$M"
-    else env "$v" timeout 100 "$D/bench_kernels" --kernels "$K" --m "$M"; fi
-  done
-} >"$OUT/sweep.txt" 2>&1
-grep -E "^===|^device" "$OUT/sweep.txt"
+    env "$v" timeout 60 "$D/cuda-tests/test_marlin_cuda" --quick | grep -E "FAIL|passed"
+    env "$v" timeout 100 "$D/bench_kernels" --kernels "$K" --m "$M"
+  } >>"$OUT/sweep.txt" 2>&1
+  echo "$v: $(grep -A1 "=== marlin: $v" "$OUT/sweep.txt" | tail -1)"
+done
