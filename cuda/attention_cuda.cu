@@ -5,10 +5,12 @@
 // (running max, sum and weighted V in FP32, one dimension slice per lane); the warps' results are
 // merged in shared memory. When there are too few (token, head) pairs to fill the GPU — decode of
 // a few sequences — the positions are split across CTAs (split-KV) and a second kernel merges the
-// splits' softmax states. CUDA cores only: the tensor-core prefill kernel is the next step.
+// splits' softmax states. Runs of >= 16 tokens of one sequence (prefill chunks) go to the
+// tensor-core kernel of attention_prefill.cu instead (QSERVE_ATTN_PREFILL=0: not).
 #include <cuda_bf16.h>
 #include <math.h>
 
+#include "attention_prefill.h"
 #include "cuda_check.h"
 #include "scratch.h"
 #include "qs_cuda_ops.h"
@@ -175,16 +177,11 @@ int qs_cuda_kv_write(void *k_cache, void *v_cache, const void *k, const void *v,
     return 0;
 }
 
-int qs_cuda_attention(void *out, const void *q, const void *k_cache, const void *v_cache, const qs_attn_batch *b,
-                      int n_heads, int n_kv_heads, int head_dim, float scale, qs_err *err)
+// The CUDA-core kernel (plus the split merge) over every token of b.
+static int attention_cuda_cores(void *out, const void *q, const void *k_cache, const void *v_cache,
+                                const qs_attn_batch *b, int n_heads, int n_kv_heads, int head_dim, float scale,
+                                qs_err *err)
 {
-    if (head_dim > kMaxHeadDim)
-        return qs_errf(err, "CUDA attention supports head_dim up to %d, the model has %d", kMaxHeadDim, head_dim);
-    if (b->n_tokens == 0)
-        return 0;
-    if (b->n_tokens > 2147483647LL || n_heads > 65535)
-        return qs_errf(err, "CUDA attention: %lld tokens x %d heads is too large a grid", (long long)b->n_tokens,
-                       n_heads);
     // Enough (token, head, split) CTAs for about four waves over the SMs; splits only help when
     // there are few (token, head) pairs, i.e. decode of a handful of sequences.
     static int sm_count = 0;
@@ -218,4 +215,32 @@ int qs_cuda_attention(void *out, const void *q, const void *k_cache, const void 
         split_merge_kernel<<<(unsigned)pairs, 128>>>((bf16 *)out, part_ml, part_acc, splits, head_dim);
     QS_LAUNCH_CHECK(err);
     return 0;
+}
+
+int qs_cuda_attention(void *out, const void *q, const void *k_cache, const void *v_cache, const qs_attn_batch *b,
+                      int n_heads, int n_kv_heads, int head_dim, float scale, qs_err *err)
+{
+    if (head_dim > kMaxHeadDim)
+        return qs_errf(err, "CUDA attention supports head_dim up to %d, the model has %d", kMaxHeadDim, head_dim);
+    if (b->n_tokens == 0)
+        return 0;
+    if (b->n_tokens > 2147483647LL || n_heads > 65535)
+        return qs_errf(err, "CUDA attention: %lld tokens x %d heads is too large a grid", (long long)b->n_tokens,
+                       n_heads);
+    if (!qs_cuda_attn_prefill_wanted(out, q, k_cache, v_cache, b, n_heads, n_kv_heads, head_dim))
+        return attention_cuda_cores(out, q, k_cache, v_cache, b, n_heads, n_kv_heads, head_dim, scale, err);
+    // Runs of >= QS_ATTN_PREFILL_MIN_RUN tokens of one sequence go to the tensor-core kernel. The
+    // host does not know where they are, so the CUDA-core kernel runs over the whole batch with
+    // those tokens moved to position 0 (one key each), and the tensor-core kernel, queued after
+    // it, overwrites their rows.
+    qs_attn_prefill_plan plan;
+    if (qs_cuda_attn_prefill_plan(b, &plan, err))
+        return -1;
+    if (plan.rest_pos) {
+        qs_attn_batch rest = *b;
+        rest.tok_pos = plan.rest_pos;
+        if (attention_cuda_cores(out, q, k_cache, v_cache, &rest, n_heads, n_kv_heads, head_dim, scale, err))
+            return -1;
+    }
+    return qs_cuda_attn_prefill_run(out, q, k_cache, v_cache, b, &plan, n_heads, n_kv_heads, head_dim, scale, err);
 }

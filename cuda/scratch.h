@@ -22,6 +22,7 @@ enum qs_scratch_slot {
     QS_SCRATCH_MOE_Y,      // expert outputs in expert order
     QS_SCRATCH_MOE_INDEX,  // gather and combine index arrays
     QS_SCRATCH_ATTN_SPLIT, // split-KV partial softmax states
+    QS_SCRATCH_ATTN_PREFILL, // which tokens the tensor-core prefill kernel takes
     QS_SCRATCH_COUNT
 };
 
