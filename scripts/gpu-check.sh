@@ -6,6 +6,7 @@
 # 8) and the run ends with one summary line.
 #   GPU_TESTS="test_a test_b"  only those tests     GPU_BENCH=0  skip the kernel benchmarks
 #   BENCH_M=1,4,16,64          M of the benchmarks   E2E_ONLY=... see gpu_e2e.py
+#   TEST_ARGS_<test>=...       arguments for one test (TEST_ARGS_test_marlin_cuda=--quick)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 D=${DEST:-out/device}
@@ -21,7 +22,8 @@ for t in "$D"/cuda-tests/test_*; do
   if [ -n "${GPU_TESTS:-}" ] && [[ " $GPU_TESTS " != *" $name "* ]]; then continue; fi
   echo "=== $name" >>"$LOG"
   s=$(date +%s)
-  timeout "${TEST_TIMEOUT:-150}" "$t" >"/tmp/$name.log" 2>&1; rc=$?
+  args_var="TEST_ARGS_$name"  # e.g. TEST_ARGS_test_marlin_cuda=--quick
+  timeout "${TEST_TIMEOUT:-150}" "$t" ${!args_var:-} >"/tmp/$name.log" 2>&1; rc=$?
   cat "/tmp/$name.log" >>"$LOG"
   echo "$name: rc $rc, $(( $(date +%s) - s )) s, $(tail -n 1 "/tmp/$name.log")"
   line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "/tmp/$name.log" | tail -1)

@@ -22,7 +22,18 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEV = os.path.join(ROOT, os.environ.get("DEST", "out/device"))
 QS = os.path.join(DEV, "qserve")
 OUT = sys.argv[1] if len(sys.argv) > 1 else "/tmp/qserve-gpu-out"
-WORK = "/tmp/qserve-e2e"
+def work_dir():
+    """/dev/shm when it can hold the 8B checkpoints (writing them is much of the e2e time)."""
+    try:
+        st = os.statvfs("/dev/shm")
+        if st.f_bavail * st.f_frsize > 48 << 30:
+            return "/dev/shm/qserve-e2e"
+    except OSError:
+        pass
+    return "/tmp/qserve-e2e"
+
+
+WORK = work_dir()
 # E2E_GPU_DEVICE=cpu runs the script's own logic on a machine without a GPU (a self-check).
 GPU = os.environ.get("E2E_GPU_DEVICE", "cuda")
 results = []
@@ -278,6 +289,28 @@ def serve_decode(model, backend, seconds_left):
             p.kill()
 
 
+def hf_baseline(bf16, figures, deadline):
+    """HF transformers (eager, BF16) batch-1 decode of the same random weights."""
+    if time.time() > deadline - 60:
+        return record("llama-8b hf transformers bf16", False, "not run: out of time")
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(bf16, dtype=torch.bfloat16).cuda().eval()
+    ids = torch.tensor([list(range(1000, 1032))], device="cuda")
+    n_new = 64
+    with torch.no_grad():
+        model.generate(ids, max_new_tokens=8, do_sample=False, min_new_tokens=8)
+        torch.cuda.synchronize()
+        t = time.time()
+        model.generate(ids, max_new_tokens=n_new, do_sample=False, min_new_tokens=n_new)
+        torch.cuda.synchronize()
+        figures["hf_transformers_bf16_batch1_tok_s"] = n_new / (time.time() - t)
+    record("llama-8b hf transformers bf16", True, f"{figures['hf_transformers_bf16_batch1_tok_s']:.1f} tok/s")
+    del model
+    torch.cuda.empty_cache()
+
+
 def llama8b():
     """Random-init Llama-3.1-8B-shape checkpoints (BF16, FP8 per-channel W8A8, NVFP4 W4A16): batch-1
     and batch-16 decode tok/s per linear backend beside the roofline, and HF transformers (BF16)."""
@@ -292,8 +325,14 @@ def llama8b():
     figures = {"copy_bandwidth_GBps": copy_bandwidth() / 1e9}
     copy_bw = figures["copy_bandwidth_GBps"] * 1e9
     n_ctx = 32 + 32  # bench prompts of 32 tokens, 64 generated: the mean context
-    plan = [("fp8", "fp8-dynamic", 8, ("cublaslt", "marlin", "emulation", "auto")),
-            ("nvfp4", "nvfp4-w4a16", 4, ("marlin", "emulation", "auto"))]
+    # E2E_LLAMA="fp8:cublaslt,marlin nvfp4:marlin hf" picks checkpoints, backends and the
+    # transformers baseline (default: all of them)
+    want = os.environ.get("E2E_LLAMA", "fp8:cublaslt,marlin,emulation,auto nvfp4:marlin,emulation,auto hf").split()
+    picks = dict(w.split(":", 1) for w in want if ":" in w)
+    plan = [(name, scheme, bits, tuple(picks[name].split(","))) for name, scheme, bits in
+            (("fp8", "fp8-dynamic", 8), ("nvfp4", "nvfp4-w4a16", 4)) if name in picks]
+    if "hf" in want:
+        hf_baseline(bf16, figures, deadline)
     for name, scheme, bits, backends in plan:
         if time.time() > deadline - 60:
             record(f"llama-8b {name}", False, "not run: out of time")
@@ -324,21 +363,6 @@ def llama8b():
                    f"batch-16 {b16:.1f} tok/s; {' | '.join(sel)}")
         shutil.rmtree(ckpts[name], ignore_errors=True)
     figures["bf16_roofline_tok_s"] = copy_bw / bytes_per_token(bf16, 16, n_ctx)
-    if time.time() < deadline - 60:
-        import torch
-        from transformers import AutoModelForCausalLM
-
-        model = AutoModelForCausalLM.from_pretrained(bf16, dtype=torch.bfloat16).cuda().eval()
-        ids = torch.tensor([list(range(1000, 1032))], device="cuda")
-        n_new = 64
-        with torch.no_grad():
-            model.generate(ids, max_new_tokens=8, do_sample=False, min_new_tokens=8)
-            torch.cuda.synchronize()
-            t = time.time()
-            model.generate(ids, max_new_tokens=n_new, do_sample=False, min_new_tokens=n_new)
-            torch.cuda.synchronize()
-            figures["hf_transformers_bf16_batch1_tok_s"] = n_new / (time.time() - t)
-        record("llama-8b hf transformers bf16", True, f"{figures['hf_transformers_bf16_batch1_tok_s']:.1f} tok/s")
     json.dump(figures, open(os.path.join(OUT, "llama8b.json"), "w"), indent=1)
     print(json.dumps(figures, indent=1), flush=True)
 
