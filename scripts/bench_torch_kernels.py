@@ -48,10 +48,24 @@ def median_us(fn, copies, iters=20, reps=7):
 
 
 def copy_bandwidth():
+    """Device-to-device copy of 1 GiB, read + write bytes over time, timed eagerly (a graph
+    replay of the copy measured 2750 GB/s against 4218 eagerly on the H200: not the ceiling)."""
     a = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
     b = torch.empty_like(a)
-    us = median_us(lambda i: b.copy_(a), 1, iters=5)
-    return 2 * a.numel() / (us * 1e-6) / 1e9
+    for _ in range(3):
+        b.copy_(a)
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(7):
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(5):
+            b.copy_(a)
+        stop.record()
+        stop.synchronize()
+        times.append(start.elapsed_time(stop) / 5)
+    times.sort()
+    return 2 * a.numel() / (times[3] * 1e-3) / 1e9
 
 
 def main():
