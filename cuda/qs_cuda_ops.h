@@ -12,6 +12,15 @@ extern "C" {
 
 const qs_ops *qs_ops_cuda(void);
 
+/* The fused-projection ops of the table (ops.h: split_qkv, swiglu_gate_up), in split_cuda.cu. */
+int qs_cuda_split_qkv(void *out0, void *out1, void *out2, const void *x, int64_t rows, int64_t n0, int64_t n1,
+                      int64_t n2, qs_err *err);
+int qs_cuda_swiglu_gate_up(void *out, const void *gate_up, int64_t rows, int64_t n, qs_err *err);
+/* qs_ops_cuda() with every entry of ops.h filled: the table of ops_cuda.cu lists its ops
+ * positionally and may end before the fused-projection ops, which this copy adds. This is what
+ * qs_ops_for_platform hands out. */
+const qs_ops *qs_ops_cuda_full(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,6 +1,8 @@
 /* backends_model.c — reads a model directory for `qserve backends` (see backends_model.h):
  * headers only, so a 200 GB checkpoint is described in milliseconds, and every tensor name and
- * shape is still validated by the safetensors and quant layers before the registry sees it. */
+ * shape is still validated by the safetensors and quant layers before the registry sees it.
+ * Projections are fused by the loader's plan; a fusion that rests on scalar scales the headers do
+ * not hold (static input scales, NVFP4 global scales) is shown as fused and counted apart. */
 #include "cli/backends_model.h"
 
 #include <stdio.h>
@@ -13,28 +15,61 @@ static int add_linear(qs_backends_model *m, const char *module, qs_err *err)
 {
     if (qs_linear_desc_build(m->ck, m->has_qc ? &m->qc : NULL, module, &m->linears[m->n_linears], err))
         return -1;
-    m->n_linears++;
+    m->linear_is_fused[m->n_linears++] = false;
     return 0;
 }
 
-static int add_layer(qs_backends_model *m, int i, qs_err *err)
+/* Adds the projections `names` of layer i's `block` ("self_attn", "mlp"): as one fused layer when
+ * the plan allows, else one by one. */
+static int add_group(qs_backends_model *m, int i, qs_fusion_kind kind, const char *block, const char *const *names,
+                     int n, qs_platform platform, bool no_fuse, qs_err *err)
+{
+    qs_linear_desc parts[QS_FUSE_MAX_PARTS];
+    const qs_linear_desc *ptrs[QS_FUSE_MAX_PARTS];
+    char name[200], prefix[64], fused_name[160], why[2 * QS_REASON_MAX] = "";
+    for (int j = 0; j < n; j++) {
+        snprintf(name, sizeof name, "model.layers.%d.%s.%s", i, block, names[j]);
+        if (qs_linear_desc_build(m->ck, m->has_qc ? &m->qc : NULL, name, &parts[j], err))
+            return -1;
+        ptrs[j] = &parts[j];
+    }
+    snprintf(prefix, sizeof prefix, "model.layers.%d", i);
+    qs_projection_fusion_name(prefix, kind, fused_name, sizeof fused_name);
+    qs_fused_linear *f = &m->fused[2 * i + kind];
+    qs_fuse_verdict v = QS_FUSE_NO;
+    if (!no_fuse) {
+        v = qs_projection_fusion_plan(ptrs, n, fused_name, platform, f, why, sizeof why);
+        qs_fusion_summary_add(&m->fusion, kind, v, f, fused_name, why);
+    } else {
+        m->fusion.groups[kind]++;
+    }
+    if (v != QS_FUSE_NO) {
+        m->linears[m->n_linears] = f->desc;
+        m->linear_is_fused[m->n_linears++] = true;
+        return 0;
+    }
+    for (int j = 0; j < n; j++) {
+        m->linears[m->n_linears] = parts[j];
+        m->linear_is_fused[m->n_linears++] = false;
+    }
+    return 0;
+}
+
+static int add_layer(qs_backends_model *m, int i, qs_platform platform, bool no_fuse, qs_err *err)
 {
     const qs_model_config *c = &m->mc;
-    static const char *const attn[] = {"q_proj", "k_proj", "v_proj", "o_proj"};
+    static const char *const qkv[] = {"q_proj", "k_proj", "v_proj"}, *const gate_up[] = {"gate_proj", "up_proj"};
     char name[200];
-    for (int j = 0; j < 4; j++) {
-        snprintf(name, sizeof name, "model.layers.%d.self_attn.%s", i, attn[j]);
-        if (add_linear(m, name, err))
-            return -1;
-    }
+    if (add_group(m, i, QS_FUSION_QKV, "self_attn", qkv, 3, platform, no_fuse, err))
+        return -1;
+    snprintf(name, sizeof name, "model.layers.%d.self_attn.o_proj", i);
+    if (add_linear(m, name, err))
+        return -1;
     if (!qs_model_layer_is_moe(c, i)) {
-        static const char *const mlp[] = {"gate_proj", "up_proj", "down_proj"};
-        for (int j = 0; j < 3; j++) {
-            snprintf(name, sizeof name, "model.layers.%d.mlp.%s", i, mlp[j]);
-            if (add_linear(m, name, err))
-                return -1;
-        }
-        return 0;
+        if (add_group(m, i, QS_FUSION_GATE_UP, "mlp", gate_up, 2, platform, no_fuse, err))
+            return -1;
+        snprintf(name, sizeof name, "model.layers.%d.mlp.down_proj", i);
+        return add_linear(m, name, err);
     }
     bool mixtral = c->arch == QS_ARCH_MIXTRAL;
     const char *block = mixtral ? "block_sparse_moe" : "mlp";
@@ -53,9 +88,10 @@ static int add_layer(qs_backends_model *m, int i, qs_err *err)
     return 0;
 }
 
-int qs_backends_model_open(const char *dir, qs_backends_model *m, qs_err *err)
+int qs_backends_model_open(const char *dir, qs_platform platform, bool no_fuse, qs_backends_model *m, qs_err *err)
 {
     memset(m, 0, sizeof *m);
+    m->fusion.disabled = no_fuse;
     if (qs_model_config_load(dir, &m->mc, err))
         return -1;
     m->has_mc = true;
@@ -74,13 +110,15 @@ int qs_backends_model_open(const char *dir, qs_backends_model *m, qs_err *err)
         return qs_errf(err, "%s/config.json: num_hidden_layers %d is out of range", dir, L);
     }
     m->linears = calloc((size_t)L * 7 + 1, sizeof *m->linears);
+    m->linear_is_fused = calloc((size_t)L * 7 + 1, sizeof *m->linear_is_fused);
+    m->fused = calloc((size_t)L * 2, sizeof *m->fused);
     m->moes = calloc((size_t)L, sizeof *m->moes);
-    if (!m->linears || !m->moes) {
+    if (!m->linears || !m->linear_is_fused || !m->fused || !m->moes) {
         qs_backends_model_close(m);
         return qs_errf(err, "out of memory describing %d layers", L);
     }
     for (int i = 0; i < L; i++)
-        if (add_layer(m, i, err)) {
+        if (add_layer(m, i, platform, no_fuse, err)) {
             qs_backends_model_close(m);
             return -1;
         }
@@ -100,6 +138,8 @@ void qs_backends_model_close(qs_backends_model *m)
         qs_moe_desc_free(&m->moes[i]);
     free(m->moes);
     free(m->linears);
+    free(m->linear_is_fused);
+    free(m->fused);
     if (m->ck)
         qs_checkpoint_close(m->ck);
     if (m->has_qc)

@@ -1,7 +1,8 @@
 /* backends_report.c — renders `qserve backends` (see backends_report.h): the registry itself
  * (kernels built in, priority lists) when no model is given, then for each layer kind and scheme
- * the candidates in priority order with their status and reason and the kernel chosen. The text
- * and JSON renderings carry the same facts; JSON is built with cJSON. */
+ * the candidates in priority order with their status and reason and the kernel chosen, and which
+ * q/k/v and gate/up projections run fused. The text and JSON renderings carry the same facts;
+ * JSON is built with cJSON. */
 #include "cli/backends_report.h"
 
 #include <cJSON.h>
@@ -65,7 +66,10 @@ static void print_row(FILE *out, const qs_backends_report *r, const qs_backends_
 {
     const qs_selection *s = &row->sel;
     fprintf(out, "\n%s %s", qs_layer_kind_name(s->kind), qs_scheme_name(s->scheme));
-    if (r->model_dir)
+    if (r->model_dir && row->n_fused)
+        fprintf(out, ": %d layer%s, %d of them fused (e.g. %s)", row->n_layers, row->n_layers == 1 ? "" : "s",
+                row->n_fused, row->first_layer);
+    else if (r->model_dir)
         fprintf(out, ": %d layer%s (e.g. %s)", row->n_layers, row->n_layers == 1 ? "" : "s", row->first_layer);
     if (!strcmp(s->requested, "auto") || !s->requested[0])
         fprintf(out, ", backend auto\n");
@@ -96,6 +100,10 @@ void qs_backends_print_text(FILE *out, const qs_backends_report *r)
     else
         print_registry(out);
     fprintf(out, "%sdevice: %s\nkernel config: %s\n", r->model_dir ? "" : "\n", dev, kc);
+    if (r->model_dir && r->fusion) {
+        char fusion[1024];
+        fprintf(out, "fused projections: %s\n", qs_fusion_summary_format(r->fusion, fusion, sizeof fusion));
+    }
     if (!r->model_dir)
         fprintf(out, "\nselection on this device for every layer kind and scheme (no model given):\n");
     for (int i = 0; i < r->n_rows; i++)
@@ -181,6 +189,21 @@ static cJSON *kernel_config_json(const qs_kernel_config *kc)
     return o;
 }
 
+static cJSON *fusion_json(const qs_fusion_summary *f)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddBoolToObject(o, "enabled", !f->disabled);
+    cJSON_AddNumberToObject(o, "qkv_fused", f->fused[QS_FUSION_QKV]);
+    cJSON_AddNumberToObject(o, "qkv_layers", f->groups[QS_FUSION_QKV]);
+    cJSON_AddNumberToObject(o, "gate_up_fused", f->fused[QS_FUSION_GATE_UP]);
+    cJSON_AddNumberToObject(o, "gate_up_layers", f->groups[QS_FUSION_GATE_UP]);
+    cJSON_AddNumberToObject(o, "if_scales_agree", f->if_scales_agree);
+    cJSON_AddNumberToObject(o, "scales_spread_per_channel", f->scales_spread);
+    if (f->first_refusal[0])
+        cJSON_AddStringToObject(o, "kept_separate", f->first_refusal);
+    return o;
+}
+
 static cJSON *row_json(const qs_backends_report *r, const qs_backends_row *row)
 {
     const qs_selection *s = &row->sel;
@@ -189,6 +212,7 @@ static cJSON *row_json(const qs_backends_report *r, const qs_backends_row *row)
     cJSON_AddStringToObject(o, "scheme", qs_scheme_name(s->scheme));
     if (r->model_dir) {
         cJSON_AddNumberToObject(o, "layers", row->n_layers);
+        cJSON_AddNumberToObject(o, "fused_layers", row->n_fused);
         cJSON_AddStringToObject(o, "example_layer", row->first_layer);
     }
     cJSON_AddStringToObject(o, "requested", s->requested[0] ? s->requested : "auto");
@@ -226,6 +250,8 @@ int qs_backends_print_json(FILE *out, const qs_backends_report *r, qs_err *err)
         cJSON_AddStringToObject(m, "path", r->model_dir);
         cJSON_AddStringToObject(m, "architecture", r->architecture);
         cJSON_AddStringToObject(m, "quantization", r->quantization);
+        if (r->fusion)
+            cJSON_AddItemToObject(root, "fusion", fusion_json(r->fusion));
     } else {
         cJSON_AddItemToObject(root, "registry", registry_json());
     }

@@ -6,11 +6,13 @@
 #include <stdio.h>
 
 #include "config/config.h"
+#include "model/projection_fusion.h"
 #include "registry/registry.h"
 
 typedef struct qs_backends_row {
     qs_selection sel;
     int n_layers;               /* layers of this kind and scheme in the model; 0 without a model */
+    int n_fused;                /* of them, fused q/k/v or gate/up layers */
     char first_layer[160];      /* one of them, for the reader */
     int failed;                 /* selection failed: error holds why */
     char error[QS_ERR_MSG_MAX];
@@ -20,6 +22,7 @@ typedef struct qs_backends_report {
     const char *model_dir;      /* NULL: no model, describe the whole registry */
     const char *architecture;
     const char *quantization;   /* the checkpoint's quantization config, described */
+    const qs_fusion_summary *fusion; /* which projections are fused (with a model) */
     const qs_device_caps *dev;
     const qs_kernel_config *kc;
     qs_backends_row *rows;

@@ -107,11 +107,13 @@ static int parse_args(int argc, char **argv, backends_args *a, qs_err *err)
 }
 
 static void select_row(const backends_args *a, const qs_device_caps *dev, qs_layer_kind kind, qs_scheme scheme,
-                       const qs_linear_desc *const *lin, const qs_moe_desc *const *moe, int n, qs_backends_row *row)
+                       const qs_linear_desc *const *lin, const qs_moe_desc *const *moe, int n, int n_fused,
+                       qs_backends_row *row)
 {
     qs_err e;
     memset(row, 0, sizeof *row);
     row->n_layers = n;
+    row->n_fused = n_fused;
     if (n > 0)
         snprintf(row->first_layer, sizeof row->first_layer, "%s", kind == QS_KIND_MOE ? moe[0]->name : lin[0]->name);
     int rc = qs_registry_select_for_layers(&a->cfg.kernels, dev, kind, scheme, lin, kind == QS_KIND_LINEAR ? n : 0,
@@ -136,12 +138,14 @@ static int model_rows(const backends_args *a, const qs_device_caps *dev, const q
         return qs_errf(err, "out of memory");
     }
     for (int s = 0; s < QS_SCHEME_COUNT; s++) {
-        int n = 0;
+        int n = 0, fused = 0;
         for (int i = 0; i < m->n_linears; i++)
-            if ((int)m->linears[i].scheme == s)
+            if ((int)m->linears[i].scheme == s) {
                 lin[n++] = &m->linears[i];
+                fused += m->linear_is_fused[i];
+            }
         if (n)
-            select_row(a, dev, QS_KIND_LINEAR, (qs_scheme)s, lin, NULL, n, &rows[n_rows++]);
+            select_row(a, dev, QS_KIND_LINEAR, (qs_scheme)s, lin, NULL, n, fused, &rows[n_rows++]);
     }
     for (int s = 0; s < QS_SCHEME_COUNT; s++) {
         int n = 0;
@@ -149,7 +153,7 @@ static int model_rows(const backends_args *a, const qs_device_caps *dev, const q
             if ((int)m->moes[i].scheme == s)
                 moe[n++] = &m->moes[i];
         if (n)
-            select_row(a, dev, QS_KIND_MOE, (qs_scheme)s, NULL, moe, n, &rows[n_rows++]);
+            select_row(a, dev, QS_KIND_MOE, (qs_scheme)s, NULL, moe, n, 0, &rows[n_rows++]);
     }
     free(lin);
     free(moe);
@@ -179,7 +183,7 @@ int qs_cmd_backends(int argc, char **argv)
     qs_backends_model m;
     bool have_model = false;
     if (a.model_dir) {
-        if (qs_backends_model_open(a.model_dir, &m, &err)) {
+        if (qs_backends_model_open(a.model_dir, dev.platform, qs_projection_fusion_disabled_by_env(), &m, &err)) {
             fprintf(stderr, "error: %s\n", err.msg);
             return 1;
         }
@@ -187,6 +191,7 @@ int qs_cmd_backends(int argc, char **argv)
         r.model_dir = a.model_dir;
         r.architecture = m.mc.arch_name;
         r.quantization = m.qc.description[0] ? m.qc.description : qs_quant_method_name(m.qc.method);
+        r.fusion = &m.fusion;
         r.n_rows = model_rows(&a, &dev, &m, rows, &err);
         if (r.n_rows < 0) {
             fprintf(stderr, "error: %s\n", err.msg);
@@ -196,7 +201,7 @@ int qs_cmd_backends(int argc, char **argv)
     } else {
         for (int k = QS_KIND_LINEAR; k <= QS_KIND_MOE; k++)
             for (int s = 0; s < QS_SCHEME_COUNT; s++)
-                select_row(&a, &dev, (qs_layer_kind)k, (qs_scheme)s, NULL, NULL, 0, &rows[r.n_rows++]);
+                select_row(&a, &dev, (qs_layer_kind)k, (qs_scheme)s, NULL, NULL, 0, 0, &rows[r.n_rows++]);
     }
     int rc = 0;
     if (a.json) {

@@ -41,6 +41,7 @@ typedef struct qs_config {
     long long seed;                /* default 0 */
     qs_device_choice device;
     char quantization[32];         /* "" or "fp8" (online quantization at load) */
+    bool no_fuse_projections;      /* keep q/k/v and gate/up separate (also QSERVE_NO_FUSE=1) */
     int threads;                   /* CPU threads; 0 = all cores */
     int tensor_parallel_size;      /* only 1 is supported */
     qs_kernel_config kernels;

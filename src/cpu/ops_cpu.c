@@ -1,5 +1,6 @@
 /* ops_cpu.c — the CPU implementation of the ops interface (src/ops/ops.h): memory, weight
- * upload, embedding, RMSNorm, bias, RoPE, SwiGLU and row gathers over float32 activations.
+ * upload, embedding, RMSNorm, bias, RoPE, SwiGLU (also over a fused gate/up output), the column
+ * split of a fused q/k/v output and row gathers over float32 activations.
  * Attention and the KV cache writes live in ops_cpu_attention.c, MoE routing in ops_cpu_moe.c.
  * Plain, obviously-right C: this is the executable specification the CUDA ops are tested
  * against. Row loops go through qs_parallel_for where the work is large enough to pay. */
@@ -168,6 +169,36 @@ static int cpu_swiglu(void *out, const void *gate, const void *up, int64_t rows,
     return 0;
 }
 
+/* Same expression as cpu_swiglu, so a fused gate/up layer gives bitwise the same activations. */
+static int cpu_swiglu_gate_up(void *out, const void *gate_up, int64_t rows, int64_t n, qs_err *err)
+{
+    (void)err;
+    float *o = out;
+    const float *x = gate_up;
+    for (int64_t r = 0; r < rows; r++) {
+        const float *g = x + r * 2 * n, *u = g + n;
+        for (int64_t i = 0; i < n; i++)
+            o[r * n + i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+    }
+    return 0;
+}
+
+static int cpu_split_qkv(void *out0, void *out1, void *out2, const void *x, int64_t rows, int64_t n0, int64_t n1,
+                         int64_t n2, qs_err *err)
+{
+    (void)err;
+    const float *in = x;
+    float *q = out0, *k = out1, *v = out2;
+    int64_t w = n0 + n1 + n2;
+    for (int64_t r = 0; r < rows; r++) {
+        const float *row = in + r * w;
+        memcpy(q + r * n0, row, sizeof(float) * (size_t)n0);
+        memcpy(k + r * n1, row + n0, sizeof(float) * (size_t)n1);
+        memcpy(v + r * n2, row + n0 + n1, sizeof(float) * (size_t)n2);
+    }
+    return 0;
+}
+
 static int cpu_gather_rows(void *out, const void *x, const int32_t *rows, int64_t n, int64_t d, qs_err *err)
 {
     (void)err;
@@ -199,6 +230,8 @@ static const qs_ops CPU_OPS = {
     .swiglu = cpu_swiglu,
     .moe_route = qs_cpu_moe_route,
     .gather_rows = cpu_gather_rows,
+    .split_qkv = cpu_split_qkv,
+    .swiglu_gate_up = cpu_swiglu_gate_up,
 };
 
 const qs_ops *qs_ops_cpu(void) { return &CPU_OPS; }
@@ -208,7 +241,7 @@ const qs_ops *qs_ops_for_platform(qs_platform platform, qs_err *err)
     if (platform == QS_PLATFORM_CPU)
         return &CPU_OPS;
 #ifdef QS_HAVE_CUDA
-    return qs_ops_cuda();
+    return qs_ops_cuda_full();
 #else
     qs_errf(err, "this qserve was built without CUDA (nvcc was not found at build time): only --device cpu works");
     return NULL;

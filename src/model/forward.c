@@ -5,6 +5,8 @@
  *              write k,v to the paged cache; attention over each sequence's block table;
  *              x += o_proj(attn); h = norm(x); x += mlp(h)  (SwiGLU, or routed experts)
  *   logits = lm_head(norm(x)) for the last token of each sequence that wants them.
+ * Where the loader fused them (model_fuse.c), q/k/v come from one qkv_proj GEMM whose output is
+ * split by columns, and SwiGLU reads gate and up straight from one gate_up_proj output.
  * The residual add is fused into the following RMSNorm (ops->add_rmsnorm). The step's inputs are
  * validated against the model and the cache before anything runs. */
 #include <math.h>
@@ -94,6 +96,23 @@ static int upload_indices(qs_model *m, const qs_seq_step *seqs, int n_seqs, int6
     return 0;
 }
 
+/* q, k, v [T, heads * head_dim] from h: three GEMMs, or one fused GEMM and a column split. */
+static int qkv_projections(qs_model *m, qs_layer *L, int64_t T, qs_err *err)
+{
+    qs_scratch *s = &m->s;
+    if (!L->qkv_fused)
+        return qs_linear_apply(m, &L->q, s->h, s->q, T, err) || qs_linear_apply(m, &L->k, s->h, s->k, T, err) ||
+                       qs_linear_apply(m, &L->v, s->h, s->v, T, err)
+                   ? -1
+                   : 0;
+    const qs_model_config *c = &m->mc;
+    int64_t qd = (int64_t)c->num_heads * c->head_dim, kvd = (int64_t)c->num_kv_heads * c->head_dim;
+    if (qs_linear_apply(m, &L->qkv, s->h, s->qkv, T, err) ||
+        m->ops->split_qkv(s->q, s->k, s->v, s->qkv, T, qd, kvd, kvd, err))
+        return -1;
+    return 0;
+}
+
 static int attention_block(qs_model *m, qs_kv_cache *kv, int li, const qs_attn_batch *b, qs_err *err)
 {
     const qs_model_config *c = &m->mc;
@@ -101,8 +120,7 @@ static int attention_block(qs_model *m, qs_kv_cache *kv, int li, const qs_attn_b
     qs_layer *L = &m->layers[li];
     qs_scratch *s = &m->s;
     int64_t T = b->n_tokens;
-    if (qs_linear_apply(m, &L->q, s->h, s->q, T, err) || qs_linear_apply(m, &L->k, s->h, s->k, T, err) ||
-        qs_linear_apply(m, &L->v, s->h, s->v, T, err))
+    if (qkv_projections(m, L, T, err))
         return -1;
     if (c->qk_norm && (ops->rmsnorm(s->q, s->q, L->q_norm, T * c->num_heads, c->head_dim, c->rms_norm_eps, err) ||
                        ops->rmsnorm(s->k, s->k, L->k_norm, T * c->num_kv_heads, c->head_dim, c->rms_norm_eps, err)))
@@ -126,6 +144,13 @@ static int mlp_block(qs_model *m, int li, int64_t T, qs_err *err)
     const qs_ops *ops = m->ops;
     qs_layer *L = &m->layers[li];
     qs_scratch *s = &m->s;
+    if (!L->is_moe && L->gate_up_fused) {
+        return qs_linear_apply(m, &L->gate_up, s->h, s->gate_up, T, err) ||
+                       ops->swiglu_gate_up(s->act, s->gate_up, T, c->intermediate_size, err) ||
+                       qs_linear_apply(m, &L->down, s->act, s->o, T, err)
+                   ? -1
+                   : 0;
+    }
     if (!L->is_moe) {
         return qs_linear_apply(m, &L->gate, s->h, s->gate, T, err) || qs_linear_apply(m, &L->up, s->h, s->up, T, err) ||
                ops->swiglu(s->act, s->gate, s->up, T, c->intermediate_size, err) ||

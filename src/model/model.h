@@ -10,6 +10,7 @@
 
 #include "config/config.h"
 #include "model/model_config.h"
+#include "model/projection_fusion.h"
 #include "registry/kernel.h"
 #include "util/error.h"
 
@@ -18,11 +19,14 @@ typedef struct qs_kv_cache qs_kv_cache;
 
 /* Loads MODEL_DIR (cfg->model_dir): config, checkpoint, quantization schemes, kernel selection
  * (logged one line per layer kind and scheme), weight preparation, on the device cfg->device
- * picks. */
+ * picks. q/k/v and gate/up projections are fused into one layer each where that is exact, unless
+ * cfg->no_fuse_projections or QSERVE_NO_FUSE=1 (projection_fusion.h). */
 int qs_model_load(const qs_config *cfg, qs_model **out, qs_err *err);
 void qs_model_free(qs_model *m);
 const qs_model_config *qs_model_get_config(const qs_model *m);
 const qs_device_caps *qs_model_device(const qs_model *m);
+/* Which q/k/v and gate/up projections were fused into one linear layer at load. */
+const qs_fusion_summary *qs_model_fusion(const qs_model *m);
 
 /* One sequence's part of a forward step. The KV cache holds positions [0, start_pos); this step
  * appends tokens at positions [start_pos, start_pos + n_tokens). block_table lists the KV blocks

@@ -7,6 +7,7 @@
 
 #include "model/model.h"
 #include "model/online_quant.h"
+#include "model/projection_fusion.h"
 #include "model/safetensors.h"
 #include "ops/ops.h"
 #include "quant/quant_config.h"
@@ -18,6 +19,7 @@ typedef struct qs_linear {
     void *state;
     void *bias;                 /* device bias added by ops->add_bias, or NULL */
     qs_online_fp8 *online;      /* --quantization fp8: the quantized weights desc points at */
+    qs_fused_linear *fused;     /* qkv_proj / gate_up_proj: the concatenated tensors desc points at */
 } qs_linear;
 
 typedef struct qs_moe_layer {
@@ -33,8 +35,12 @@ typedef struct qs_layer {
     void *attn_norm, *mlp_norm;
     void *q_norm, *k_norm;      /* Qwen3: per-head RMSNorm weights [head_dim] */
     qs_linear q, k, v, o;
+    bool qkv_fused;             /* q, k, v run as the one layer qkv (model_fuse.c); q, k, v are unused */
+    qs_linear qkv;
     bool is_moe;
     qs_linear gate, up, down;   /* dense MLP */
+    bool gate_up_fused;         /* gate, up run as gate_up; its output is [T, 2 x intermediate] */
+    qs_linear gate_up;
     qs_moe_layer moe;
 } qs_layer;
 
@@ -44,6 +50,7 @@ typedef struct qs_scratch {
     int64_t cap_table;          /* block-table entries */
     int cap_out;
     void *x, *h, *q, *k, *v, *attn, *o, *gate, *up, *act, *router;
+    void *qkv, *gate_up;        /* outputs of fused projections (only when the model has them) */
     int32_t *topk_ids;
     float *topk_w;
     void *out_rows, *logits;
@@ -64,9 +71,13 @@ struct qs_model {
     void *inv_freq;             /* [head_dim / 2] float32 */
     qs_linear lm_head;
     qs_layer *layers;
+    qs_fusion_summary fusion;
     qs_scratch s;
 };
 
+/* Fuses every layer's q/k/v and dense gate/up where projection_fusion.h allows (nothing when
+ * disabled), filling m->fusion and logging it; before biases are uploaded and kernels chosen. */
+int qs_model_fuse_projections(qs_model *m, bool disabled, qs_err *err);
 /* Runs a linear layer: y[m, n] = x[m, k] W^T (+ bias). */
 int qs_linear_apply(const qs_model *m, const qs_linear *l, const void *x, void *y, int64_t rows, qs_err *err);
 /* Grows the scratch buffers for a step. */

@@ -1,7 +1,8 @@
 /* model_load.c — qs_model_load: config.json, the checkpoint, every layer's tensors (shapes checked
- * against the config), kernel selection through the registry once per (layer kind, scheme) with
- * one log line each, and weight preparation by the chosen kernels. Norms, embeddings and biases
- * are uploaded through the ops of the device the config picks. */
+ * against the config), online quantization, the fusion of q/k/v and gate/up (model_fuse.c),
+ * kernel selection through the registry once per (layer kind, scheme) with one log line each, and
+ * weight preparation by the chosen kernels. Norms, embeddings and biases are uploaded through the
+ * ops of the device the config picks. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,15 +15,19 @@
 
 static int linear_desc(qs_model *m, const char *module, int64_t n, int64_t k, bool bias, qs_linear *l, qs_err *err)
 {
-    if (qs_weights_linear_desc(m->ck, m->has_qc ? &m->qc : NULL, module, n, k, bias, &l->desc, err) != 0)
-        return -1;
-    if (l->desc.bias) {
-        /* biases are added by the ops after the kernel, so every kernel sees the same contract */
-        l->bias = m->ops->upload_tensor(l->desc.bias, err);
-        if (!l->bias)
-            return -1;
-        l->desc.bias = NULL;
-    }
+    return qs_weights_linear_desc(m->ck, m->has_qc ? &m->qc : NULL, module, n, k, bias, &l->desc, err);
+}
+
+/* Biases are added by the ops after the kernel, so every kernel sees the same contract. Done after
+ * fusion, which concatenates the parts' biases. */
+static int upload_bias(qs_model *m, qs_linear *l, qs_err *err)
+{
+    if (!l->desc.bias)
+        return 0;
+    l->bias = m->ops->upload_tensor(l->desc.bias, err);
+    if (!l->bias)
+        return qs_err_prefix(err, "%s bias: ", l->desc.name);
+    l->desc.bias = NULL;
     return 0;
 }
 
@@ -124,25 +129,46 @@ static int load_moe(qs_model *m, int i, qs_layer *L, qs_err *err)
     return 0;
 }
 
-/* Every linear layer of the model, in load order. */
+/* Every linear layer the forward pass runs, in load order: a fused layer instead of its parts. */
 static int collect_linears(qs_model *m, qs_linear **out)
 {
     int n = 0;
     for (int i = 0; i < m->mc.num_layers; i++) {
         qs_layer *L = &m->layers[i];
-        qs_linear *list[] = {&L->q, &L->k, &L->v, &L->o};
-        for (int j = 0; j < 4; j++)
-            out[n++] = list[j];
+        if (L->qkv_fused) {
+            out[n++] = &L->qkv;
+        } else {
+            out[n++] = &L->q;
+            out[n++] = &L->k;
+            out[n++] = &L->v;
+        }
+        out[n++] = &L->o;
         if (L->is_moe) {
             out[n++] = &L->moe.router;
         } else {
-            out[n++] = &L->gate;
-            out[n++] = &L->up;
+            if (L->gate_up_fused) {
+                out[n++] = &L->gate_up;
+            } else {
+                out[n++] = &L->gate;
+                out[n++] = &L->up;
+            }
             out[n++] = &L->down;
         }
     }
     out[n++] = &m->lm_head;
     return n;
+}
+
+static int upload_biases(qs_model *m, qs_err *err)
+{
+    qs_linear **all = calloc((size_t)m->mc.num_layers * 7 + 1, sizeof *all);
+    if (!all)
+        return qs_errf(err, "out of memory uploading biases");
+    int n = collect_linears(m, all), rc = 0;
+    for (int i = 0; i < n && rc == 0; i++)
+        rc = upload_bias(m, all[i], err);
+    free(all);
+    return rc;
 }
 
 static int select_and_prepare_linears(qs_model *m, const qs_config *cfg, qs_err *err)
@@ -158,20 +184,22 @@ static int select_and_prepare_linears(qs_model *m, const qs_config *cfg, qs_err 
     n = collect_linears(m, all);
     int rc = 0;
     for (int s = 0; s < QS_SCHEME_COUNT && rc == 0; s++) {
-        int k = 0;
+        int k = 0, fused = 0;
         for (int i = 0; i < n; i++)
-            if ((int)all[i]->desc.scheme == s)
+            if ((int)all[i]->desc.scheme == s) {
                 descs[k++] = &all[i]->desc;
+                fused += all[i]->fused != NULL;
+            }
         if (k == 0)
             continue;
         qs_selection sel;
         if (qs_registry_select_for_layers(&cfg->kernels, &m->dev, QS_KIND_LINEAR, (qs_scheme)s, descs, k, NULL, 0,
                                           &sel, err) != 0) {
-            qs_selection_log(&sel, QS_KIND_LINEAR, (qs_scheme)s, k);
+            qs_selection_log_fused(&sel, QS_KIND_LINEAR, (qs_scheme)s, k, fused);
             rc = -1;
             break;
         }
-        qs_selection_log(&sel, QS_KIND_LINEAR, (qs_scheme)s, k);
+        qs_selection_log_fused(&sel, QS_KIND_LINEAR, (qs_scheme)s, k, fused);
         for (int i = 0; i < n && rc == 0; i++) {
             if ((int)all[i]->desc.scheme != s)
                 continue;
@@ -181,6 +209,8 @@ static int select_and_prepare_linears(qs_model *m, const qs_config *cfg, qs_err 
                 all[i]->kernel = NULL;
                 rc = -1;
             }
+            /* Every kernel copies what it needs in prepare: the concatenated host copy can go. */
+            qs_fused_linear_drop_data(all[i]->fused);
         }
     }
     free(all);
@@ -337,6 +367,9 @@ static int load_all(qs_model *m, const qs_config *cfg, qs_err *err)
     }
     if (online_fp8 && quantize_online(m, err) != 0)
         return -1;
+    if (qs_model_fuse_projections(m, cfg->no_fuse_projections || qs_projection_fusion_disabled_by_env(), err) != 0 ||
+        upload_biases(m, err) != 0)
+        return -1;
     if (select_and_prepare_linears(m, cfg, err) != 0 || select_and_prepare_moe(m, cfg, err) != 0)
         return -1;
     qs_info("loaded %s (%s): %d layers, hidden %d, %d heads / %d kv heads, head_dim %d, vocab %d%s on %s",
@@ -367,6 +400,8 @@ static void free_linear(const qs_ops *ops, qs_linear *l)
         ops->free(l->bias);
     qs_online_fp8_free(l->online);
     free(l->online);
+    qs_fused_linear_drop_data(l->fused);
+    free(l->fused);
 }
 
 void qs_model_free(qs_model *m)
@@ -381,8 +416,9 @@ void qs_model_free(qs_model *m)
             for (int j = 0; j < 4; j++)
                 if (bufs[j])
                     ops->free(bufs[j]);
-            qs_linear *ls[] = {&L->q, &L->k, &L->v, &L->o, &L->gate, &L->up, &L->down, &L->moe.router};
-            for (int j = 0; j < 8; j++)
+            qs_linear *ls[] = {&L->q,  &L->k,    &L->v,       &L->qkv,         &L->o,
+                               &L->gate, &L->up, &L->gate_up, &L->down, &L->moe.router};
+            for (size_t j = 0; j < sizeof ls / sizeof *ls; j++)
                 free_linear(ops, ls[j]);
             if (L->moe.kernel && L->moe.state)
                 L->moe.kernel->release(L->moe.state);
@@ -415,3 +451,4 @@ void qs_model_free(qs_model *m)
 
 const qs_model_config *qs_model_get_config(const qs_model *m) { return &m->mc; }
 const qs_device_caps *qs_model_device(const qs_model *m) { return &m->dev; }
+const qs_fusion_summary *qs_model_fusion(const qs_model *m) { return &m->fusion; }

@@ -1,6 +1,9 @@
 /* model_scratch.c — the per-step device buffers of the forward pass (activations, index arrays,
  * routing results, logits) and their host mirrors. They grow to the largest step seen and are
- * reused, so a decode step allocates nothing. */
+ * reused, so a decode step allocates nothing. Buffers only fused layers need (the q/k/v and
+ * gate/up outputs) exist only in models that have such layers, and the separate gate and up
+ * buffers only while some dense layer still runs them, so fusion costs the q+k+v row of one
+ * extra buffer and no more. */
 #include <stdlib.h>
 
 #include "model/model_internal.h"
@@ -8,7 +11,7 @@
 void qs_scratch_free(qs_model *m)
 {
     qs_scratch *s = &m->s;
-    void *dev[] = {s->x, s->h, s->q, s->k, s->v, s->attn, s->o, s->gate, s->up, s->act, s->router,
+    void *dev[] = {s->x, s->h, s->q, s->k, s->v, s->qkv, s->attn, s->o, s->gate, s->up, s->gate_up, s->act, s->router,
                    s->topk_ids, s->topk_w, s->out_rows, s->logits, s->d_ids, s->d_pos, s->d_seq,
                    s->d_slots, s->d_tables, s->d_out_rows};
     for (size_t i = 0; i < sizeof(dev) / sizeof(dev[0]); i++)
@@ -31,6 +34,12 @@ static int grow(const qs_ops *ops, void **buf, size_t bytes, qs_err *err)
     return *buf ? 0 : -1;
 }
 
+/* grow() when the buffer is needed at all (cond), otherwise nothing. */
+static int grow_if(bool cond, const qs_ops *ops, void **buf, size_t bytes, qs_err *err)
+{
+    return cond ? grow(ops, buf, bytes, err) : 0;
+}
+
 static int grow_host(int32_t **buf, size_t n, qs_err *err)
 {
     free(*buf);
@@ -51,11 +60,16 @@ int qs_scratch_reserve(qs_model *m, int64_t n_tokens, int n_seqs, int max_blocks
                                                                         : c->moe_intermediate_size;
         int topk = c->num_experts_per_tok > 0 ? c->num_experts_per_tok : 1;
         int experts = c->num_experts > 0 ? c->num_experts : 1;
+        const qs_fusion_summary *f = &m->fusion;
+        bool any_qkv = f->fused[QS_FUSION_QKV] > 0, any_gate_up = f->fused[QS_FUSION_GATE_UP] > 0;
+        bool separate_gate_up = f->fused[QS_FUSION_GATE_UP] < f->groups[QS_FUSION_GATE_UP];
         if (grow(ops, &s->x, a * T * c->hidden_size, err) || grow(ops, &s->h, a * T * c->hidden_size, err) ||
             grow(ops, &s->q, a * T * qd, err) || grow(ops, &s->k, a * T * kvd, err) ||
-            grow(ops, &s->v, a * T * kvd, err) || grow(ops, &s->attn, a * T * qd, err) ||
-            grow(ops, &s->o, a * T * c->hidden_size, err) || grow(ops, &s->gate, a * T * inter, err) ||
-            grow(ops, &s->up, a * T * inter, err) || grow(ops, &s->act, a * T * inter, err) ||
+            grow(ops, &s->v, a * T * kvd, err) || grow_if(any_qkv, ops, &s->qkv, a * T * (qd + 2 * kvd), err) ||
+            grow(ops, &s->attn, a * T * qd, err) || grow(ops, &s->o, a * T * c->hidden_size, err) ||
+            grow_if(separate_gate_up, ops, &s->gate, a * T * inter, err) ||
+            grow_if(separate_gate_up, ops, &s->up, a * T * inter, err) ||
+            grow_if(any_gate_up, ops, &s->gate_up, a * T * 2 * inter, err) || grow(ops, &s->act, a * T * inter, err) ||
             grow(ops, &s->router, a * T * experts, err) ||
             grow(ops, (void **)&s->topk_ids, sizeof(int32_t) * T * topk, err) ||
             grow(ops, (void **)&s->topk_w, sizeof(float) * T * topk, err) ||

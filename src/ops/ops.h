@@ -91,6 +91,17 @@ typedef struct qs_ops {
                      int n_experts, int top_k, bool norm_topk, qs_err *err);
     /* out[i, :] = x[rows[i], :] for i < n (rows of d): picks the positions that want logits. */
     int (*gather_rows)(void *out, const void *x, const int32_t *rows, int64_t n, int64_t d, qs_err *err);
+
+    /* Fused projections (src/model/model_fuse.c). Last in the table so that a device table written
+     * positionally before them still compiles; where a table leaves them NULL the loader keeps the
+     * projections separate. */
+    /* Splits x [rows, n0 + n1 + n2] by columns into out0 [rows, n0], out1 [rows, n1] and out2
+     * [rows, n2]: a fused q/k/v projection's output into q, k and v. */
+    int (*split_qkv)(void *out0, void *out1, void *out2, const void *x, int64_t rows, int64_t n0, int64_t n1,
+                     int64_t n2, qs_err *err);
+    /* out[r, i] = silu(gate_up[r, i]) * gate_up[r, n + i] over rows of 2n: SwiGLU read straight from a
+     * fused gate/up projection's output (gate columns, then up), with swiglu's arithmetic exactly. */
+    int (*swiglu_gate_up)(void *out, const void *gate_up, int64_t rows, int64_t n, qs_err *err);
 } qs_ops;
 
 /* The ops of a platform, or NULL with err when this build has none for it. */

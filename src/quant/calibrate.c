@@ -62,6 +62,8 @@ int qs_calibrate_activations(const char *model_dir, int max_tokens, qs_err *err)
     cfg.device = QS_DEVICE_CPU;
     snprintf(cfg.kernels.linear_backend, sizeof cfg.kernels.linear_backend, "reference");
     snprintf(cfg.kernels.moe_backend, sizeof cfg.kernels.moe_backend, "reference");
+    /* Ranges are recorded per checkpoint module (q_proj, k_proj, ...), so no fused qkv_proj. */
+    cfg.no_fuse_projections = true;
     qs_model *m;
     if (qs_model_load(&cfg, &m, err))
         return qs_err_prefix(err, "calibration: loading %s with the reference kernels: ", model_dir);

@@ -63,6 +63,10 @@ int qs_registry_select_for_layers(const qs_kernel_config *kc, const qs_device_ca
 void qs_selection_log(const qs_selection *sel, qs_layer_kind kind, qs_scheme scheme, int n_layers);
 /* Formats that line (without the log prefix) into buf; returns buf. */
 char *qs_selection_format(const qs_selection *sel, int n_layers, char *buf, size_t cap);
+/* The same two, saying how many of the n_layers are fused q/k/v or gate/up layers
+ * ("linear bf16 (9 layers, 4 of them fused): reference [auto]"). */
+void qs_selection_log_fused(const qs_selection *sel, qs_layer_kind kind, qs_scheme scheme, int n_layers, int n_fused);
+char *qs_selection_format_fused(const qs_selection *sel, int n_layers, int n_fused, char *buf, size_t cap);
 const char *qs_candidate_status_name(qs_candidate_status s); /* "chosen", "passed", ... */
 
 /* --- The registry's contents (registry_list.c) --- */

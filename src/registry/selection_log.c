@@ -1,6 +1,7 @@
 /* selection_log.c — the one log line per (layer kind, scheme) that DESIGN.md asks for: the chosen
- * kernel, how many layers use it and who asked for it, then every refused or filtered candidate
- * with its reason. Warnings of the selection (fallbacks, overrides) are logged just before. */
+ * kernel, how many layers use it (and how many of those are fused q/k/v or gate/up layers) and who
+ * asked for it, then every refused or filtered candidate with its reason. Warnings of the
+ * selection (fallbacks, overrides) are logged just before. */
 #include <stdio.h>
 #include <string.h>
 
@@ -19,8 +20,16 @@ const char *qs_candidate_status_name(qs_candidate_status s)
 
 char *qs_selection_format(const qs_selection *sel, int n_layers, char *buf, size_t cap)
 {
-    size_t len = (size_t)snprintf(buf, cap, "%s %s (%d layer%s): %s", qs_layer_kind_name(sel->kind),
-                                  qs_scheme_name(sel->scheme), n_layers, n_layers == 1 ? "" : "s",
+    return qs_selection_format_fused(sel, n_layers, 0, buf, cap);
+}
+
+char *qs_selection_format_fused(const qs_selection *sel, int n_layers, int n_fused, char *buf, size_t cap)
+{
+    char fused[48] = "";
+    if (n_fused > 0)
+        snprintf(fused, sizeof fused, ", %d of them fused", n_fused);
+    size_t len = (size_t)snprintf(buf, cap, "%s %s (%d layer%s%s): %s", qs_layer_kind_name(sel->kind),
+                                  qs_scheme_name(sel->scheme), n_layers, n_layers == 1 ? "" : "s", fused,
                                   sel->kernel ? sel->kernel->name : "no kernel");
     if (len < cap) {
         if (!strcmp(sel->requested, "auto"))
@@ -49,13 +58,18 @@ char *qs_selection_format(const qs_selection *sel, int n_layers, char *buf, size
 
 void qs_selection_log(const qs_selection *sel, qs_layer_kind kind, qs_scheme scheme, int n_layers)
 {
+    qs_selection_log_fused(sel, kind, scheme, n_layers, 0);
+}
+
+void qs_selection_log_fused(const qs_selection *sel, qs_layer_kind kind, qs_scheme scheme, int n_layers, int n_fused)
+{
     for (int i = 0; i < sel->n_warnings; i++)
         qs_warn("%s", sel->warnings[i]);
     if (sel->kind != kind || sel->scheme != scheme)
         qs_warn("kernel selection log: the selection is for %s %s, not %s %s", qs_layer_kind_name(sel->kind),
                 qs_scheme_name(sel->scheme), qs_layer_kind_name(kind), qs_scheme_name(scheme));
     char line[2048];
-    qs_selection_format(sel, n_layers, line, sizeof line);
+    qs_selection_format_fused(sel, n_layers, n_fused, line, sizeof line);
     if (sel->kernel)
         qs_info("kernel %s", line);
     else

@@ -2,7 +2,8 @@
 # test_backends.sh — `qserve backends`: the registry listing, the per-model resolution read from
 # config.json and safetensors headers (tiny checkpoints written here: BF16 Llama, FP8 per-channel
 # and FP8-block Llama, NVFP4 W4A16 Llama, BF16 and FP8 Qwen3-MoE), --assume-compute-capability,
-# the backend flags and their errors, and --json.
+# the backend flags and their errors, --json, and the q/k/v and gate/up fusion the loader would
+# make (QSERVE_NO_FUSE=1 turns it off).
 set -u
 BIN=${QSERVE_BIN:-build/qserve}
 TMP=$(mktemp -d)
@@ -157,8 +158,18 @@ fi
 # --- BF16 Llama on CPU and on an assumed H200 ---
 if run model_bf16_cpu 0 "$BIN" backends "$TMP/llama-bf16" --device cpu; then
   block "$TMP/out" "linear bf16" >"$TMP/blk"
-  check model_bf16_cpu "$TMP/blk" "linear bf16: 15 layers (e.g. model.layers.0.self_attn.q_proj), backend auto" \
+  check model_bf16_cpu "$TMP/blk" \
+    "linear bf16: 9 layers, 4 of them fused (e.g. model.layers.0.self_attn.qkv_proj), backend auto" \
     "1. reference  chosen" "-> reference"
+  check model_bf16_fusion_line "$TMP/out" \
+    "fused projections: q/k/v -> qkv_proj in 2 of 2 layers, gate/up -> gate_up_proj in 2 of 2 dense layers"
+fi
+if QSERVE_NO_FUSE=1 "$BIN" backends "$TMP/llama-bf16" --device cpu >"$TMP/out" 2>"$TMP/err"; then
+  block "$TMP/out" "linear bf16" >"$TMP/blk"
+  check model_bf16_no_fuse "$TMP/blk" "linear bf16: 15 layers (e.g. model.layers.0.self_attn.q_proj), backend auto"
+  check model_bf16_no_fuse_line "$TMP/out" "fused projections: off (QSERVE_NO_FUSE=1)"
+else
+  notok model_bf16_no_fuse "exit status $?"
 fi
 if "$BIN" backends "$TMP/llama-bf16" --assume-compute-capability 9.0 >"$TMP/out" 2>"$TMP/err"; then
   block "$TMP/out" "linear bf16" >"$TMP/blk"
@@ -171,7 +182,8 @@ fi
 # --- FP8 per-channel (compressed-tensors): cublaslt on L40S/H200, the Marlin fallback on A100 ---
 "$BIN" backends "$TMP/llama-fp8" --assume-compute-capability 8.0 >"$TMP/out" 2>"$TMP/err"
 block "$TMP/out" "linear fp8_w8a8" >"$TMP/blk"
-check model_fp8_a100_candidates "$TMP/blk" "linear fp8_w8a8: 14 layers (e.g. model.layers.0.self_attn.q_proj), backend auto" \
+check model_fp8_a100_candidates "$TMP/blk" \
+  "linear fp8_w8a8: 8 layers, 4 of them fused (e.g. model.layers.0.self_attn.qkv_proj), backend auto" \
   "1. cublaslt" "2. marlin" "3. emulation"
 if "$BIN" backends --device cpu | grep -q "^  marlin     cuda     linear"; then
   # Marlin is linked in: it is the natural FP8 fallback on an A100 (cuBLASLt FP8 needs sm_89)
@@ -209,8 +221,12 @@ if run model_fp8_block 0 "$BIN" backends "$TMP/llama-fp8b" --device cpu --json; 
 import json, sys
 r = json.load(open(sys.argv[1]))
 rows = {(t["kind"], t["scheme"]): t for t in r["layer_types"]}
-assert rows[("linear", "fp8_block_w8a8")]["layers"] == 14, rows.keys()
-assert rows[("linear", "fp8_block_w8a8")]["chosen"] == "reference"
+# k_proj/v_proj have 64 rows, half a 128-row scale block: q/k/v stay separate; gate/up (256) fuse
+b = rows[("linear", "fp8_block_w8a8")]
+assert b["layers"] == 12 and b["fused_layers"] == 2, b
+assert b["chosen"] == "reference"
+f = r["fusion"]
+assert f["qkv_fused"] == 0 and f["gate_up_fused"] == 2 and "not a multiple of the 128-row scale block" in f["kept_separate"], f
 assert rows[("linear", "bf16")]["layers"] == 1
 assert r["model"]["architecture"] == "LlamaForCausalLM"
 PY
@@ -222,7 +238,9 @@ run model_w4a16_cublaslt 1 "$BIN" backends "$TMP/llama-w4a16" --assume-compute-c
   check model_w4a16_cublaslt "$TMP/out" "cublaslt does not support W4A16"
 "$BIN" backends "$TMP/llama-w4a16" --assume-compute-capability 9.0 >"$TMP/out" 2>"$TMP/err"
 block "$TMP/out" "linear nvfp4_w4a16" >"$TMP/blk"
-check model_w4a16_candidates "$TMP/blk" "linear nvfp4_w4a16: 14 layers" "1. marlin" "2. emulation"
+check model_w4a16_candidates "$TMP/blk" "linear nvfp4_w4a16: 8 layers, 4 of them fused" "1. marlin" "2. emulation"
+# the global scales are not read from headers: the report says the fusion rests on them
+check model_w4a16_fusion_pending "$TMP/out" "4 of these only if their scalar scales agree"
 if grep -q "cublaslt" "$TMP/blk"; then notok model_w4a16_no_cublaslt "$(cat "$TMP/blk")"; else ok model_w4a16_no_cublaslt; fi
 
 # --- Qwen3-MoE: experts are a layer kind of their own ---
@@ -230,7 +248,7 @@ if run model_moe_cpu 0 "$BIN" backends "$TMP/moe-bf16" --device cpu; then
   block "$TMP/out" "moe bf16" >"$TMP/blk"
   check model_moe_cpu "$TMP/blk" "moe bf16: 2 layers (e.g. model.layers.0.mlp.experts), backend auto" "-> reference"
   block "$TMP/out" "linear bf16" >"$TMP/blk"
-  check model_moe_router_linear "$TMP/blk" "linear bf16: 11 layers"
+  check model_moe_router_linear "$TMP/blk" "linear bf16: 7 layers, 2 of them fused"
 fi
 if run model_moe_fp8_batch_invariant 0 "$BIN" backends "$TMP/moe-fp8" --device cpu --batch-invariant \
     --moe-backend marlin --json; then
