@@ -17,8 +17,10 @@
 
 int qs_linear_apply(const qs_model *m, const qs_linear *l, const void *x, void *y, int64_t rows, qs_err *err)
 {
-    if (l->kernel->apply_linear(l->state, x, y, rows, NULL, err) != 0)
-        return qs_err_prefix(err, "%s (%s): ", l->desc.name, l->kernel->name);
+    bool small = l->small_kernel && rows <= l->small_max_rows;
+    const qs_kernel *k = small ? l->small_kernel : l->kernel;
+    if (k->apply_linear(small ? l->small_state : l->state, x, y, rows, NULL, err) != 0)
+        return qs_err_prefix(err, "%s (%s): ", l->desc.name, k->name);
     if (l->bias && m->ops->add_bias(y, l->bias, rows, l->desc.n, err) != 0)
         return qs_err_prefix(err, "%s bias: ", l->desc.name);
     return 0;

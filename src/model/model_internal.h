@@ -20,6 +20,10 @@ typedef struct qs_linear {
     void *bias;                 /* device bias added by ops->add_bias, or NULL */
     qs_online_fp8 *online;      /* --quantization fp8: the quantized weights desc points at */
     qs_fused_linear *fused;     /* qkv_proj / gate_up_proj: the concatenated tensors desc points at */
+    /* Per-step dispatch (step_dispatch.c): steps of at most small_max_rows tokens run here. */
+    const qs_kernel *small_kernel;
+    void *small_state;
+    int64_t small_max_rows;
 } qs_linear;
 
 typedef struct qs_moe_layer {

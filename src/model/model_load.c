@@ -10,6 +10,7 @@
 #include "device/device.h"
 #include "model/model_internal.h"
 #include "model/model_weights.h"
+#include "model/step_dispatch.h"
 #include "util/log.h"
 #include "util/parallel.h"
 
@@ -209,9 +210,21 @@ static int select_and_prepare_linears(qs_model *m, const qs_config *cfg, qs_err 
                 all[i]->kernel = NULL;
                 rc = -1;
             }
-            /* Every kernel copies what it needs in prepare: the concatenated host copy can go. */
-            qs_fused_linear_drop_data(all[i]->fused);
         }
+        if (rc == 0) {
+            qs_linear **mine = calloc((size_t)k, sizeof(*mine));
+            int j = 0;
+            for (int i = 0; mine && i < n; i++)
+                if ((int)all[i]->desc.scheme == s)
+                    mine[j++] = all[i];
+            rc = mine ? qs_step_dispatch_prepare(m, cfg, &sel, (qs_scheme)s, mine, j, err)
+                      : qs_errf(err, "out of memory preparing the per-step dispatch");
+            free(mine);
+        }
+        /* Every kernel copies what it needs in prepare: the concatenated host copies can go. */
+        for (int i = 0; i < n; i++)
+            if ((int)all[i]->desc.scheme == s)
+                qs_fused_linear_drop_data(all[i]->fused);
     }
     free(all);
     free(descs);
@@ -396,6 +409,8 @@ static void free_linear(const qs_ops *ops, qs_linear *l)
 {
     if (l->kernel && l->state)
         l->kernel->release(l->state);
+    if (l->small_kernel && l->small_state)
+        l->small_kernel->release(l->small_state);
     if (ops && l->bias)
         ops->free(l->bias);
     qs_online_fp8_free(l->online);

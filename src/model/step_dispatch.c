@@ -1,0 +1,71 @@
+/* step_dispatch.c — per-step kernel choice for W8A8 FP8 linear layers under `auto` on CUDA.
+ * Measured on the H200 (docs/marlin.md): marlin (weight-only, FP8 dequantised in registers) is
+ * faster per decoder layer than cuBLASLt's FP8 GEMM with per-channel x per-token scales up to 32
+ * tokens per step and far slower above. So when auto picks cublaslt for fp8_w8a8 or
+ * fp8_block_w8a8, the layers also get a marlin copy of their weights, and qs_linear_apply takes
+ * marlin for steps of at most QSERVE_SMALL_STEP_TOKENS tokens (decode), cublaslt for the rest
+ * (prefill). The price is a second copy of those weights, logged at start-up. An explicit
+ * backend, --batch-invariant, a disabled marlin, or QSERVE_SMALL_STEP_TOKENS=0 leave one kernel. */
+#include "model/step_dispatch.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/log.h"
+
+int qs_small_step_tokens(qs_err *err)
+{
+    const char *v = getenv("QSERVE_SMALL_STEP_TOKENS");
+    if (!v || !*v)
+        return 32;
+    char *end;
+    long n = strtol(v, &end, 10);
+    if (*end || n < 0 || n > 4096) {
+        qs_errf(err, "QSERVE_SMALL_STEP_TOKENS: expected a whole number of tokens in 0..4096, got \"%s\"", v);
+        return -1;
+    }
+    return (int)n;
+}
+
+static bool marlin_disabled(const qs_kernel_config *kc)
+{
+    for (int i = 0; i < kc->n_disabled; i++)
+        if (!strcmp(kc->disabled_kernels[i], "marlin"))
+            return true;
+    return false;
+}
+
+int qs_step_dispatch_prepare(const qs_model *m, const qs_config *cfg, const qs_selection *sel, qs_scheme scheme,
+                             qs_linear *const *layers, int n, qs_err *err)
+{
+    int max_tokens = qs_small_step_tokens(err);
+    if (max_tokens < 0)
+        return -1;
+    if (max_tokens == 0 || !sel->kernel || strcmp(sel->kernel->name, "cublaslt") != 0 ||
+        strcmp(sel->requested, "auto") != 0 || cfg->kernels.batch_invariant || marlin_disabled(&cfg->kernels) ||
+        (scheme != QS_SCHEME_FP8_W8A8 && scheme != QS_SCHEME_FP8_BLOCK_W8A8))
+        return 0;
+    const qs_kernel *marlin = qs_registry_find_for_scheme("marlin", QS_PLATFORM_CUDA, QS_KIND_LINEAR, scheme);
+    char why[QS_REASON_MAX] = "";
+    if (!marlin || !marlin->is_supported(&m->dev, why, sizeof why))
+        return 0;
+    int prepared = 0;
+    double bytes = 0;
+    for (int i = 0; i < n; i++) {
+        qs_linear *l = layers[i];
+        if (!marlin->can_implement_linear(&l->desc, why, sizeof why))
+            continue;
+        if (marlin->prepare_linear(&l->desc, &l->small_state, err) != 0)
+            return qs_err_prefix(err, "kernel marlin (per-step dispatch) preparing %s: ", l->desc.name);
+        l->small_kernel = marlin;
+        l->small_max_rows = max_tokens;
+        prepared++;
+        bytes += (double)l->desc.n * (double)l->desc.k;
+    }
+    if (prepared)
+        qs_info("kernel linear %s: steps of at most %d tokens run on marlin, larger ones on cublaslt (auto, per-step "
+                "dispatch; QSERVE_SMALL_STEP_TOKENS=0 keeps cublaslt only); %d of %d layers hold a second, marlin-packed "
+                "copy of their weights (+%.2f GB)",
+                qs_scheme_name(scheme), max_tokens, prepared, n, n ? bytes / 1e9 : 0.0);
+    return 0;
+}

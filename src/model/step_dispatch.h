@@ -1,0 +1,20 @@
+/* step_dispatch.h — per-step choice between two prepared kernels for one linear layer (see
+ * step_dispatch.c). */
+#ifndef QS_MODEL_STEP_DISPATCH_H
+#define QS_MODEL_STEP_DISPATCH_H
+
+#include "config/config.h"
+#include "model/model_internal.h"
+#include "registry/registry.h"
+
+/* Tokens per step up to which W8A8 FP8 layers that `auto` gave to cublaslt run on marlin
+ * instead: QSERVE_SMALL_STEP_TOKENS (default 32, 0 turns the dispatch off). -1 with err set when
+ * the variable is not a whole number in 0..4096. */
+int qs_small_step_tokens(qs_err *err);
+
+/* After `sel` chose the kernel for the layers of one scheme (already prepared): when the rule
+ * above applies, also prepares marlin for every layer it can run and logs the choice once. */
+int qs_step_dispatch_prepare(const qs_model *m, const qs_config *cfg, const qs_selection *sel, qs_scheme scheme,
+                             qs_linear *const *layers, int n, qs_err *err);
+
+#endif

@@ -1,0 +1,190 @@
+/* test_step_dispatch.c — the per-step kernel choice (model/step_dispatch.c) with stand-in kernels
+ * named like the real ones: under `auto`, W8A8 FP8 layers that selection gave to cublaslt also get
+ * marlin, and qs_linear_apply takes marlin up to QSERVE_SMALL_STEP_TOKENS tokens and cublaslt
+ * above; an explicit backend, --batch-invariant, a disabled marlin, another scheme, a layer marlin
+ * cannot run, or QSERVE_SMALL_STEP_TOKENS=0 leave one kernel; a bad value is an error naming it. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/model_internal.h"
+#include "model/step_dispatch.h"
+
+static int g_calls_cublaslt, g_calls_marlin, g_prepared_marlin;
+
+static int ok_supported(const qs_device_caps *d, char *why, size_t cap) { return 1; }
+static int ok_linear(const qs_linear_desc *d, char *why, size_t cap) { return 1; }
+/* marlin stand-in refuses layers named "*.odd" (as a real can_implement refuses a shape) */
+static int marlin_linear(const qs_linear_desc *d, char *why, size_t cap)
+{
+    size_t n = strlen(d->name);
+    return !(n > 4 && !strcmp(d->name + n - 4, ".odd"));
+}
+static int prep_cublaslt(const qs_linear_desc *d, void **state, qs_err *err)
+{
+    *state = malloc(1);
+    return 0;
+}
+static int prep_marlin(const qs_linear_desc *d, void **state, qs_err *err)
+{
+    g_prepared_marlin++;
+    *state = malloc(1);
+    return 0;
+}
+static int apply_cublaslt(const void *s, const void *x, void *y, int64_t m, void *st, qs_err *e)
+{
+    g_calls_cublaslt++;
+    return 0;
+}
+static int apply_marlin(const void *s, const void *x, void *y, int64_t m, void *st, qs_err *e)
+{
+    g_calls_marlin++;
+    return 0;
+}
+static void release(void *state) { free(state); }
+
+#define FP8_SCHEMES ((1u << QS_SCHEME_FP8_W8A8) | (1u << QS_SCHEME_FP8_BLOCK_W8A8))
+static const qs_kernel CUBLASLT = {.name = "cublaslt", .platform = QS_PLATFORM_CUDA, .kind = QS_KIND_LINEAR,
+                                   .schemes = FP8_SCHEMES | (1u << QS_SCHEME_BF16), .is_supported = ok_supported,
+                                   .can_implement_linear = ok_linear, .prepare_linear = prep_cublaslt,
+                                   .apply_linear = apply_cublaslt, .release = release};
+static const qs_kernel MARLIN = {.name = "marlin", .platform = QS_PLATFORM_CUDA, .kind = QS_KIND_LINEAR,
+                                 .schemes = FP8_SCHEMES | (1u << QS_SCHEME_W8A16_FP8), .is_supported = ok_supported,
+                                 .can_implement_linear = marlin_linear, .prepare_linear = prep_marlin,
+                                 .apply_linear = apply_marlin, .release = release};
+
+typedef struct fixture {
+    qs_model model;
+    qs_config cfg;
+    qs_selection sel;
+    qs_linear lin[3];
+    qs_linear *ptrs[3];
+} fixture;
+
+static void setup_fixture(fixture *f, qs_scheme scheme)
+{
+    memset(f, 0, sizeof *f);
+    static const qs_kernel *const kernels[] = {&CUBLASLT, &MARLIN};
+    qs_registry_set_test_kernels(kernels, 2);
+    f->model.dev.platform = QS_PLATFORM_CUDA;
+    f->model.dev.cc_major = 9;
+    f->sel.kernel = &CUBLASLT;
+    strcpy(f->sel.requested, "auto");
+    strcpy(f->sel.used, "auto");
+    const char *names[3] = {"model.layers.0.self_attn.qkv_proj", "model.layers.0.mlp.down_proj",
+                            "model.layers.0.mlp.odd"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(f->lin[i].desc.name, sizeof f->lin[i].desc.name, "%s", names[i]);
+        f->lin[i].desc.scheme = scheme;
+        f->lin[i].desc.n = 4096;
+        f->lin[i].desc.k = 4096;
+        f->lin[i].kernel = &CUBLASLT;
+        prep_cublaslt(&f->lin[i].desc, &f->lin[i].state, NULL);
+        f->ptrs[i] = &f->lin[i];
+    }
+    g_calls_cublaslt = g_calls_marlin = g_prepared_marlin = 0;
+}
+
+static void teardown_fixture(fixture *f)
+{
+    for (int i = 0; i < 3; i++) {
+        release(f->lin[i].state);
+        if (f->lin[i].small_state)
+            release(f->lin[i].small_state);
+    }
+    qs_registry_set_test_kernels(NULL, 0);
+}
+
+static int prepare(fixture *f, qs_scheme scheme)
+{
+    qs_err err = {{0}};
+    return qs_step_dispatch_prepare(&f->model, &f->cfg, &f->sel, scheme, f->ptrs, 3, &err);
+}
+
+static void test_small_steps_take_marlin(void **st)
+{
+    unsetenv("QSERVE_SMALL_STEP_TOKENS");
+    fixture f;
+    setup_fixture(&f, QS_SCHEME_FP8_W8A8);
+    assert_int_equal(prepare(&f, QS_SCHEME_FP8_W8A8), 0);
+    assert_int_equal(g_prepared_marlin, 2); /* not the layer marlin refuses */
+    assert_ptr_equal(f.lin[0].small_kernel, &MARLIN);
+    assert_null(f.lin[2].small_kernel);
+    qs_err err = {{0}};
+    int64_t steps[] = {1, 16, 32, 33, 512};
+    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++)
+        assert_int_equal(qs_linear_apply(&f.model, &f.lin[0], NULL, NULL, steps[i], &err), 0);
+    assert_int_equal(g_calls_marlin, 3);   /* 1, 16, 32 */
+    assert_int_equal(g_calls_cublaslt, 2); /* 33, 512 */
+    assert_int_equal(qs_linear_apply(&f.model, &f.lin[2], NULL, NULL, 1, &err), 0);
+    assert_int_equal(g_calls_cublaslt, 3); /* the refused layer stays on cublaslt */
+    teardown_fixture(&f);
+}
+
+static void test_threshold_from_environment(void **st)
+{
+    fixture f;
+    setup_fixture(&f, QS_SCHEME_FP8_BLOCK_W8A8);
+    setenv("QSERVE_SMALL_STEP_TOKENS", "8", 1);
+    assert_int_equal(prepare(&f, QS_SCHEME_FP8_BLOCK_W8A8), 0);
+    assert_int_equal(f.lin[1].small_max_rows, 8);
+    teardown_fixture(&f);
+
+    setup_fixture(&f, QS_SCHEME_FP8_W8A8);
+    setenv("QSERVE_SMALL_STEP_TOKENS", "0", 1);
+    assert_int_equal(prepare(&f, QS_SCHEME_FP8_W8A8), 0);
+    assert_int_equal(g_prepared_marlin, 0);
+    teardown_fixture(&f);
+
+    setup_fixture(&f, QS_SCHEME_FP8_W8A8);
+    setenv("QSERVE_SMALL_STEP_TOKENS", "lots", 1);
+    qs_err err = {{0}};
+    assert_int_equal(qs_step_dispatch_prepare(&f.model, &f.cfg, &f.sel, QS_SCHEME_FP8_W8A8, f.ptrs, 3, &err), -1);
+    assert_non_null(strstr(err.msg, "QSERVE_SMALL_STEP_TOKENS"));
+    assert_non_null(strstr(err.msg, "lots"));
+    unsetenv("QSERVE_SMALL_STEP_TOKENS");
+    teardown_fixture(&f);
+}
+
+static void test_one_kernel_otherwise(void **st)
+{
+    unsetenv("QSERVE_SMALL_STEP_TOKENS");
+    fixture f;
+    setup_fixture(&f, QS_SCHEME_FP8_W8A8); /* an explicit --linear-backend cublaslt */
+    strcpy(f.sel.requested, "cublaslt");
+    assert_int_equal(prepare(&f, QS_SCHEME_FP8_W8A8), 0);
+    assert_int_equal(g_prepared_marlin, 0);
+    teardown_fixture(&f);
+
+    setup_fixture(&f, QS_SCHEME_FP8_W8A8);
+    f.cfg.kernels.batch_invariant = true;
+    assert_int_equal(prepare(&f, QS_SCHEME_FP8_W8A8), 0);
+    assert_int_equal(g_prepared_marlin, 0);
+    teardown_fixture(&f);
+
+    setup_fixture(&f, QS_SCHEME_FP8_W8A8);
+    strcpy(f.cfg.kernels.disabled_kernels[0], "marlin");
+    f.cfg.kernels.n_disabled = 1;
+    assert_int_equal(prepare(&f, QS_SCHEME_FP8_W8A8), 0);
+    assert_int_equal(g_prepared_marlin, 0);
+    teardown_fixture(&f);
+
+    setup_fixture(&f, QS_SCHEME_BF16); /* cublaslt BF16: nothing to dispatch */
+    assert_int_equal(prepare(&f, QS_SCHEME_BF16), 0);
+    assert_int_equal(g_prepared_marlin, 0);
+    teardown_fixture(&f);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_small_steps_take_marlin),
+        cmocka_unit_test(test_threshold_from_environment),
+        cmocka_unit_test(test_one_kernel_otherwise),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
