@@ -55,14 +55,6 @@ typedef struct {
 
 static float frand(void) { return qs_test_frand(&g_rng); }
 
-static float *rand_bf16(int64_t n, float scale)
-{
-    float *v = malloc(sizeof(float) * (size_t)(n ? n : 1));
-    for (int64_t i = 0; i < n; i++)
-        v[i] = qs_bf16_to_f32(qs_f32_to_bf16(frand() * scale));
-    return v;
-}
-
 static void *ids_on(const qs_ops *ops, const int32_t *ids, int64_t n)
 {
     qs_err err;
@@ -130,10 +122,10 @@ static step step_build(const attn_case *c, float q_scale)
         }
     }
     int64_t kvw = (int64_t)c->n_kv * c->head_dim;
-    s.hist_k = rand_bf16(s.n_hist * kvw, 1.f), s.hist_v = rand_bf16(s.n_hist * kvw, 1.f);
+    s.hist_k = qs_test_rand_bf16(&g_rng, s.n_hist * kvw, 1.f), s.hist_v = qs_test_rand_bf16(&g_rng, s.n_hist * kvw, 1.f);
     /* q scaled up so that the softmax is peaked rather than flat: errors in P then matter. */
-    s.q = rand_bf16(s.n_tok * c->n_heads * c->head_dim, q_scale);
-    s.k = rand_bf16(s.n_tok * kvw, 1.f), s.v = rand_bf16(s.n_tok * kvw, 1.f);
+    s.q = qs_test_rand_bf16(&g_rng, s.n_tok * c->n_heads * c->head_dim, q_scale);
+    s.k = qs_test_rand_bf16(&g_rng, s.n_tok * kvw, 1.f), s.v = qs_test_rand_bf16(&g_rng, s.n_tok * kvw, 1.f);
     free(perm);
     return s;
 }

@@ -10,52 +10,17 @@
 #include <string.h>
 
 #include "cuda_test_util.h"
+#include "ops_pair.h"
 #include "engine/kv_cache.h"
 #include "model/safetensors.h"
 #include "ops/ops.h"
 #include "qs_cuda.h"
 #include "qs_cuda_ops.h"
 
-static const qs_ops *cpu, *gpu;
 static int g_passed, g_failed;
 static uint64_t g_rng = 0x243F6A8885A308D3ull;
 
 static float frand(void) { return qs_test_frand(&g_rng); }
-
-static float *rand_bf16(int64_t n, float scale)
-{
-    float *v = malloc(sizeof(float) * (size_t)(n ? n : 1));
-    for (int64_t i = 0; i < n; i++)
-        v[i] = qs_bf16_to_f32(qs_f32_to_bf16(frand() * scale));
-    return v;
-}
-
-/* A pair of buffers holding the same host values on both devices. */
-typedef struct {
-    void *c, *g;
-    int64_t n;
-} pair;
-
-static pair pair_from(const float *host, int64_t n)
-{
-    qs_err err;
-    pair p = {cpu->alloc(sizeof(float) * n, &err), gpu->alloc(gpu->act_size * n, &err), n};
-    cpu->acts_from_host_f32(p.c, host, n, &err);
-    gpu->acts_from_host_f32(p.g, host, n, &err);
-    return p;
-}
-
-static pair pair_out(int64_t n)
-{
-    qs_err err;
-    pair p = {cpu->alloc(sizeof(float) * n, &err), gpu->alloc(gpu->act_size * n, &err), n};
-    float *nan = malloc(sizeof(float) * n);
-    for (int64_t i = 0; i < n; i++)
-        nan[i] = NAN;
-    gpu->acts_from_host_f32(p.g, nan, n, &err);
-    free(nan);
-    return p;
-}
 
 /* Weight-format upload of host floats on both sides. */
 static pair pair_weight(const float *host, int64_t n)
@@ -65,12 +30,6 @@ static pair pair_weight(const float *host, int64_t n)
                    .nbytes = (size_t)n * 4, .file = "test"};
     pair p = {cpu->upload_tensor(&t, &err), gpu->upload_tensor(&t, &err), n};
     return p;
-}
-
-static void pair_free(pair *p)
-{
-    cpu->free(p->c);
-    gpu->free(p->g);
 }
 
 static void compare(const char *what, pair *p, int64_t n)
@@ -107,7 +66,7 @@ static void test_norms(int64_t rows, int64_t d)
 {
     qs_err err = {{0}};
     char name[96];
-    float *x = rand_bf16(rows * d, 2.f), *r = rand_bf16(rows * d, 1.f), *w = rand_bf16(d, 1.f);
+    float *x = qs_test_rand_bf16(&g_rng, rows * d, 2.f), *r = qs_test_rand_bf16(&g_rng, rows * d, 1.f), *w = qs_test_rand_bf16(&g_rng, d, 1.f);
     pair px = pair_from(x, rows * d), pr = pair_from(r, rows * d), pw = pair_weight(w, d), po = pair_out(rows * d);
     check_rc("rmsnorm", cpu->rmsnorm(po.c, px.c, pw.c, rows, d, 1e-5f, &err),
              gpu->rmsnorm(po.g, px.g, pw.g, rows, d, 1e-5f, &err), &err);
@@ -141,7 +100,7 @@ static void *ids_on(const qs_ops *ops, const int32_t *ids, int64_t n)
 static void test_embedding_gather(int64_t vocab, int64_t d, int64_t n)
 {
     qs_err err = {{0}};
-    float *table = rand_bf16(vocab * d, 1.f);
+    float *table = qs_test_rand_bf16(&g_rng, vocab * d, 1.f);
     qs_tensor t = {.name = "embed", .dtype = QS_DT_F32, .ndim = 2, .shape = {vocab, d}, .numel = vocab * d,
                    .data = table, .nbytes = (size_t)(vocab * d) * 4, .file = "test"};
     pair pt = {cpu->upload_tensor(&t, &err), gpu->upload_tensor(&t, &err), vocab * d};
@@ -170,7 +129,7 @@ static void test_embedding_gather(int64_t vocab, int64_t d, int64_t n)
 static void test_rope(int64_t n_tokens, int n_heads, int head_dim)
 {
     qs_err err = {{0}};
-    float *x = rand_bf16(n_tokens * n_heads * head_dim, 1.f);
+    float *x = qs_test_rand_bf16(&g_rng, n_tokens * n_heads * head_dim, 1.f);
     pair px = pair_from(x, n_tokens * n_heads * head_dim);
     int32_t *pos = malloc(sizeof(int32_t) * n_tokens);
     for (int64_t i = 0; i < n_tokens; i++)
@@ -229,8 +188,8 @@ static void test_attention(const int *lens, int n_seqs, int n_heads, int n_kv, i
     int64_t cache_elems = (int64_t)total_blocks * n_kv * QS_KV_BLOCK_SIZE * head_dim;
     void *kc[2] = {cpu->alloc(sizeof(float) * cache_elems, &err), gpu->alloc(gpu->act_size * cache_elems, &err)};
     void *vc[2] = {cpu->alloc(sizeof(float) * cache_elems, &err), gpu->alloc(gpu->act_size * cache_elems, &err)};
-    float *q = rand_bf16(T * n_heads * head_dim, 1.f), *k = rand_bf16(T * n_kv * head_dim, 1.f),
-          *v = rand_bf16(T * n_kv * head_dim, 1.f);
+    float *q = qs_test_rand_bf16(&g_rng, T * n_heads * head_dim, 1.f), *k = qs_test_rand_bf16(&g_rng, T * n_kv * head_dim, 1.f),
+          *v = qs_test_rand_bf16(&g_rng, T * n_kv * head_dim, 1.f);
     pair pq = pair_from(q, T * n_heads * head_dim), pk = pair_from(k, T * n_kv * head_dim),
          pv = pair_from(v, T * n_kv * head_dim), po = pair_out(T * n_heads * head_dim);
     const qs_ops *ops[2] = {cpu, gpu};
@@ -288,7 +247,7 @@ static void test_attention(const int *lens, int n_seqs, int n_heads, int n_kv, i
 static void test_moe_route(int64_t n_tokens, int n_experts, int top_k, bool norm)
 {
     qs_err err = {{0}};
-    float *logits = rand_bf16(n_tokens * n_experts, 3.f);
+    float *logits = qs_test_rand_bf16(&g_rng, n_tokens * n_experts, 3.f);
     pair pl = pair_from(logits, n_tokens * n_experts);
     int64_t n = n_tokens * top_k;
     int32_t *ic = cpu->alloc(sizeof(int32_t) * n, &err), *ig = gpu->alloc(sizeof(int32_t) * n, &err);

@@ -12,55 +12,14 @@
 #include <string.h>
 
 #include "cuda_test_util.h"
+#include "ops_pair.h"
 #include "model/safetensors.h"
 #include "ops/ops.h"
 #include "qs_cuda.h"
 #include "qs_cuda_ops.h"
 
-static const qs_ops *cpu, *gpu;
 static int g_passed, g_failed;
 static uint64_t g_rng = 0x13198A2E03707344ull;
-
-static float *rand_bf16(int64_t n, float scale)
-{
-    float *v = malloc(sizeof(float) * (size_t)(n ? n : 1));
-    for (int64_t i = 0; i < n; i++)
-        v[i] = qs_bf16_to_f32(qs_f32_to_bf16(qs_test_frand(&g_rng) * scale));
-    return v;
-}
-
-/* The same host values on both devices. */
-typedef struct {
-    void *c, *g;
-    int64_t n;
-} pair;
-
-static pair pair_from(const float *host, int64_t n)
-{
-    qs_err err;
-    pair p = {cpu->alloc(sizeof(float) * n, &err), gpu->alloc(gpu->act_size * n, &err), n};
-    cpu->acts_from_host_f32(p.c, host, n, &err);
-    gpu->acts_from_host_f32(p.g, host, n, &err);
-    return p;
-}
-
-static pair pair_out(int64_t n)
-{
-    qs_err err;
-    pair p = {cpu->alloc(sizeof(float) * n, &err), gpu->alloc(gpu->act_size * n, &err), n};
-    float *nan = malloc(sizeof(float) * n);
-    for (int64_t i = 0; i < n; i++)
-        nan[i] = NAN;
-    gpu->acts_from_host_f32(p.g, nan, n, &err);
-    free(nan);
-    return p;
-}
-
-static void pair_free(pair *p)
-{
-    cpu->free(p->c);
-    gpu->free(p->g);
-}
 
 static float *to_host(const qs_ops *ops, const void *buf, int64_t n)
 {
@@ -105,7 +64,7 @@ static void test_split_qkv(int64_t rows, int64_t nq, int64_t nkv)
     qs_err err = {{0}};
     char name[96];
     int64_t w = nq + 2 * nkv;
-    float *x = rand_bf16(rows * w, 3.f);
+    float *x = qs_test_rand_bf16(&g_rng, rows * w, 3.f);
     pair px = pair_from(x, rows * w), pq = pair_out(rows * nq), pk = pair_out(rows * nkv), pv = pair_out(rows * nkv);
     check_rc("split_qkv", cpu->split_qkv(pq.c, pk.c, pv.c, px.c, rows, nq, nkv, nkv, &err),
              gpu->split_qkv(pq.g, pk.g, pv.g, px.g, rows, nq, nkv, nkv, &err), &err);
@@ -123,7 +82,7 @@ static void test_swiglu_gate_up(int64_t rows, int64_t n)
 {
     qs_err err = {{0}};
     char name[96];
-    float *gu = rand_bf16(rows * 2 * n, 4.f);
+    float *gu = qs_test_rand_bf16(&g_rng, rows * 2 * n, 4.f);
     pair pgu = pair_from(gu, rows * 2 * n), po = pair_out(rows * n);
     check_rc("swiglu_gate_up", cpu->swiglu_gate_up(po.c, pgu.c, rows, n, &err),
              gpu->swiglu_gate_up(po.g, pgu.g, rows, n, &err), &err);
