@@ -113,7 +113,6 @@ template <bool FP4, int MT, int STAGES, bool BLOCK, int WR, int NW> struct Cfg {
     static constexpr int X_STAGE = XROWS * BK * 2;
     static constexpr int STAGE = W_STAGE + SC_STAGE + X_STAGE;
     static constexpr int SMEM = STAGE * STAGES;
-    static constexpr int ROWS = NW * WR * 16; // output columns per CTA
 };
 
 template <bool FP4, int MT, int STAGES, bool BLOCK, int WR, int NW>
