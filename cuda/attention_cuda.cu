@@ -6,12 +6,14 @@
 // merged in shared memory. When there are too few (token, head) pairs to fill the GPU — decode of
 // a few sequences — the positions are split across CTAs (split-KV) and a second kernel merges the
 // splits' softmax states. Runs of >= 16 tokens of one sequence (prefill chunks) go to the
-// tensor-core kernel of attention_prefill.cu instead (QSERVE_ATTN_PREFILL=0: not).
+// tensor-core kernel of attention_prefill.cu instead (QSERVE_ATTN_PREFILL=0: not). KV writes
+// skip negative slots: the dummy rows that pad a decode batch up to its graph's size.
 #include <cuda_bf16.h>
 #include <math.h>
 
 #include "attention_prefill.h"
 #include "cuda_check.h"
+#include "cuda_stream.h"
 #include "scratch.h"
 #include "qs_cuda_ops.h"
 
@@ -35,6 +37,8 @@ __global__ void kv_write_kernel(bf16 *kc, bf16 *vc, const bf16 *k, const bf16 *v
         int64_t t = i / per_token, r = i % per_token;
         int kvh = (int)(r / head_dim), d = (int)(r % head_dim);
         int32_t slot = slots[t];
+        if (slot < 0) // a dummy row padding a decode batch up to its graph's size
+            continue;
         int64_t block = slot / QS_KV_BLOCK_SIZE, s = slot % QS_KV_BLOCK_SIZE;
         int64_t dst = ((block * n_kv + kvh) * QS_KV_BLOCK_SIZE + s) * head_dim + d;
         kc[dst] = k[i];
@@ -170,7 +174,7 @@ int qs_cuda_kv_write(void *k_cache, void *v_cache, const void *k, const void *v,
     if (count == 0)
         return 0;
     int64_t grid = (count + 255) / 256;
-    kv_write_kernel<<<(unsigned)(grid > 1048576 ? 1048576 : grid), 256>>>(
+    kv_write_kernel<<<(unsigned)(grid > 1048576 ? 1048576 : grid), 256, 0, qs_cuda_stream()>>>(
         (bf16 *)k_cache, (bf16 *)v_cache, (const bf16 *)k, (const bf16 *)v, b->slot_mapping, b->n_tokens, n_kv_heads,
         head_dim);
     QS_LAUNCH_CHECK(err);
@@ -207,12 +211,14 @@ static int attention_cuda_cores(void *out, const void *q, const void *k_cache, c
         part_acc = part_ml + 2 * pairs * splits;
     }
     dim3 grid((unsigned)b->n_tokens, (unsigned)n_heads, (unsigned)splits);
-    attention_kernel<<<grid, kWarps * 32>>>((bf16 *)out, part_ml, part_acc, (const bf16 *)q, (const bf16 *)k_cache,
-                                            (const bf16 *)v_cache, b->tok_seq, b->tok_pos, b->block_tables,
-                                            b->max_blocks, n_heads, n_kv_heads, head_dim, scale, b->sliding_window);
+    cudaStream_t s = qs_cuda_stream();
+    attention_kernel<<<grid, kWarps * 32, 0, s>>>((bf16 *)out, part_ml, part_acc, (const bf16 *)q,
+                                                  (const bf16 *)k_cache, (const bf16 *)v_cache, b->tok_seq,
+                                                  b->tok_pos, b->block_tables, b->max_blocks, n_heads, n_kv_heads,
+                                                  head_dim, scale, b->sliding_window);
     QS_LAUNCH_CHECK(err);
     if (splits > 1)
-        split_merge_kernel<<<(unsigned)pairs, 128>>>((bf16 *)out, part_ml, part_acc, splits, head_dim);
+        split_merge_kernel<<<(unsigned)pairs, 128, 0, s>>>((bf16 *)out, part_ml, part_acc, splits, head_dim);
     QS_LAUNCH_CHECK(err);
     return 0;
 }

@@ -22,6 +22,7 @@
 
 #include "attention_prefill.h"
 #include "cuda_check.h"
+#include "cuda_stream.h"
 #include "scratch.h"
 
 extern "C" {
@@ -394,10 +395,10 @@ int launch(void *out, const void *q, const void *k_cache, const void *v_cache, c
     }
     int64_t tiles = (b->n_tokens + kBlockM - 1) / kBlockM;
     dim3 grid((unsigned)n_heads, (unsigned)tiles);
-    prefill_kernel<D><<<grid, kThreads, smem>>>((bf16 *)out, (const bf16 *)q, (const bf16 *)k_cache,
-                                                (const bf16 *)v_cache, b->tok_seq, b->tok_pos, plan->is_prefill,
-                                                b->block_tables, b->max_blocks, b->n_tokens, n_heads, n_kv_heads,
-                                                scale * 1.4426950408889634f, b->sliding_window);
+    prefill_kernel<D><<<grid, kThreads, smem, qs_cuda_stream()>>>(
+        (bf16 *)out, (const bf16 *)q, (const bf16 *)k_cache, (const bf16 *)v_cache, b->tok_seq, b->tok_pos,
+        plan->is_prefill, b->block_tables, b->max_blocks, b->n_tokens, n_heads, n_kv_heads,
+        scale * 1.4426950408889634f, b->sliding_window);
     QS_LAUNCH_CHECK(err);
     return 0;
 }
@@ -438,7 +439,8 @@ extern "C" int qs_cuda_attn_prefill_plan(const qs_attn_batch *b, qs_attn_prefill
         return -1;
     int32_t *flags = (int32_t *)buf, *rest = flags + b->n_tokens;
     int64_t grid = (b->n_tokens + 255) / 256;
-    mark_kernel<<<(unsigned)(grid > 65535 ? 65535 : grid), 256>>>(flags, rest, b->tok_seq, b->tok_pos, b->n_tokens);
+    mark_kernel<<<(unsigned)(grid > 65535 ? 65535 : grid), 256, 0, qs_cuda_stream()>>>(flags, rest, b->tok_seq,
+                                                                                      b->tok_pos, b->n_tokens);
     QS_LAUNCH_CHECK(err);
     plan->is_prefill = flags;
     plan->rest_pos = rest;

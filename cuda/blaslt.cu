@@ -6,6 +6,7 @@
 #include "blaslt.h"
 #include "cublaslt_dyn.h"
 #include "cuda_check.h"
+#include "cuda_stream.h"
 
 namespace {
 
@@ -30,10 +31,14 @@ std::map<AlgoKey, AlgoEntry> g_algos;
 int context(Context **out, qs_err *err)
 {
     std::lock_guard<std::mutex> lock(g_mu);
-    if (!g_ctx.handle) {
+    if (!g_ctx.handle || !g_ctx.workspace) {
+        // Created by the first GEMM, which a decode graph's warm-up step runs before any capture.
+        if (qs_cuda_capturing())
+            return qs_errf(err, "cuBLASLt would be initialised during a CUDA graph capture");
         if (!(g_lt = qs_cublaslt(err)))
             return -1;
-        QS_CUBLAS_TRY(g_lt->Create(&g_ctx.handle), err);
+        if (!g_ctx.handle)
+            QS_CUBLAS_TRY(g_lt->Create(&g_ctx.handle), err);
         QS_CUDA_TRY(cudaMalloc(&g_ctx.workspace, kWorkspaceBytes), err);
     }
     *out = &g_ctx;

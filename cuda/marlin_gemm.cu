@@ -12,6 +12,7 @@
 #include <stdlib.h>
 
 #include "cuda_check.h"
+#include "cuda_stream.h"
 #include "marlin.h"
 
 namespace qs_marlin {
@@ -375,6 +376,9 @@ __global__ void pad_rows_kernel(const __nv_bfloat16 *x, __nv_bfloat16 *out, int6
 int ensure_xpad(size_t n, qs_err *err)
 {
     if (n > g_xpad_n) {
+        if (qs_cuda_capturing())
+            return qs_errf(err, "marlin: the padded activation copy would grow during a CUDA graph capture");
+        qs_cuda_buffers_moved();
         QS_CUDA_TRY(cudaDeviceSynchronize(), err);
         cudaFree(g_xpad);
         g_xpad = nullptr;
@@ -397,6 +401,10 @@ int device_sms(qs_err *err)
 
 int ensure_workspace(size_t floats, size_t counters, qs_err *err)
 {
+    if ((floats > g_ws_floats || counters > g_cnt_n) && qs_cuda_capturing())
+        return qs_errf(err, "marlin: the split-K workspace would grow during a CUDA graph capture");
+    if (floats > g_ws_floats || counters > g_cnt_n)
+        qs_cuda_buffers_moved();
     if (floats > g_ws_floats) {
         QS_CUDA_TRY(cudaDeviceSynchronize(), err);
         cudaFree(g_ws);

@@ -1,12 +1,16 @@
 // ops_cuda.cu — memory and elementwise / row ops of the CUDA ops table (see qs_cuda_ops.h):
 // embedding, RMSNorm (plain and fused with the residual add), bias, RoPE, SwiGLU, MoE routing,
 // row gathers. Attention and the KV cache writes live in attention_cuda.cu. All work goes to the
-// default stream; copies to the host synchronise with it.
+// calling thread's current stream (cuda_stream.h: the default one unless the forward pass set its
+// own); activations go to the host through a page-locked staging buffer with one asynchronous
+// copy and one wait on that stream.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <mutex>
 #include <vector>
 
 #include "cuda_check.h"
+#include "cuda_stream.h"
 #include "qs_cuda_ops.h"
 
 extern "C" {
@@ -80,13 +84,31 @@ void *cuda_upload_tensor(const qs_tensor *t, qs_err *err)
     return p;
 }
 
+// Page-locked staging for activations on their way to the host (the logits of every step): a
+// copy from pageable memory would be staged by the driver and wait for the device anyway.
+std::mutex g_stage_mu;
+bf16 *g_stage = nullptr;
+size_t g_stage_n = 0;
+
 int cuda_acts_to_host(float *dst, const void *src, int64_t n, qs_err *err)
 {
-    std::vector<bf16> host((size_t)n);
-    if (cuda_to_host(host.data(), src, (size_t)n * sizeof(bf16), err))
-        return -1;
+    if (n <= 0)
+        return 0;
+    std::lock_guard<std::mutex> lock(g_stage_mu);
+    if ((size_t)n > g_stage_n) {
+        if (g_stage)
+            cudaFreeHost(g_stage);
+        g_stage = nullptr;
+        g_stage_n = 0;
+        size_t want = (size_t)n + (size_t)n / 4;
+        QS_CUDA_TRY(cudaMallocHost((void **)&g_stage, want * sizeof(bf16)), err);
+        g_stage_n = want;
+    }
+    cudaStream_t s = qs_cuda_stream();
+    QS_CUDA_TRY(cudaMemcpyAsync(g_stage, src, (size_t)n * sizeof(bf16), cudaMemcpyDeviceToHost, s), err);
+    QS_CUDA_TRY(cudaStreamSynchronize(s), err);
     for (int64_t i = 0; i < n; i++)
-        dst[i] = __bfloat162float(host[(size_t)i]);
+        dst[i] = __bfloat162float(g_stage[i]);
     return 0;
 }
 
@@ -107,7 +129,8 @@ __global__ void embedding_kernel(bf16 *out, const bf16 *table, const int32_t *id
 
 int cuda_embedding(void *out, const void *table, const int32_t *ids, int64_t n_tokens, int64_t d, qs_err *err)
 {
-    embedding_kernel<<<grid_for(n_tokens * d, 256), 256>>>((bf16 *)out, (const bf16 *)table, ids, n_tokens, d);
+    embedding_kernel<<<grid_for(n_tokens * d, 256), 256, 0, qs_cuda_stream()>>>((bf16 *)out, (const bf16 *)table, ids,
+                                                                                n_tokens, d);
     QS_LAUNCH_CHECK(err);
     return 0;
 }
@@ -161,8 +184,8 @@ int cuda_rmsnorm(void *out, const void *x, const void *w, int64_t rows, int64_t 
 {
     if (rows == 0)
         return 0;
-    rmsnorm_kernel<<<(unsigned)rows, threads_for_row(d)>>>((bf16 *)out, (const bf16 *)x, nullptr, (const bf16 *)w, d,
-                                                           eps);
+    rmsnorm_kernel<<<(unsigned)rows, threads_for_row(d), 0, qs_cuda_stream()>>>((bf16 *)out, (const bf16 *)x, nullptr,
+                                                                                (const bf16 *)w, d, eps);
     QS_LAUNCH_CHECK(err);
     return 0;
 }
@@ -172,8 +195,8 @@ int cuda_add_rmsnorm(void *residual, const void *x, void *out, const void *w, in
 {
     if (rows == 0)
         return 0;
-    rmsnorm_kernel<<<(unsigned)rows, threads_for_row(d)>>>((bf16 *)out, (const bf16 *)x, (bf16 *)residual,
-                                                           (const bf16 *)w, d, eps);
+    rmsnorm_kernel<<<(unsigned)rows, threads_for_row(d), 0, qs_cuda_stream()>>>(
+        (bf16 *)out, (const bf16 *)x, (bf16 *)residual, (const bf16 *)w, d, eps);
     QS_LAUNCH_CHECK(err);
     return 0;
 }
@@ -186,7 +209,7 @@ __global__ void add_bias_kernel(bf16 *y, const bf16 *bias, int64_t rows, int64_t
 
 int cuda_add_bias(void *y, const void *bias, int64_t rows, int64_t n, qs_err *err)
 {
-    add_bias_kernel<<<grid_for(rows * n, 256), 256>>>((bf16 *)y, (const bf16 *)bias, rows, n);
+    add_bias_kernel<<<grid_for(rows * n, 256), 256, 0, qs_cuda_stream()>>>((bf16 *)y, (const bf16 *)bias, rows, n);
     QS_LAUNCH_CHECK(err);
     return 0;
 }
@@ -215,8 +238,8 @@ __global__ void rope_kernel(bf16 *x, const int32_t *pos, const float *inv_freq, 
 int cuda_rope(void *x, const int32_t *pos, const void *inv_freq, int64_t n_tokens, int n_heads, int head_dim,
               qs_err *err)
 {
-    rope_kernel<<<grid_for(n_tokens * n_heads * (head_dim / 2), 256), 256>>>((bf16 *)x, pos, (const float *)inv_freq,
-                                                                             n_tokens, n_heads, head_dim);
+    rope_kernel<<<grid_for(n_tokens * n_heads * (head_dim / 2), 256), 256, 0, qs_cuda_stream()>>>(
+        (bf16 *)x, pos, (const float *)inv_freq, n_tokens, n_heads, head_dim);
     QS_LAUNCH_CHECK(err);
     return 0;
 }
@@ -232,7 +255,8 @@ __global__ void swiglu_kernel(bf16 *out, const bf16 *gate, const bf16 *up, int64
 
 int cuda_swiglu(void *out, const void *gate, const void *up, int64_t rows, int64_t n, qs_err *err)
 {
-    swiglu_kernel<<<grid_for(rows * n, 256), 256>>>((bf16 *)out, (const bf16 *)gate, (const bf16 *)up, rows * n);
+    swiglu_kernel<<<grid_for(rows * n, 256), 256, 0, qs_cuda_stream()>>>((bf16 *)out, (const bf16 *)gate,
+                                                                         (const bf16 *)up, rows * n);
     QS_LAUNCH_CHECK(err);
     return 0;
 }
@@ -281,8 +305,8 @@ int cuda_moe_route(const void *router_logits, int32_t *topk_ids, float *topk_wei
 {
     if (n_tokens == 0)
         return 0;
-    moe_route_kernel<<<grid_for(n_tokens, 128), 128>>>((const bf16 *)router_logits, topk_ids, topk_weights, n_tokens,
-                                                        n_experts, top_k, norm_topk);
+    moe_route_kernel<<<grid_for(n_tokens, 128), 128, 0, qs_cuda_stream()>>>(
+        (const bf16 *)router_logits, topk_ids, topk_weights, n_tokens, n_experts, top_k, norm_topk);
     QS_LAUNCH_CHECK(err);
     return 0;
 }
@@ -295,7 +319,7 @@ __global__ void gather_rows_kernel(bf16 *out, const bf16 *x, const int32_t *rows
 
 int cuda_gather_rows(void *out, const void *x, const int32_t *rows, int64_t n, int64_t d, qs_err *err)
 {
-    gather_rows_kernel<<<grid_for(n * d, 256), 256>>>((bf16 *)out, (const bf16 *)x, rows, n, d);
+    gather_rows_kernel<<<grid_for(n * d, 256), 256, 0, qs_cuda_stream()>>>((bf16 *)out, (const bf16 *)x, rows, n, d);
     QS_LAUNCH_CHECK(err);
     return 0;
 }

@@ -2,11 +2,12 @@
 // the column split of a fused q/k/v GEMM output [rows, n0 + n1 + n2] into q, k and v, and SwiGLU
 // read straight from a fused gate/up output [rows, 2n]. The SwiGLU arithmetic is the swiglu op's
 // (ops_cuda.cu) rounding for rounding, so a fused layer gives the same bf16 activations as
-// separate gate and up layers. Also completes the CUDA ops table with these two entries
-// (qs_ops_cuda_full), since ops_cuda.cu lists its table positionally.
+// separate gate and up layers. Also completes the CUDA ops table with these two entries and the
+// graph ops of graph_cuda.cu (qs_ops_cuda_full), since ops_cuda.cu lists its table positionally.
 #include <cuda_bf16.h>
 
 #include "cuda_check.h"
+#include "cuda_stream.h"
 #include "qs_cuda_ops.h"
 
 namespace {
@@ -56,8 +57,8 @@ extern "C" int qs_cuda_split_qkv(void *out0, void *out1, void *out2, const void 
 {
     if (rows <= 0)
         return 0;
-    split_qkv_kernel<<<grid_for(rows * (n0 + n1 + n2), 256), 256>>>((bf16 *)out0, (bf16 *)out1, (bf16 *)out2,
-                                                                     (const bf16 *)x, rows, n0, n1, n2);
+    split_qkv_kernel<<<grid_for(rows * (n0 + n1 + n2), 256), 256, 0, qs_cuda_stream()>>>(
+        (bf16 *)out0, (bf16 *)out1, (bf16 *)out2, (const bf16 *)x, rows, n0, n1, n2);
     QS_LAUNCH_CHECK(err);
     return 0;
 }
@@ -66,7 +67,8 @@ extern "C" int qs_cuda_swiglu_gate_up(void *out, const void *gate_up, int64_t ro
 {
     if (rows <= 0)
         return 0;
-    swiglu_gate_up_kernel<<<grid_for(rows * n, 256), 256>>>((bf16 *)out, (const bf16 *)gate_up, rows, n);
+    swiglu_gate_up_kernel<<<grid_for(rows * n, 256), 256, 0, qs_cuda_stream()>>>((bf16 *)out, (const bf16 *)gate_up,
+                                                                                 rows, n);
     QS_LAUNCH_CHECK(err);
     return 0;
 }
@@ -80,6 +82,8 @@ qs_ops complete_table()
         t.split_qkv = qs_cuda_split_qkv;
     if (!t.swiglu_gate_up)
         t.swiglu_gate_up = qs_cuda_swiglu_gate_up;
+    if (!t.graph)
+        t.graph = qs_cuda_graph_ops();
     return t;
 }
 

@@ -212,6 +212,126 @@ def server():
         p.wait(timeout=30)
 
 
+def graphs():
+    """QSERVE_CUDA_GRAPHS=1 (decode steps captured once per batch-size bucket, then replayed) must
+    change no output. stories260K F32 / BF16 / FP8: `qserve generate` gives the same 200 greedy
+    tokens with and without it, per backend, and on the GPU its log shows graphs captured and no
+    capture refused. The server (BF16 copy, --max-num-seqs 8) gives the same temperature-0 texts
+    with and without it for two requests of 8 prompts each, submitted as one group so the batch
+    composition is the same in both runs: one stops each sequence at its first "." (the batch
+    shrinks 8, 7, ... 1, so padded buckets run), one runs all 8 for 48 tokens. Then bench_serve at
+    concurrency 8 must complete on both servers; their output tok/s are printed. On CPU
+    (E2E_GPU_DEVICE=cpu) the variable is ignored and the outputs are equal trivially."""
+    data = os.path.join(DEV, "data")
+    if not os.path.exists(os.path.join(data, "stories260K.bin")):
+        return record("graphs", False, "data not bundled")
+    f32, bf16, fp8 = (os.path.join(WORK, f"stories-{n}") for n in ("f32", "bf16", "fp8"))
+    conv = os.path.join(DEV, "convert-llama2c")
+    if not os.path.exists(os.path.join(f32, "config.json")):
+        run([conv, f"{data}/stories260K.bin", f"{data}/tok512.bin", f32])
+    if not os.path.exists(os.path.join(bf16, "config.json")):
+        run([conv, f"{data}/stories260K.bin", f"{data}/tok512.bin", bf16, "--dtype", "bf16"])
+    if not os.path.exists(os.path.join(fp8, "config.json")):
+        run([QS, "quantize", bf16, fp8, "--scheme", "fp8-dynamic"])
+    on_gpu = GPU == "cuda"
+
+    def env_graphs(on):
+        env = dict(os.environ)
+        env.pop("QSERVE_CUDA_GRAPHS", None)
+        if on:
+            env["QSERVE_CUDA_GRAPHS"] = "1"
+        return env
+
+    def greedy(model, backend, on):
+        saved = dict(os.environ)
+        os.environ.clear()
+        os.environ.update(env_graphs(on))  # generate() runs its child with this environment
+        try:
+            return generate(model, [1], 200, GPU, backend if on_gpu else None)
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+
+    def used_graphs(log):
+        """On the GPU the log must show captures and no refused one; on CPU, the variable ignored."""
+        if on_gpu:
+            return "decode graph captured" in log and "could not be captured" not in log
+        return "QSERVE_CUDA_GRAPHS=1 ignored" in log
+
+    for name, model, backends in (("f32", f32, ("auto", "emulation")), ("bf16", bf16, ("auto", "cublaslt")),
+                                  ("fp8", fp8, ("auto", "marlin"))):
+        for backend in backends:
+            eager, err1 = greedy(model, backend, False)
+            graph, err2 = greedy(model, backend, True)
+            label = f"graphs stories260K-{name} {backend}"
+            if eager is None or graph is None:
+                record(label, False, " ".join(err1 if eager is None else err2))
+                continue
+            lines = [ln for ln in err2.splitlines() if "graph" in ln]
+            record(label, eager == graph and used_graphs(err2),
+                   f"{common_prefix(eager, graph)}/200 greedy tokens equal with and without graphs; "
+                   f"{' | '.join(ln.split(' ', 3)[-1] for ln in lines[:3])}")
+
+    prompts = ["Once upon a time", "Lily had a", "The little dog", "One day, Tom", "The sun was", "Sam and",
+               "There was a big", "A girl named"]
+    bodies = ({"prompt": prompts, "max_tokens": 64, "temperature": 0, "stop": ["."]},
+              {"prompt": prompts, "max_tokens": 48, "temperature": 0, "ignore_eos": True})
+
+    def serve(on):
+        port = free_port()
+        log_path = os.path.join(OUT, f"server-graphs-{'on' if on else 'off'}.log")
+        log = open(log_path, "w")
+        p = subprocess.Popen([QS, bf16, "--port", str(port), "--host", "127.0.0.1", "--device", GPU,
+                              "--served-model-name", "stories", "--max-num-seqs", "8"],
+                             stdout=log, stderr=subprocess.STDOUT, env=env_graphs(on))
+        base = f"http://127.0.0.1:{port}"
+        try:
+            for _ in range(240):
+                if p.poll() is not None:
+                    raise RuntimeError("server exited: " + open(log_path).read()[-400:])
+                try:
+                    urllib.request.urlopen(base + "/health", timeout=2)
+                    break
+                except Exception:
+                    time.sleep(0.5)
+            texts = []
+            for body in bodies:
+                r = json.loads(post(base + "/v1/completions", dict(body, model="stories")))
+                texts.append([c["text"] for c in sorted(r["choices"], key=lambda c: c["index"])])
+            b = run([os.path.join(DEV, "bench_serve"), "--url", base, "--model", "stories", "--num-prompts", "32",
+                     "--concurrency", "8", "--random-input-len", "16", "--random-output-len", "64",
+                     "--vocab-size", "512"], timeout=180)
+            tput = re.search(r"Output token throughput \(tok/s\):\s+([0-9.]+)", b.stdout)
+            failed = re.search(r"Failed requests:\s+([0-9]+)", b.stdout)
+            bench_ok = b.returncode == 0 and tput and failed and int(failed.group(1)) == 0
+            return texts, (float(tput.group(1)) if bench_ok else None), b.stdout[-300:] + b.stderr[-300:]
+        finally:
+            p.terminate()
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+            log.close()
+
+    try:
+        eager, eager_tput, eager_bench = serve(False)
+        graph, graph_tput, graph_bench = serve(True)
+    except Exception as e:  # noqa: BLE001 — report any failure as a failed check
+        return record("graphs server", False, f"{type(e).__name__}: {e}")
+    log = open(os.path.join(OUT, "server-graphs-on.log")).read()
+    for i, what in enumerate(("8 prompts stopping at their first '.'", "8 prompts, 48 tokens each")):
+        same = sum(a == b for a, b in zip(eager[i], graph[i]))
+        detail = f"{same}/{len(eager[i])} texts equal with and without graphs"
+        if same < len(eager[i]):
+            k = next(j for j in range(len(eager[i])) if eager[i][j] != graph[i][j])
+            detail += f"; first difference in prompt {k}: {eager[i][k][:60]!r} vs {graph[i][k][:60]!r}"
+        record(f"graphs server batch: {what}", same == len(eager[i]) and len(eager[i]) == 8 and used_graphs(log),
+               detail)
+    record("graphs server bench_serve concurrency 8", eager_tput is not None and graph_tput is not None,
+           f"output tok/s {eager_tput} eager, {graph_tput} with graphs" if eager_tput and graph_tput else
+           f"eager: {eager_bench} graphs: {graph_bench}")
+
+
 def copy_bandwidth():
     """Device-to-device copy bandwidth (read + write bytes / time) of 1 GiB, median of 10."""
     import torch
@@ -370,8 +490,9 @@ def llama8b():
 def main():
     os.makedirs(OUT, exist_ok=True)
     os.makedirs(WORK, exist_ok=True)
-    only = os.environ.get("E2E_ONLY", "stories,hf,server,llama8b").split(",")
-    for name, fn in (("stories", stories), ("hf", hf_goldens), ("server", server), ("llama8b", llama8b)):
+    only = os.environ.get("E2E_ONLY", "stories,hf,server,graphs,llama8b").split(",")
+    for name, fn in (("stories", stories), ("hf", hf_goldens), ("server", server), ("graphs", graphs),
+                     ("llama8b", llama8b)):
         if name in only:
             try:
                 fn()

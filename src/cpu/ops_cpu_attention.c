@@ -24,6 +24,8 @@ int qs_cpu_kv_write(void *k_cache, void *v_cache, const void *k, const void *v, 
     const float *kin = k, *vin = v;
     int64_t row = (int64_t)n_kv_heads * head_dim;
     for (int64_t t = 0; t < b->n_tokens; t++) {
+        if (b->slot_mapping[t] < 0) /* a padding row: nothing to keep */
+            continue;
         int32_t block = b->slot_mapping[t] / QS_KV_BLOCK_SIZE;
         int slot = b->slot_mapping[t] % QS_KV_BLOCK_SIZE;
         for (int h = 0; h < n_kv_heads; h++) {

@@ -8,18 +8,21 @@
  * Where the loader fused them (model_fuse.c), q/k/v come from one qkv_proj GEMM whose output is
  * split by columns, and SwiGLU reads gate and up straight from one gate_up_proj output.
  * The residual add is fused into the following RMSNorm (ops->add_rmsnorm). The step's inputs are
- * validated against the model and the cache before anything runs. */
+ * validated against the model and the cache before anything runs. With QSERVE_CUDA_GRAPHS=1,
+ * decode steps go through step_graph.c, which records qs_forward_run once per batch-size bucket
+ * and replays it; everything runs on the model's own stream then. */
 #include <math.h>
 #include <string.h>
 
 #include "engine/kv_cache.h"
 #include "model/model_internal.h"
+#include "model/step_graph.h"
 
 int qs_linear_apply(const qs_model *m, const qs_linear *l, const void *x, void *y, int64_t rows, qs_err *err)
 {
     bool small = l->small_kernel && rows <= l->small_max_rows;
     const qs_kernel *k = small ? l->small_kernel : l->kernel;
-    if (k->apply_linear(small ? l->small_state : l->state, x, y, rows, NULL, err) != 0)
+    if (k->apply_linear(small ? l->small_state : l->state, x, y, rows, m->stream, err) != 0)
         return qs_err_prefix(err, "%s (%s): ", l->desc.name, k->name);
     if (l->bias && m->ops->add_bias(y, l->bias, rows, l->desc.n, err) != 0)
         return qs_err_prefix(err, "%s bias: ", l->desc.name);
@@ -165,34 +168,27 @@ static int mlp_block(qs_model *m, int li, int64_t T, qs_err *err)
     if (qs_linear_apply(m, &moe->router, s->h, s->router, T, err) ||
         ops->moe_route(s->router, s->topk_ids, s->topk_w, T, c->num_experts, c->num_experts_per_tok, norm, err))
         return qs_err_prefix(err, "layer %d routing: ", li);
-    if (moe->kernel->apply_moe(moe->state, s->h, s->topk_ids, s->topk_w, s->o, T, NULL, err) != 0)
+    if (moe->kernel->apply_moe(moe->state, s->h, s->topk_ids, s->topk_w, s->o, T, m->stream, err) != 0)
         return qs_err_prefix(err, "%s (%s): ", moe->desc.name, moe->kernel->name);
     return 0;
 }
 
-int qs_model_forward(qs_model *m, qs_kv_cache *kv, const qs_seq_step *seqs, int n_seqs, float *logits, qs_err *err)
+int qs_forward_run(qs_model *m, qs_kv_cache *kv, const qs_attn_batch *b, const int32_t *ids, const int32_t *out_rows,
+                   int n_out, qs_err *err)
 {
-    int64_t T = 0;
-    int max_blocks = 0, n_out = 0;
-    if (check_step(m, kv, seqs, n_seqs, &T, &max_blocks, &n_out, err) != 0)
-        return -1;
-    if (qs_scratch_reserve(m, T, n_seqs, max_blocks, n_out, err) != 0)
-        return -1;
-    qs_attn_batch b;
-    if (upload_indices(m, seqs, n_seqs, T, max_blocks, n_out, &b, err) != 0)
-        return -1;
     const qs_model_config *c = &m->mc;
     const qs_ops *ops = m->ops;
     qs_scratch *s = &m->s;
-    int64_t H = c->hidden_size;
+    int64_t T = b->n_tokens, H = c->hidden_size;
     float eps = c->rms_norm_eps;
-    if (ops->embedding(s->x, m->embed, s->d_ids, T, H, err) || ops->rmsnorm(s->h, s->x, m->layers[0].attn_norm, T, H, eps, err))
+    if (ops->embedding(s->x, m->embed, ids, T, H, err) ||
+        ops->rmsnorm(s->h, s->x, m->layers[0].attn_norm, T, H, eps, err))
         return -1;
     for (int li = 0; li < c->num_layers; li++) {
         qs_layer *L = &m->layers[li];
         if (li > 0 && ops->add_rmsnorm(s->x, s->o, s->h, L->attn_norm, T, H, eps, err))
             return -1;
-        if (attention_block(m, kv, li, &b, err) || ops->add_rmsnorm(s->x, s->o, s->h, L->mlp_norm, T, H, eps, err) ||
+        if (attention_block(m, kv, li, b, err) || ops->add_rmsnorm(s->x, s->o, s->h, L->mlp_norm, T, H, eps, err) ||
             mlp_block(m, li, T, err))
             return qs_err_prefix(err, "layer %d: ", li);
     }
@@ -200,8 +196,39 @@ int qs_model_forward(qs_model *m, qs_kv_cache *kv, const qs_seq_step *seqs, int 
         return -1;
     if (n_out == 0)
         return 0;
-    if (ops->gather_rows(s->out_rows, s->h, s->d_out_rows, n_out, H, err) ||
+    if (ops->gather_rows(s->out_rows, s->h, out_rows, n_out, H, err) ||
         qs_linear_apply(m, &m->lm_head, s->out_rows, s->logits, n_out, err))
         return -1;
-    return ops->acts_to_host_f32(logits, s->logits, (int64_t)n_out * c->vocab_size, err);
+    return 0;
+}
+
+static int forward_step(qs_model *m, qs_kv_cache *kv, const qs_seq_step *seqs, int n_seqs, float *logits, qs_err *err)
+{
+    int64_t T = 0;
+    int max_blocks = 0, n_out = 0;
+    if (check_step(m, kv, seqs, n_seqs, &T, &max_blocks, &n_out, err) != 0)
+        return -1;
+    int graphed = qs_step_graphs_forward(m, kv, seqs, n_seqs, logits, err);
+    if (graphed != 0)
+        return graphed < 0 ? -1 : 0;
+    if (qs_scratch_reserve(m, T, n_seqs, max_blocks, n_out, err) != 0)
+        return -1;
+    qs_attn_batch b;
+    if (upload_indices(m, seqs, n_seqs, T, max_blocks, n_out, &b, err) != 0 ||
+        qs_forward_run(m, kv, &b, m->s.d_ids, m->s.d_out_rows, n_out, err) != 0)
+        return -1;
+    if (n_out == 0)
+        return 0;
+    return m->ops->acts_to_host_f32(logits, m->s.logits, (int64_t)n_out * m->mc.vocab_size, err);
+}
+
+int qs_model_forward(qs_model *m, qs_kv_cache *kv, const qs_seq_step *seqs, int n_seqs, float *logits, qs_err *err)
+{
+    if (!m->stream)
+        return forward_step(m, kv, seqs, n_seqs, logits, err);
+    /* Graphs on: every op of this thread goes to the model's stream for the step. */
+    void *prev = m->ops->graph->set_stream(m->stream);
+    int rc = forward_step(m, kv, seqs, n_seqs, logits, err);
+    m->ops->graph->set_stream(prev);
+    return rc;
 }

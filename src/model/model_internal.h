@@ -50,6 +50,7 @@ typedef struct qs_layer {
 
 /* Per-step buffers, grown to the largest step seen. */
 typedef struct qs_scratch {
+    uint64_t epoch;             /* changes whenever a buffer gets a new address (recorded graphs hold them) */
     int64_t cap_tokens;
     int64_t cap_table;          /* block-table entries */
     int cap_out;
@@ -77,12 +78,22 @@ struct qs_model {
     qs_layer *layers;
     qs_fusion_summary fusion;
     qs_scratch s;
+    /* Decode-step graphs (step_graph.c), QSERVE_CUDA_GRAPHS=1 only: the stream every op and kernel
+     * of the forward pass is queued on, and the graphs. Both NULL otherwise (the device's default
+     * stream, every step eager). */
+    void *stream;
+    struct qs_step_graphs *graphs;
 };
 
 /* Fuses every layer's q/k/v and dense gate/up where projection_fusion.h allows (nothing when
  * disabled), filling m->fusion and logging it; before biases are uploaded and kernels chosen. */
 int qs_model_fuse_projections(qs_model *m, bool disabled, qs_err *err);
-/* Runs a linear layer: y[m, n] = x[m, k] W^T (+ bias). */
+/* The device work of one step, from the embedding of ids to the logits of the rows out_rows
+ * (n_out of them, left in m->s.logits), over indices already on the device; no allocation, no
+ * copy and no wait, so that a decode-step graph can record it. */
+int qs_forward_run(qs_model *m, qs_kv_cache *kv, const qs_attn_batch *b, const int32_t *ids, const int32_t *out_rows,
+                   int n_out, qs_err *err);
+/* Runs a linear layer: y[m, n] = x[m, k] W^T (+ bias), on the model's stream. */
 int qs_linear_apply(const qs_model *m, const qs_linear *l, const void *x, void *y, int64_t rows, qs_err *err);
 /* Grows the scratch buffers for a step. */
 int qs_scratch_reserve(qs_model *m, int64_t n_tokens, int n_seqs, int max_blocks, int n_out, qs_err *err);

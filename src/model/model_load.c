@@ -11,6 +11,7 @@
 #include "model/model_internal.h"
 #include "model/model_weights.h"
 #include "model/step_dispatch.h"
+#include "model/step_graph.h"
 #include "util/log.h"
 #include "util/parallel.h"
 
@@ -383,7 +384,8 @@ static int load_all(qs_model *m, const qs_config *cfg, qs_err *err)
     if (qs_model_fuse_projections(m, cfg->no_fuse_projections || qs_projection_fusion_disabled_by_env(), err) != 0 ||
         upload_biases(m, err) != 0)
         return -1;
-    if (select_and_prepare_linears(m, cfg, err) != 0 || select_and_prepare_moe(m, cfg, err) != 0)
+    if (select_and_prepare_linears(m, cfg, err) != 0 || select_and_prepare_moe(m, cfg, err) != 0 ||
+        qs_step_graphs_init(m, cfg, err) != 0)
         return -1;
     qs_info("loaded %s (%s): %d layers, hidden %d, %d heads / %d kv heads, head_dim %d, vocab %d%s on %s",
             cfg->model_dir, c->arch_name, c->num_layers, c->hidden_size, c->num_heads, c->num_kv_heads, c->head_dim,
@@ -424,6 +426,7 @@ void qs_model_free(qs_model *m)
     if (!m)
         return;
     const qs_ops *ops = m->ops;
+    qs_step_graphs_free(m); /* first: the graphs hold the buffers freed below */
     if (m->layers) {
         for (int i = 0; i < m->mc.num_layers; i++) {
             qs_layer *L = &m->layers[i];

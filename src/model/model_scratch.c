@@ -3,7 +3,8 @@
  * reused, so a decode step allocates nothing. Buffers only fused layers need (the q/k/v and
  * gate/up outputs) exist only in models that have such layers, and the separate gate and up
  * buffers only while some dense layer still runs them, so fusion costs the q+k+v row of one
- * extra buffer and no more. */
+ * extra buffer and no more. Every reallocation changes s->epoch: a recorded decode-step graph
+ * (step_graph.c) holds the old addresses and must be captured again. */
 #include <stdlib.h>
 
 #include "model/model_internal.h"
@@ -23,11 +24,14 @@ void qs_scratch_free(qs_model *m)
     free(s->h_slots);
     free(s->h_tables);
     free(s->h_out_rows);
+    uint64_t epoch = s->epoch;
     *s = (qs_scratch){0};
+    s->epoch = epoch + 1;
 }
 
-static int grow(const qs_ops *ops, void **buf, size_t bytes, qs_err *err)
+static int grow(qs_scratch *s, const qs_ops *ops, void **buf, size_t bytes, qs_err *err)
 {
+    s->epoch++;
     if (*buf)
         ops->free(*buf);
     *buf = ops->alloc(bytes, err);
@@ -35,9 +39,9 @@ static int grow(const qs_ops *ops, void **buf, size_t bytes, qs_err *err)
 }
 
 /* grow() when the buffer is needed at all (cond), otherwise nothing. */
-static int grow_if(bool cond, const qs_ops *ops, void **buf, size_t bytes, qs_err *err)
+static int grow_if(bool cond, qs_scratch *s, const qs_ops *ops, void **buf, size_t bytes, qs_err *err)
 {
-    return cond ? grow(ops, buf, bytes, err) : 0;
+    return cond ? grow(s, ops, buf, bytes, err) : 0;
 }
 
 static int grow_host(int32_t **buf, size_t n, qs_err *err)
@@ -63,20 +67,22 @@ int qs_scratch_reserve(qs_model *m, int64_t n_tokens, int n_seqs, int max_blocks
         const qs_fusion_summary *f = &m->fusion;
         bool any_qkv = f->fused[QS_FUSION_QKV] > 0, any_gate_up = f->fused[QS_FUSION_GATE_UP] > 0;
         bool separate_gate_up = f->fused[QS_FUSION_GATE_UP] < f->groups[QS_FUSION_GATE_UP];
-        if (grow(ops, &s->x, a * T * c->hidden_size, err) || grow(ops, &s->h, a * T * c->hidden_size, err) ||
-            grow(ops, &s->q, a * T * qd, err) || grow(ops, &s->k, a * T * kvd, err) ||
-            grow(ops, &s->v, a * T * kvd, err) || grow_if(any_qkv, ops, &s->qkv, a * T * (qd + 2 * kvd), err) ||
-            grow(ops, &s->attn, a * T * qd, err) || grow(ops, &s->o, a * T * c->hidden_size, err) ||
-            grow_if(separate_gate_up, ops, &s->gate, a * T * inter, err) ||
-            grow_if(separate_gate_up, ops, &s->up, a * T * inter, err) ||
-            grow_if(any_gate_up, ops, &s->gate_up, a * T * 2 * inter, err) || grow(ops, &s->act, a * T * inter, err) ||
-            grow(ops, &s->router, a * T * experts, err) ||
-            grow(ops, (void **)&s->topk_ids, sizeof(int32_t) * T * topk, err) ||
-            grow(ops, (void **)&s->topk_w, sizeof(float) * T * topk, err) ||
-            grow(ops, (void **)&s->d_ids, sizeof(int32_t) * T, err) ||
-            grow(ops, (void **)&s->d_pos, sizeof(int32_t) * T, err) ||
-            grow(ops, (void **)&s->d_seq, sizeof(int32_t) * T, err) ||
-            grow(ops, (void **)&s->d_slots, sizeof(int32_t) * T, err) || grow_host(&s->h_ids, T, err) ||
+        if (grow(s, ops, &s->x, a * T * c->hidden_size, err) || grow(s, ops, &s->h, a * T * c->hidden_size, err) ||
+            grow(s, ops, &s->q, a * T * qd, err) || grow(s, ops, &s->k, a * T * kvd, err) ||
+            grow(s, ops, &s->v, a * T * kvd, err) ||
+            grow_if(any_qkv, s, ops, &s->qkv, a * T * (qd + 2 * kvd), err) ||
+            grow(s, ops, &s->attn, a * T * qd, err) || grow(s, ops, &s->o, a * T * c->hidden_size, err) ||
+            grow_if(separate_gate_up, s, ops, &s->gate, a * T * inter, err) ||
+            grow_if(separate_gate_up, s, ops, &s->up, a * T * inter, err) ||
+            grow_if(any_gate_up, s, ops, &s->gate_up, a * T * 2 * inter, err) ||
+            grow(s, ops, &s->act, a * T * inter, err) ||
+            grow(s, ops, &s->router, a * T * experts, err) ||
+            grow(s, ops, (void **)&s->topk_ids, sizeof(int32_t) * T * topk, err) ||
+            grow(s, ops, (void **)&s->topk_w, sizeof(float) * T * topk, err) ||
+            grow(s, ops, (void **)&s->d_ids, sizeof(int32_t) * T, err) ||
+            grow(s, ops, (void **)&s->d_pos, sizeof(int32_t) * T, err) ||
+            grow(s, ops, (void **)&s->d_seq, sizeof(int32_t) * T, err) ||
+            grow(s, ops, (void **)&s->d_slots, sizeof(int32_t) * T, err) || grow_host(&s->h_ids, T, err) ||
             grow_host(&s->h_pos, T, err) || grow_host(&s->h_seq, T, err) || grow_host(&s->h_slots, T, err)) {
             qs_scratch_free(m);
             return qs_err_prefix(err, "step buffers for %lld tokens: ", (long long)T);
@@ -85,7 +91,7 @@ int qs_scratch_reserve(qs_model *m, int64_t n_tokens, int n_seqs, int max_blocks
     }
     int64_t table = (int64_t)n_seqs * (max_blocks > 0 ? max_blocks : 1);
     if (table > s->cap_table) {
-        if (grow(ops, (void **)&s->d_tables, sizeof(int32_t) * (size_t)table, err) ||
+        if (grow(s, ops, (void **)&s->d_tables, sizeof(int32_t) * (size_t)table, err) ||
             grow_host(&s->h_tables, (size_t)table, err)) {
             qs_scratch_free(m);
             return qs_err_prefix(err, "block tables for %d sequences: ", n_seqs);
@@ -93,9 +99,9 @@ int qs_scratch_reserve(qs_model *m, int64_t n_tokens, int n_seqs, int max_blocks
         s->cap_table = table;
     }
     if (n_out > s->cap_out) {
-        if (grow(ops, &s->out_rows, a * (size_t)n_out * c->hidden_size, err) ||
-            grow(ops, &s->logits, a * (size_t)n_out * c->vocab_size, err) ||
-            grow(ops, (void **)&s->d_out_rows, sizeof(int32_t) * (size_t)n_out, err) ||
+        if (grow(s, ops, &s->out_rows, a * (size_t)n_out * c->hidden_size, err) ||
+            grow(s, ops, &s->logits, a * (size_t)n_out * c->vocab_size, err) ||
+            grow(s, ops, (void **)&s->d_out_rows, sizeof(int32_t) * (size_t)n_out, err) ||
             grow_host(&s->h_out_rows, (size_t)n_out, err)) {
             qs_scratch_free(m);
             return qs_err_prefix(err, "logits for %d sequences: ", n_out);

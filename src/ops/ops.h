@@ -13,7 +13,9 @@
  *  - Every op returns 0, or -1 with err filled (a CUDA launch failure, say). Shapes are trusted:
  *    the forward pass validates them at load.
  *  - The KV cache layout is the one of src/engine/kv_cache.h: per layer K and V as
- *    [block][kv_head][slot][head_dim] with QS_KV_BLOCK_SIZE slots a block. */
+ *    [block][kv_head][slot][head_dim] with QS_KV_BLOCK_SIZE slots a block.
+ *  - A device may run the ops on a stream of its own (graph->set_stream below); they are then
+ *    queued in call order on it, and only the copies to the host wait for them. */
 #ifndef QS_OPS_OPS_H
 #define QS_OPS_OPS_H
 
@@ -42,9 +44,42 @@ typedef struct qs_attn_batch {
     const int32_t *tok_seq;       /* [n_tokens] */
     const int32_t *tok_pos;       /* [n_tokens] */
     const int32_t *block_tables;  /* [n_seqs * max_blocks] */
-    const int32_t *slot_mapping;  /* [n_tokens]: block * QS_KV_BLOCK_SIZE + slot to write */
+    const int32_t *slot_mapping;  /* [n_tokens]: block * QS_KV_BLOCK_SIZE + slot to write; < 0: not written
+                                   * (the dummy rows that pad a decode batch up to its graph's size) */
     int sliding_window;           /* > 0: token t attends only positions > tok_pos[t] - sliding_window */
 } qs_attn_batch;
+
+/* Decode-step graphs (src/model/step_graph.c): a device that can record a step's launches once
+ * and replay them fills this; NULL where it cannot (CPU). Everything here acts on the calling
+ * thread's current stream. */
+typedef struct qs_graph_ops {
+    /* A stream of the device's own for the forward pass (captures cannot use the default one). */
+    void *(*stream_create)(qs_err *err);
+    void (*stream_destroy)(void *stream);
+    /* Makes stream (NULL: the device's default) the one every op, kernel and copy of the calling
+     * thread is queued on; returns the previous one. */
+    void *(*set_stream)(void *stream);
+    /* Page-locked, zeroed host memory, so that asynchronous copies from it really are. */
+    void *(*host_alloc)(size_t bytes, qs_err *err);
+    void (*host_free)(void *p);
+    /* Asynchronous host-to-device copies on the current stream: bytes, and rows of width bytes
+     * at the given pitches. The host memory must stay as it is until the stream gets there. */
+    int (*copy_async)(void *dst, const void *src, size_t bytes, qs_err *err);
+    int (*copy_2d_async)(void *dst, size_t dst_pitch, const void *src, size_t src_pitch, size_t width, size_t rows,
+                         qs_err *err);
+    /* Starts recording the current stream's work instead of running it. */
+    int (*capture_begin)(qs_err *err);
+    /* Ends the recording: an executable graph in *graph, or -1 with err (a call in between that a
+     * capture forbids, such as an allocation or a synchronisation) and *graph NULL. Either way
+     * the stream is back to running work. nodes (may be NULL) receives the graph's size. */
+    int (*capture_end)(void **graph, size_t *nodes, qs_err *err);
+    /* Queues one replay on the current stream. */
+    int (*graph_launch)(void *graph, qs_err *err);
+    void (*graph_destroy)(void *graph);
+    /* Changes whenever the device reallocates a scratch buffer kernels keep between calls (a
+     * recorded graph holds the old address). */
+    uint64_t (*buffers_epoch)(void);
+} qs_graph_ops;
 
 typedef struct qs_ops {
     const char *name;             /* "cpu" */
@@ -58,7 +93,7 @@ typedef struct qs_ops {
     int (*copy_to_host)(void *dst, const void *src, size_t bytes, qs_err *err);
     /* New device buffer holding tensor t (F32/F16/BF16/F64) in the device weight format. */
     void *(*upload_tensor)(const qs_tensor *t, qs_err *err);
-    /* Activations -> host float32 (n elements) and back. */
+    /* Activations -> host float32 (n elements) and back. To the host waits for the current stream. */
     int (*acts_to_host_f32)(float *dst, const void *src, int64_t n, qs_err *err);
     int (*acts_from_host_f32)(void *dst, const float *src, int64_t n, qs_err *err);
 
@@ -76,7 +111,8 @@ typedef struct qs_ops {
      * uploaded float32 [head_dim/2] (default or llama3-scaled, see qs_rope_inv_freq). */
     int (*rope)(void *x, const int32_t *pos, const void *inv_freq, int64_t n_tokens, int n_heads, int head_dim,
                 qs_err *err);
-    /* Writes k, v [t, n_kv_heads * head_dim] into the caches at slot_mapping[t]. */
+    /* Writes k, v [t, n_kv_heads * head_dim] into the caches at slot_mapping[t] (skipping t where it
+     * is negative). */
     int (*kv_write)(void *k_cache, void *v_cache, const void *k, const void *v, const qs_attn_batch *b, int n_kv_heads,
                     int head_dim, qs_err *err);
     /* out[t, h, :] = softmax(q[t,h] . K[0..pos] * scale) V over the paged cache; query head h
@@ -102,6 +138,9 @@ typedef struct qs_ops {
     /* out[r, i] = silu(gate_up[r, i]) * gate_up[r, n + i] over rows of 2n: SwiGLU read straight from a
      * fused gate/up projection's output (gate columns, then up), with swiglu's arithmetic exactly. */
     int (*swiglu_gate_up)(void *out, const void *gate_up, int64_t rows, int64_t n, qs_err *err);
+
+    /* Decode-step graphs and streams; NULL where the device has none (CPU). */
+    const qs_graph_ops *graph;
 } qs_ops;
 
 /* The ops of a platform, or NULL with err when this build has none for it. */

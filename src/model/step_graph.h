@@ -1,0 +1,21 @@
+/* step_graph.h — decode steps recorded once per batch-size bucket and replayed (see
+ * step_graph.c); opt-in with QSERVE_CUDA_GRAPHS=1, on devices whose ops have graph support. */
+#ifndef QS_MODEL_STEP_GRAPH_H
+#define QS_MODEL_STEP_GRAPH_H
+
+#include "config/config.h"
+#include "model/model_internal.h"
+
+/* Reads QSERVE_CUDA_GRAPHS (1/0, true/false, yes/no, on/off; unset = off). When on and the device
+ * can record graphs, gives the model its own stream (m->stream) and its graph state (m->graphs);
+ * otherwise leaves both NULL and says why in one log line. -1 with err on a malformed value. */
+int qs_step_graphs_init(qs_model *m, const qs_config *cfg, qs_err *err);
+void qs_step_graphs_free(qs_model *m);
+
+/* Runs a step through its bucket's graph when the step is a decode step the graphs serve, with
+ * logits as qs_model_forward gives them (the step has passed its checks). Returns 1 when it did,
+ * 0 when the caller must run the step eagerly, -1 on an error. */
+int qs_step_graphs_forward(qs_model *m, qs_kv_cache *kv, const qs_seq_step *seqs, int n_seqs, float *logits,
+                           qs_err *err);
+
+#endif
