@@ -8,6 +8,7 @@ binaries from scripts/device-bundle.sh under out/device):
   3. batch-1 decode tok/s of a random-init Llama-3.1-8B-shape FP8 checkpoint (init-model +
      quantize) beside its bandwidth roofline and beside HF transformers on the same BF16 weights.
 Prints a summary and ends with "N passed, N failed"."""
+import contextlib
 import json
 import shutil
 import os
@@ -183,33 +184,52 @@ def post(url, body, stream=False):
         return r.read().decode()
 
 
-def server():
-    model = os.path.join(WORK, "stories-bf16")
+@contextlib.contextmanager
+def qserve_server(model, log_path, args=(), env=None, wait_s=120):
+    """A qserve server on a free local port for the `with` block: yields its base URL once
+    /health answers; raises with the log's tail if it exits or is not ready in wait_s."""
     port = free_port()
-    log = open(os.path.join(OUT, "server.log"), "w")
-    p = subprocess.Popen([QS, model, "--port", str(port), "--host", "127.0.0.1", "--device", GPU,
-                          "--served-model-name", "stories"], stdout=log, stderr=subprocess.STDOUT)
+    log = open(log_path, "w")
+    p = subprocess.Popen([QS, model, "--port", str(port), "--host", "127.0.0.1", "--device", GPU, *args],
+                         stdout=log, stderr=subprocess.STDOUT, env=env)
+    base = f"http://127.0.0.1:{port}"
     try:
-        base = f"http://127.0.0.1:{port}"
-        for _ in range(120):
+        t_end = time.time() + wait_s
+        while True:
+            if p.poll() is not None:
+                raise RuntimeError("server exited: " + open(log_path).read()[-400:])
             try:
                 urllib.request.urlopen(base + "/health", timeout=2)
                 break
             except Exception:
+                if time.time() > t_end:
+                    raise RuntimeError("server not ready in time: " + open(log_path).read()[-400:])
                 time.sleep(0.5)
-        r = json.loads(post(base + "/v1/completions", {"model": "stories", "prompt": "Once upon a time",
-                                                       "max_tokens": 32, "temperature": 0}))
-        record("server completions on GPU", bool(r["choices"][0]["text"]), repr(r["choices"][0]["text"][:80]))
-        r = json.loads(post(base + "/v1/chat/completions", {"model": "stories", "max_tokens": 16,
-                                                            "messages": [{"role": "user", "content": "Hi"}]}))
-        record("server chat on GPU", r["choices"][0]["finish_reason"] in ("stop", "length"))
-        body = post(base + "/v1/completions", {"model": "stories", "prompt": "Lily", "max_tokens": 16, "stream": True})
-        record("server streaming on GPU", body.rstrip().endswith("data: [DONE]"))
-    except Exception as e:  # noqa: BLE001 — report any failure as a failed check
-        record("server on GPU", False, str(e))
+        yield base
     finally:
         p.terminate()
-        p.wait(timeout=30)
+        try:
+            p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            p.kill()
+        log.close()
+
+
+def server():
+    model = os.path.join(WORK, "stories-bf16")
+    try:
+        with qserve_server(model, os.path.join(OUT, "server.log"), ("--served-model-name", "stories")) as base:
+            r = json.loads(post(base + "/v1/completions", {"model": "stories", "prompt": "Once upon a time",
+                                                           "max_tokens": 32, "temperature": 0}))
+            record("server completions on GPU", bool(r["choices"][0]["text"]), repr(r["choices"][0]["text"][:80]))
+            r = json.loads(post(base + "/v1/chat/completions", {"model": "stories", "max_tokens": 16,
+                                                                "messages": [{"role": "user", "content": "Hi"}]}))
+            record("server chat on GPU", r["choices"][0]["finish_reason"] in ("stop", "length"))
+            body = post(base + "/v1/completions", {"model": "stories", "prompt": "Lily", "max_tokens": 16,
+                                                   "stream": True})
+            record("server streaming on GPU", body.rstrip().endswith("data: [DONE]"))
+    except Exception as e:  # noqa: BLE001 — report any failure as a failed check
+        record("server on GPU", False, str(e))
 
 
 def graphs():
@@ -278,22 +298,9 @@ def graphs():
               {"prompt": prompts, "max_tokens": 48, "temperature": 0, "ignore_eos": True})
 
     def serve(on):
-        port = free_port()
         log_path = os.path.join(OUT, f"server-graphs-{'on' if on else 'off'}.log")
-        log = open(log_path, "w")
-        p = subprocess.Popen([QS, bf16, "--port", str(port), "--host", "127.0.0.1", "--device", GPU,
-                              "--served-model-name", "stories", "--max-num-seqs", "8"],
-                             stdout=log, stderr=subprocess.STDOUT, env=env_graphs(on))
-        base = f"http://127.0.0.1:{port}"
-        try:
-            for _ in range(240):
-                if p.poll() is not None:
-                    raise RuntimeError("server exited: " + open(log_path).read()[-400:])
-                try:
-                    urllib.request.urlopen(base + "/health", timeout=2)
-                    break
-                except Exception:
-                    time.sleep(0.5)
+        with qserve_server(bf16, log_path, ("--served-model-name", "stories", "--max-num-seqs", "8"),
+                           env=env_graphs(on), wait_s=120) as base:
             texts = []
             for body in bodies:
                 r = json.loads(post(base + "/v1/completions", dict(body, model="stories")))
@@ -305,13 +312,6 @@ def graphs():
             failed = re.search(r"Failed requests:\s+([0-9]+)", b.stdout)
             bench_ok = b.returncode == 0 and tput and failed and int(failed.group(1)) == 0
             return texts, (float(tput.group(1)) if bench_ok else None), b.stdout[-300:] + b.stderr[-300:]
-        finally:
-            p.terminate()
-            try:
-                p.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                p.kill()
-            log.close()
 
     try:
         eager, eager_tput, eager_bench = serve(False)
@@ -369,25 +369,9 @@ def bytes_per_token(model_dir, weight_bits, n_ctx):
 def serve_decode(model, backend, seconds_left):
     """Starts the server with --linear-backend BACKEND, then bench_serve at concurrency 1 and 16:
     returns (batch-1 tok/s, batch-16 tok/s, the kernel selection lines) from the mean TPOT."""
-    port = free_port()
     log_path = os.path.join(WORK, f"server-{os.path.basename(model)}-{backend}.log")
-    log = open(log_path, "w")
-    p = subprocess.Popen([QS, model, "--port", str(port), "--host", "127.0.0.1", "--device", GPU,
-                          "--linear-backend", backend, "--served-model-name", "m", "--max-num-seqs", "16"],
-                         stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        t_end = time.time() + min(180, seconds_left)
-        while time.time() < t_end:
-            if p.poll() is not None:
-                raise RuntimeError("server exited: " + open(log_path).read()[-400:])
-            try:
-                urllib.request.urlopen(base + "/health", timeout=2)
-                break
-            except Exception:
-                time.sleep(0.5)
-        else:
-            raise RuntimeError("server not ready in time: " + open(log_path).read()[-400:])
+    args = ("--linear-backend", backend, "--served-model-name", "m", "--max-num-seqs", "16")
+    with qserve_server(model, log_path, args, wait_s=min(180, seconds_left)) as base:
         vocab = json.load(open(os.path.join(model, "config.json")))["vocab_size"]
         out = []
         for conc, n in ((1, 2), (16, 16)):
@@ -401,12 +385,6 @@ def serve_decode(model, backend, seconds_left):
             out.append(conc * 1000.0 / float(m.group(1)))
         sel = [ln.strip() for ln in open(log_path) if "kernel" in ln and ("linear" in ln or "select" in ln)]
         return out[0], out[1], sel[:4]
-    finally:
-        p.terminate()
-        try:
-            p.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            p.kill()
 
 
 def hf_baseline(bf16, figures, deadline):
