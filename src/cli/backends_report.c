@@ -86,6 +86,9 @@ static void print_row(FILE *out, const qs_backends_report *r, const qs_backends_
     }
     if (row->failed)
         fprintf(out, "  -> no kernel: %s\n", row->error);
+    else if (row->small_step_tokens)
+        fprintf(out, "  -> %s; steps of at most %d tokens on marlin (per-step dispatch, a second weight copy)\n",
+                s->kernel->name, row->small_step_tokens);
     else
         fprintf(out, "  -> %s\n", s->kernel->name);
 }
@@ -223,6 +226,8 @@ static cJSON *row_json(const qs_backends_report *r, const qs_backends_row *row)
         cJSON_AddStringToObject(o, "error", row->error);
     } else {
         cJSON_AddStringToObject(o, "chosen", s->kernel->name);
+        if (row->small_step_tokens)
+            cJSON_AddNumberToObject(o, "marlin_up_to_tokens", row->small_step_tokens);
     }
     cJSON *w = cJSON_AddArrayToObject(o, "warnings");
     for (int i = 0; i < s->n_warnings; i++)

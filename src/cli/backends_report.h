@@ -14,6 +14,7 @@ typedef struct qs_backends_row {
     int n_layers;               /* layers of this kind and scheme in the model; 0 without a model */
     int n_fused;                /* of them, fused q/k/v or gate/up layers */
     char first_layer[160];      /* one of them, for the reader */
+    int small_step_tokens;      /* > 0: steps of up to this many tokens run on marlin (step_dispatch.h) */
     int failed;                 /* selection failed: error holds why */
     char error[QS_ERR_MSG_MAX];
 } qs_backends_row;

@@ -14,6 +14,7 @@
 #include "cli/backends_report.h"
 #include "cli/commands.h"
 #include "device/device.h"
+#include "model/step_dispatch.h"
 
 /* The serve options this command also understands; they go through the serve option table. */
 static const char *const KERNEL_FLAGS[] = {"linear-backend", "moe-backend", "kernel-config", "batch-invariant",
@@ -121,7 +122,15 @@ static void select_row(const backends_args *a, const qs_device_caps *dev, qs_lay
     if (rc) {
         row->failed = 1;
         snprintf(row->error, sizeof row->error, "%s", e.msg);
+        return;
     }
+    /* what serve would add on top of the choice (model/step_dispatch.c); a bad variable fails like serve */
+    int tokens = kind == QS_KIND_LINEAR ? qs_step_dispatch_tokens(&a->cfg.kernels, dev, &row->sel, scheme, &e) : 0;
+    if (tokens < 0) {
+        row->failed = 1;
+        snprintf(row->error, sizeof row->error, "%s", e.msg);
+    }
+    row->small_step_tokens = tokens > 0 ? tokens : 0;
 }
 
 /* One row per (kind, scheme) present in the model, linear first, in scheme order. */

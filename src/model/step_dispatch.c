@@ -35,20 +35,30 @@ static bool marlin_disabled(const qs_kernel_config *kc)
     return false;
 }
 
-int qs_step_dispatch_prepare(const qs_model *m, const qs_config *cfg, const qs_selection *sel, qs_scheme scheme,
-                             qs_linear *const *layers, int n, qs_err *err)
+int qs_step_dispatch_tokens(const qs_kernel_config *kc, const qs_device_caps *dev, const qs_selection *sel,
+                            qs_scheme scheme, qs_err *err)
 {
     int max_tokens = qs_small_step_tokens(err);
-    if (max_tokens < 0)
-        return -1;
-    if (max_tokens == 0 || !sel->kernel || strcmp(sel->kernel->name, "cublaslt") != 0 ||
-        strcmp(sel->requested, "auto") != 0 || cfg->kernels.batch_invariant || marlin_disabled(&cfg->kernels) ||
-        (scheme != QS_SCHEME_FP8_W8A8 && scheme != QS_SCHEME_FP8_BLOCK_W8A8))
+    if (max_tokens <= 0)
+        return max_tokens;
+    if (!sel->kernel || strcmp(sel->kernel->name, "cublaslt") != 0 || strcmp(sel->requested, "auto") != 0 ||
+        kc->batch_invariant || marlin_disabled(kc) || (scheme != QS_SCHEME_FP8_W8A8 && scheme != QS_SCHEME_FP8_BLOCK_W8A8))
         return 0;
     const qs_kernel *marlin = qs_registry_find_for_scheme("marlin", QS_PLATFORM_CUDA, QS_KIND_LINEAR, scheme);
     char why[QS_REASON_MAX] = "";
-    if (!marlin || !marlin->is_supported(&m->dev, why, sizeof why))
+    if (!marlin || !marlin->is_supported(dev, why, sizeof why))
         return 0;
+    return max_tokens;
+}
+
+int qs_step_dispatch_prepare(const qs_model *m, const qs_config *cfg, const qs_selection *sel, qs_scheme scheme,
+                             qs_linear *const *layers, int n, qs_err *err)
+{
+    int max_tokens = qs_step_dispatch_tokens(&cfg->kernels, &m->dev, sel, scheme, err);
+    if (max_tokens <= 0)
+        return max_tokens;
+    const qs_kernel *marlin = qs_registry_find_for_scheme("marlin", QS_PLATFORM_CUDA, QS_KIND_LINEAR, scheme);
+    char why[QS_REASON_MAX] = "";
     int prepared = 0;
     double bytes = 0;
     for (int i = 0; i < n; i++) {

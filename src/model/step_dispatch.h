@@ -12,6 +12,12 @@
  * the variable is not a whole number in 0..4096. */
 int qs_small_step_tokens(qs_err *err);
 
+/* The tokens per step up to which layers of `scheme` that `sel` chose would run on marlin on dev
+ * (0: the dispatch does not apply; -1 with err: a bad QSERVE_SMALL_STEP_TOKENS). Needs no weights:
+ * `qserve backends` reports it too. */
+int qs_step_dispatch_tokens(const qs_kernel_config *kc, const qs_device_caps *dev, const qs_selection *sel,
+                            qs_scheme scheme, qs_err *err);
+
 /* After `sel` chose the kernel for the layers of one scheme (already prepared): when the rule
  * above applies, also prepares marlin for every layer it can run and logs the choice once. */
 int qs_step_dispatch_prepare(const qs_model *m, const qs_config *cfg, const qs_selection *sel, qs_scheme scheme,

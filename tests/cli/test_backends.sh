@@ -203,6 +203,27 @@ if run model_fp8_cpu_marlin 0 "$BIN" backends "$TMP/llama-fp8" --device cpu --li
     "-> reference"
 fi
 
+# H200, auto: cublaslt, plus marlin for steps of <= 32 tokens (per-step dispatch, model/step_dispatch.c);
+# an explicit backend or QSERVE_SMALL_STEP_TOKENS=0 keeps one kernel, a bad value fails like serve
+if "$BIN" backends --device cpu | grep -q "^  marlin     cuda     linear"; then
+  "$BIN" backends "$TMP/llama-fp8" --assume-compute-capability 9.0 >"$TMP/out" 2>"$TMP/err"
+  block "$TMP/out" "linear fp8_w8a8" >"$TMP/blk"
+  check model_fp8_h200_step_dispatch "$TMP/blk" "1. cublaslt   chosen" \
+    "-> cublaslt; steps of at most 32 tokens on marlin (per-step dispatch, a second weight copy)"
+  QSERVE_SMALL_STEP_TOKENS=8 "$BIN" backends "$TMP/llama-fp8" --assume-compute-capability 9.0 --json >"$TMP/out" 2>"$TMP/err"
+  check model_fp8_h200_step_dispatch_json "$TMP/out" '"marlin_up_to_tokens":	8'
+  for v in "QSERVE_SMALL_STEP_TOKENS=0" "--linear-backend cublaslt"; do
+    if [ "${v#--}" != "$v" ]; then "$BIN" backends "$TMP/llama-fp8" --assume-compute-capability 9.0 $v >"$TMP/out" 2>&1
+    else env "$v" "$BIN" backends "$TMP/llama-fp8" --assume-compute-capability 9.0 >"$TMP/out" 2>&1; fi
+    if grep -q "per-step dispatch" "$TMP/out"; then notok "model_fp8_h200_one_kernel ($v)" "dispatch reported"
+    else ok "model_fp8_h200_one_kernel ($v)"; fi
+  done
+  QSERVE_SMALL_STEP_TOKENS=lots run model_fp8_step_tokens_bad 1 "$BIN" backends "$TMP/llama-fp8" --assume-compute-capability 9.0 &&
+    check model_fp8_step_tokens_bad "$TMP/out" 'QSERVE_SMALL_STEP_TOKENS: expected a whole number of tokens in 0..4096, got "lots"'
+else
+  skip model_fp8_h200_step_dispatch "this binary has no CUDA kernels"
+fi
+
 # explicit backend that cannot run on the device: startup-style error, exit 1, every reason shown
 run model_fp8_marlin_sm75 1 "$BIN" backends "$TMP/llama-fp8" --assume-compute-capability 7.5 --linear-backend marlin &&
   check model_fp8_marlin_sm75 "$TMP/out" "-> no kernel: no linear kernel can run fp8_w8a8 layers" \
