@@ -131,12 +131,12 @@ void graph_destroy(void *graph)
 
 uint64_t buffers_epoch(void) { return g_epoch.load(); }
 
-const qs_graph_ops kGraphOps = {
+} // namespace
+
+extern "C" const qs_graph_ops qs_cuda_graph_ops = {
     stream_create, stream_destroy, set_stream,   host_alloc,   host_free,     copy_async,
     copy_2d_async, capture_begin,  capture_end, graph_launch, graph_destroy, buffers_epoch,
 };
-
-} // namespace
 
 cudaStream_t qs_cuda_stream(void) { return t_stream; }
 
@@ -156,4 +156,3 @@ void qs_cuda_buffers_moved(void) { g_epoch.fetch_add(1); }
 
 uint64_t qs_cuda_buffers_epoch(void) { return g_epoch.load(); }
 
-extern "C" const qs_graph_ops *qs_cuda_graph_ops(void) { return &kGraphOps; }

@@ -345,6 +345,9 @@ const qs_ops kCudaOps = {
     cuda_swiglu,
     cuda_moe_route,
     cuda_gather_rows,
+    qs_cuda_split_qkv,
+    qs_cuda_swiglu_gate_up,
+    &qs_cuda_graph_ops,
 };
 
 } // namespace

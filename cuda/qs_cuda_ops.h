@@ -17,11 +17,7 @@ int qs_cuda_split_qkv(void *out0, void *out1, void *out2, const void *x, int64_t
                       int64_t n2, qs_err *err);
 int qs_cuda_swiglu_gate_up(void *out, const void *gate_up, int64_t rows, int64_t n, qs_err *err);
 /* Streams and decode-step graphs (ops.h: qs_graph_ops), in graph_cuda.cu. */
-const qs_graph_ops *qs_cuda_graph_ops(void);
-/* qs_ops_cuda() with every entry of ops.h filled: the table of ops_cuda.cu lists its ops
- * positionally and may end before the fused-projection and graph ops, which this copy adds. This is what
- * qs_ops_for_platform hands out. */
-const qs_ops *qs_ops_cuda_full(void);
+extern const qs_graph_ops qs_cuda_graph_ops;
 
 #ifdef __cplusplus
 }

@@ -2,8 +2,7 @@
 // the column split of a fused q/k/v GEMM output [rows, n0 + n1 + n2] into q, k and v, and SwiGLU
 // read straight from a fused gate/up output [rows, 2n]. The SwiGLU arithmetic is the swiglu op's
 // (ops_cuda.cu) rounding for rounding, so a fused layer gives the same bf16 activations as
-// separate gate and up layers. Also completes the CUDA ops table with these two entries and the
-// graph ops of graph_cuda.cu (qs_ops_cuda_full), since ops_cuda.cu lists its table positionally.
+// separate gate and up layers. ops_cuda.cu's table lists both.
 #include <cuda_bf16.h>
 
 #include "cuda_check.h"
@@ -71,26 +70,4 @@ extern "C" int qs_cuda_swiglu_gate_up(void *out, const void *gate_up, int64_t ro
                                                                                  rows, n);
     QS_LAUNCH_CHECK(err);
     return 0;
-}
-
-namespace {
-
-qs_ops complete_table()
-{
-    qs_ops t = *qs_ops_cuda();
-    if (!t.split_qkv)
-        t.split_qkv = qs_cuda_split_qkv;
-    if (!t.swiglu_gate_up)
-        t.swiglu_gate_up = qs_cuda_swiglu_gate_up;
-    if (!t.graph)
-        t.graph = qs_cuda_graph_ops();
-    return t;
-}
-
-} // namespace
-
-extern "C" const qs_ops *qs_ops_cuda_full(void)
-{
-    static const qs_ops table = complete_table(); // initialised once, thread-safely (C++11)
-    return &table;
 }

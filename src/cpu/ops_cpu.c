@@ -241,7 +241,7 @@ const qs_ops *qs_ops_for_platform(qs_platform platform, qs_err *err)
     if (platform == QS_PLATFORM_CPU)
         return &CPU_OPS;
 #ifdef QS_HAVE_CUDA
-    return qs_ops_cuda_full();
+    return qs_ops_cuda();
 #else
     qs_errf(err, "this qserve was built without CUDA (nvcc was not found at build time): only --device cpu works");
     return NULL;

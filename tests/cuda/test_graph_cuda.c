@@ -395,7 +395,7 @@ int main(void)
         return 0;
     }
     setvbuf(stdout, NULL, _IOLBF, 0);
-    gpu = qs_ops_cuda_full();
+    gpu = qs_ops_cuda();
     G = gpu->graph;
     qs_err err = {{0}};
     g_stream = G ? G->stream_create(&err) : NULL;

@@ -278,19 +278,8 @@ static void test_moe_route(int64_t n_tokens, int n_experts, int top_k, bool norm
 
 int main(int argc, char **argv)
 {
-    /* --self-check: run every host-side path with the CPU ops on both sides (no GPU needed). */
-    if (argc > 1 && !strcmp(argv[1], "--self-check")) {
-        cpu = gpu = qs_ops_cpu();
-        goto run;
-    }
-    if (qs_cuda_device_count() == 0) {
-        printf("skip: no CUDA device (%s)\n0 passed, 0 failed, 1 skipped\n", qs_cuda_unavailable_reason());
+    if (!ops_pair_setup(argc, argv))
         return 0;
-    }
-    cpu = qs_ops_cpu();
-    gpu = qs_ops_cuda();
-run:
-    setvbuf(stdout, NULL, _IOLBF, 0);
     test_norms(1, 64);
     test_norms(7, 4096);
     test_norms(33, 5120);

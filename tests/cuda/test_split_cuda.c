@@ -112,19 +112,8 @@ static void test_swiglu_gate_up(int64_t rows, int64_t n)
 
 int main(int argc, char **argv)
 {
-    /* --self-check: run every host-side path with the CPU ops on both sides (no GPU needed). */
-    if (argc > 1 && !strcmp(argv[1], "--self-check")) {
-        cpu = gpu = qs_ops_cpu();
-        goto run;
-    }
-    if (qs_cuda_device_count() == 0) {
-        printf("skip: no CUDA device (%s)\n0 passed, 0 failed, 1 skipped\n", qs_cuda_unavailable_reason());
+    if (!ops_pair_setup(argc, argv))
         return 0;
-    }
-    cpu = qs_ops_cpu();
-    gpu = qs_ops_cuda_full();
-run:
-    setvbuf(stdout, NULL, _IOLBF, 0);
     if (!gpu->split_qkv || !gpu->swiglu_gate_up) {
         printf("the %s ops table has no split_qkv / swiglu_gate_up\n0 passed, 1 failed, 0 skipped\n", gpu->name);
         return 1;
