@@ -10,7 +10,6 @@ import sys
 import torch
 
 SHAPES = [(6144, 4096), (4096, 4096), (28672, 4096), (4096, 14336)]
-MS = [int(x) for x in sys.argv[1].split(",")] if len(sys.argv) > 1 else [1, 4, 16, 64, 256, 1024, 4096]
 
 
 def median_us(fn, copies, iters=20, reps=7):
@@ -69,6 +68,7 @@ def copy_bandwidth():
 
 
 def main():
+    ms = [int(x) for x in sys.argv[1].split(",")] if len(sys.argv) > 1 else [1, 4, 16, 64, 256, 1024, 4096]
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
     bw = copy_bandwidth()
     print(f"torch {torch.__version__}; copy bandwidth {bw:.0f} GB/s")
@@ -82,7 +82,7 @@ def main():
             else:
                 ws = [(torch.randn(n, k, device="cuda") * 0.02).to(torch.float8_e4m3fn) for _ in range(copies)]
             scale = torch.tensor(1.0, device="cuda")
-            for m in MS:
+            for m in ms:
                 if name == "torch-bf16":
                     x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
                     fn = lambda i: torch.matmul(x, ws[i].t())

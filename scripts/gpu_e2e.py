@@ -332,28 +332,6 @@ def graphs():
            f"eager: {eager_bench} graphs: {graph_bench}")
 
 
-def copy_bandwidth():
-    """Device-to-device copy bandwidth (read + write bytes / time) of 1 GiB, median of 10."""
-    import torch
-
-    a = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
-    b = torch.empty_like(a)
-    for _ in range(3):
-        b.copy_(a)
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(10):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        b.copy_(a)
-        e.record()
-        e.synchronize()
-        ts.append(s.elapsed_time(e))
-    del a, b
-    torch.cuda.empty_cache()
-    return 2 * (1 << 30) / (sorted(ts)[5] * 1e-3)
-
-
 def bytes_per_token(model_dir, weight_bits, n_ctx):
     """Bytes one batch-1 decode step reads: the linear weights (and their scales), the BF16 lm_head,
     one embedding row, the KV cache at the mean context length."""
@@ -420,7 +398,9 @@ def llama8b():
     if p.returncode:
         return record("llama-8b init-model", False, p.stderr[-300:])
     print(f"init-model {time.time() - t0:.0f} s", flush=True)
-    figures = {"copy_bandwidth_GBps": copy_bandwidth() / 1e9}
+    from bench_torch_kernels import copy_bandwidth  # the same ceiling the kernel tables use
+
+    figures = {"copy_bandwidth_GBps": copy_bandwidth()}
     copy_bw = figures["copy_bandwidth_GBps"] * 1e9
     n_ctx = 32 + 32  # bench prompts of 32 tokens, 64 generated: the mean context
     # E2E_LLAMA="fp8:cublaslt,marlin nvfp4:marlin hf" picks checkpoints, backends and the
