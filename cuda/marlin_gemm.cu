@@ -286,8 +286,9 @@ __global__ void __launch_bounds__(NW * 32) marlin_kernel(const Params p)
     }
     cp_async_wait<0>();
 
+    // Calls f(accumulator, m, n) for every accumulator of an active strip whose token row m < M.
     const int c = lane & 3;
-    if (p.splits > 1) {
+    auto for_each_output = [&](auto &&f) {
 #pragma unroll
         for (int w = 0; w < WR; w++) {
             if (!active[w])
@@ -297,11 +298,14 @@ __global__ void __launch_bounds__(NW * 32) marlin_kernel(const Params p)
             for (int t = 0; t < MT; t++)
 #pragma unroll
                 for (int e = 0; e < 4; e++) {
-                    int m = m0 + t * 8 + 2 * c + (e & 1), n = n0 + (e >> 1) * 8;
+                    const int m = m0 + t * 8 + 2 * c + (e & 1), n = n0 + (e >> 1) * 8;
                     if (m < p.M)
-                        __stcg(p.ws + ((size_t)split * p.M + m) * p.NP + n, acc[w][t][e]);
+                        f(acc[w][t][e], m, n);
                 }
         }
+    };
+    if (p.splits > 1) {
+        for_each_output([&](float &a, int m, int n) { __stcg(p.ws + ((size_t)split * p.M + m) * p.NP + n, a); });
         __threadfence();
         __syncthreads();
         const int cidx = mb * p.tiles_n + tile;
@@ -311,47 +315,26 @@ __global__ void __launch_bounds__(NW * 32) marlin_kernel(const Params p)
         if (!s_last)
             return;
         __threadfence();
-#pragma unroll
-        for (int w = 0; w < WR; w++) {
-            if (!active[w])
-                continue;
-            const int n0 = (nb0 + w) * 16 + r;
-#pragma unroll
-            for (int t = 0; t < MT; t++)
-#pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    int m = m0 + t * 8 + 2 * c + (e & 1), n = n0 + (e >> 1) * 8;
-                    float sum = 0.f;
-                    if (m < p.M)
-                        for (int s = 0; s < p.splits; s++)
-                            sum += __ldcg(p.ws + ((size_t)s * p.M + m) * p.NP + n);
-                    acc[w][t][e] = sum;
-                }
-        }
+        for_each_output([&](float &a, int m, int n) {
+            float sum = 0.f;
+            for (int s = 0; s < p.splits; s++)
+                sum += __ldcg(p.ws + ((size_t)s * p.M + m) * p.NP + n);
+            a = sum;
+        });
         if (tid == 0)
             p.cnt[cidx] = 0;
     }
-#pragma unroll
-    for (int w = 0; w < WR; w++) {
-        if (!active[w])
-            continue;
-        const int n0 = (nb0 + w) * 16 + r;
-#pragma unroll
-        for (int t = 0; t < MT; t++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                int m = m0 + t * 8 + 2 * c + (e & 1), n = n0 + (e >> 1) * 8;
-                if (m >= p.M || n >= p.N)
-                    continue;
-                float v = acc[w][t][e];
-                if (p.colscale)
-                    v *= __ldg(p.colscale + (size_t)n * p.colscale_stride);
-                v = v * p.post1 * p.post2;
-                if (p.bias)
-                    v += __bfloat162float(p.bias[n]);
-                p.y[(size_t)m * p.N + n] = __float2bfloat16_rn(v);
-            }
-    }
+    for_each_output([&](float &a, int m, int n) {
+        if (n >= p.N)
+            return;
+        float v = a;
+        if (p.colscale)
+            v *= __ldg(p.colscale + (size_t)n * p.colscale_stride);
+        v = v * p.post1 * p.post2;
+        if (p.bias)
+            v += __bfloat162float(p.bias[n]);
+        p.y[(size_t)m * p.N + n] = __float2bfloat16_rn(v);
+    });
 }
 
 // ---- host side ----
