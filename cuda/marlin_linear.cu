@@ -113,14 +113,19 @@ int prepare_inner(const qs_linear_desc *d, Layer *l, qs_err *err)
         if (d->weight->nbytes < (size_t)(n * k / 2) || d->weight_scale->nbytes < (size_t)(n * k / 16))
             return qs_errf(err, "%s: NVFP4 weight or scale tensor is smaller than %lld x %lld needs", d->name,
                            (long long)n, (long long)k);
-        // Padding: zero codes under zero scales (the pack folds a zero scale into zero weights).
-        std::vector<uint8_t> wsrc((size_t)(np * kp / 2), 0), ssrc((size_t)(np * kp / 16), 0);
-        for (int64_t r = 0; r < n; r++) {
-            memcpy(&wsrc[(size_t)(r * kp / 2)], w + r * k / 2, (size_t)(k / 2));
-            memcpy(&ssrc[(size_t)(r * kp / 16)], (const uint8_t *)d->weight_scale->data + r * k / 16, (size_t)(k / 16));
-        }
+        const uint8_t *sc = (const uint8_t *)d->weight_scale->data;
         std::vector<uint8_t> pw((size_t)(np * kp / 2)), ps((size_t)(np * kp / 16));
-        qs_marlin::pack_nvfp4(wsrc.data(), ssrc.data(), np, kp, pw.data(), ps.data());
+        if (np == n && kp == k) {
+            qs_marlin::pack_nvfp4(w, sc, n, k, pw.data(), ps.data());
+        } else {
+            // Padding: zero codes under zero scales (the pack folds a zero scale into zero weights).
+            std::vector<uint8_t> wsrc((size_t)(np * kp / 2), 0), ssrc((size_t)(np * kp / 16), 0);
+            for (int64_t r = 0; r < n; r++) {
+                memcpy(&wsrc[(size_t)(r * kp / 2)], w + r * k / 2, (size_t)(k / 2));
+                memcpy(&ssrc[(size_t)(r * kp / 16)], sc + r * k / 16, (size_t)(k / 16));
+            }
+            qs_marlin::pack_nvfp4(wsrc.data(), ssrc.data(), np, kp, pw.data(), ps.data());
+        }
         if (upload(pw, &l->w, err) || upload(ps, &l->sc, err))
             return -1;
         l->post1 = 19342813113834066795298816.f; // 2^84: the packed scales carry 2^42, the codes 2^-126
