@@ -62,7 +62,8 @@ struct Desc {
 
 // Builds descriptors for D[n,m] (col-major) = op(A)[n,k] * B[k,m]: A is w stored [n,k] row-major
 // (= col-major [k,n], transposed), B is x stored [m,k] row-major (= col-major [k,m]).
-int build(Desc &d, cudaDataType_t ab_type, int64_t m, int64_t n, int64_t k, bool bias, qs_err *err)
+// bias: the BF16 vector the epilogue adds, or NULL.
+int build(Desc &d, cudaDataType_t ab_type, int64_t m, int64_t n, int64_t k, const __nv_bfloat16 *bias, qs_err *err)
 {
     QS_CUBLAS_TRY(g_lt->MatmulDescCreate(&d.op, CUBLAS_COMPUTE_32F, CUDA_R_32F), err);
     cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
@@ -73,6 +74,8 @@ int build(Desc &d, cudaDataType_t ab_type, int64_t m, int64_t n, int64_t k, bool
         cudaDataType_t bt = CUDA_R_16BF;
         QS_CUBLAS_TRY(g_lt->MatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi), err);
         QS_CUBLAS_TRY(g_lt->MatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt),
+                      err);
+        QS_CUBLAS_TRY(g_lt->MatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias),
                       err);
     }
     QS_CUBLAS_TRY(g_lt->MatrixLayoutCreate(&d.a, ab_type, k, n, k), err);
@@ -142,11 +145,8 @@ int qs_blaslt_gemm_bf16(const __nv_bfloat16 *w, const __nv_bfloat16 *x, const __
     if (context(&ctx, err))
         return -1;
     Desc d;
-    if (build(d, CUDA_R_16BF, m, n, k, bias != nullptr, err))
+    if (build(d, CUDA_R_16BF, m, n, k, bias, err))
         return -1;
-    if (bias)
-        QS_CUBLAS_TRY(g_lt->MatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias),
-                      err);
     cublasLtMatmulAlgo_t algo;
     int rc = find_algo(ctx, d, AlgoKey(0, 0, 0, bias != nullptr, m, n, k), &algo, err);
     if (rc < 0)
@@ -171,13 +171,8 @@ int qs_blaslt_gemm_fp8(const uint8_t *w, const float *w_scale, int a_mode, const
     if (context(&ctx, err))
         return -1;
     Desc d;
-    if (build(d, CUDA_R_8F_E4M3, m, n, k, bias != nullptr, err))
+    if (build(d, CUDA_R_8F_E4M3, m, n, k, bias, err) || set_fp8_scales(d, w_scale, a_mode, x_scale, b_mode, err))
         return -1;
-    if (set_fp8_scales(d, w_scale, a_mode, x_scale, b_mode, err))
-        return -1;
-    if (bias)
-        QS_CUBLAS_TRY(g_lt->MatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias),
-                      err);
     cublasLtMatmulAlgo_t algo;
     int rc = find_algo(ctx, d, AlgoKey(1, a_mode, b_mode, bias != nullptr, m, n, k), &algo, err);
     if (rc != 0)
@@ -196,7 +191,7 @@ int qs_blaslt_fp8_supported(int a_mode, int b_mode, int64_t m, int64_t n, int64_
     if (context(&ctx, &err))
         return 0;
     Desc d;
-    if (build(d, CUDA_R_8F_E4M3, m, n, k, false, &err))
+    if (build(d, CUDA_R_8F_E4M3, m, n, k, nullptr, &err))
         return 0;
     // Any non-null pointers do for the heuristic query.
     const float *dummy = reinterpret_cast<const float *>(ctx->workspace);
