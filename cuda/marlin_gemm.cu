@@ -414,7 +414,6 @@ constexpr int kMaxSplits = 16;
 
 struct Plan {
     int mt, wr, nw, mblocks, tiles_n, splits, ksteps;
-    bool deep;
 };
 
 int env_flag(const char *name, int dflt)
@@ -425,18 +424,15 @@ int env_flag(const char *name, int dflt)
 
 // Tuning switches, read once (documented in docs/marlin.md): QSERVE_MARLIN_ROTATE=0 walks k in
 // order in every CTA; QSERVE_MARLIN_WIDE=0 keeps one weight strip per warp at every M;
-// QSERVE_MARLIN_WAVES=N aims the k split at N waves of resident CTAs; QSERVE_MARLIN_STAGES=8
-// runs up to 16 tokens with an 8-deep copy pipeline instead of 4 (more bytes in flight per SM);
-// QSERVE_MARLIN_WARPS=8 runs up to 32 tokens with 8 warps (128 rows) per CTA, so each activation
+// QSERVE_MARLIN_WAVES=N aims the k split at N waves of resident CTAs; QSERVE_MARLIN_WARPS=8 runs up to 32 tokens with 8 warps (128 rows) per CTA, so each activation
 // stage read from L2 feeds twice the weight rows.
 struct Tuning {
-    int rotate, wide, waves, deep, warps8;
+    int rotate, wide, waves, warps8;
 };
 const Tuning &tuning()
 {
     static Tuning t = {env_flag("QSERVE_MARLIN_ROTATE", 1), env_flag("QSERVE_MARLIN_WIDE", 1),
-                       std::max(1, env_flag("QSERVE_MARLIN_WAVES", 1)), env_flag("QSERVE_MARLIN_STAGES", 4) >= 8,
-                       env_flag("QSERVE_MARLIN_WARPS", 4) == 8};
+                       std::max(1, env_flag("QSERVE_MARLIN_WAVES", 1)), env_flag("QSERVE_MARLIN_WARPS", 4) == 8};
     return t;
 }
 
@@ -477,7 +473,7 @@ template <bool FP4, int MT, int STAGES, bool BLOCK, int WR, int NW> int occupanc
     return occ;
 }
 
-// The one table of instantiations: (mt, wr, deep pipeline, warps) -> stages, and the call made
+// The one table of instantiations: (mt, wr, warps) -> stages, and the call made
 // with them. Variants other than the default (4 warps, 4 stages) exist for the tuning switches.
 template <bool FP4, bool BLOCK, typename F> int with_config(const Plan &pl, F &&f)
 {
@@ -489,8 +485,6 @@ template <bool FP4, bool BLOCK, typename F> int with_config(const Plan &pl, F &&
         default: return f.template operator()<FP4, 4, 3, BLOCK, 1, 8>();
         }
     }
-    if (pl.deep && mt <= 2)
-        return mt == 1 ? f.template operator()<FP4, 1, 8, BLOCK, 1, 4>() : f.template operator()<FP4, 2, 8, BLOCK, 1, 4>();
     if (pl.wr == 2) {
         if (mt == 4)
             return f.template operator()<FP4, 4, FP4 ? 3 : 4, BLOCK, 2, 4>();
@@ -539,7 +533,6 @@ Plan make_plan(const Layer &l, int64_t m)
     // measured (docs/marlin.md) a gain only where the wide tiles still outnumber the SMs.
     pl.nw = (tuning().warps8 && pl.mt <= 4) ? 8 : kWarps;
     pl.wr = (pl.nw == kWarps && pl.mt >= 4 && tuning().wide && l.n_pad / (16 * kWarps * 2) >= g_sms) ? 2 : 1;
-    pl.deep = pl.nw == kWarps && tuning().deep && pl.mt <= 2;
     pl.mblocks = (int)((m + pl.mt * 8 - 1) / (pl.mt * 8));
     pl.tiles_n = (int)((l.n_pad / 16 + pl.nw * pl.wr - 1) / (pl.nw * pl.wr));
     pl.ksteps = (int)(l.k_pad / (l.fp4 ? kFp4StepK : kFp8StepK));

@@ -11,7 +11,7 @@ mkdir -p "$OUT"
 export LD_LIBRARY_PATH="$PWD/$D/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 M=${BENCH_M:-1,4,16,32,64,128,256}
 K=${SWEEP_KERNELS:-marlin-fp8,marlin-nvfp4}
-VARIANTS=${SWEEP_VARIANTS:-"default QSERVE_MARLIN_STAGES=8 QSERVE_MARLIN_WARPS=8"}
+VARIANTS=${SWEEP_VARIANTS:-"default QSERVE_MARLIN_WARPS=8 QSERVE_MARLIN_WIDE=0"}
 for v in $VARIANTS; do
   [ "$v" = default ] && v=QSERVE_MARLIN_DEFAULT=1
   {
