@@ -29,6 +29,23 @@ __device__ __forceinline__ void cp_async16(void *smem, const void *gmem)
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N> __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
 
+// Programmatic dependent launch (sm_90): a kernel launched with the PDL attribute may start while
+// the previous kernel on the stream finishes; everything before wait_for_previous_grid must not
+// read what that kernel writes (here: only the weights, which nothing writes), and
+// allow_next_grid lets the next PDL kernel start its own prologue early. No-ops before sm_90.
+__device__ __forceinline__ void wait_for_previous_grid()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void allow_next_grid()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;\n" ::);
+#endif
+}
+
 __device__ __forceinline__ void ldmatrix_x4(uint32_t r[4], const void *smem)
 {
     unsigned s = (unsigned)__cvta_generic_to_shared(smem);
@@ -149,7 +166,7 @@ __global__ void __launch_bounds__(NW * 32) marlin_kernel(const Params p)
         int j = i + rot;
         return s_begin + (j >= nsteps ? j - nsteps : j);
     };
-    auto load_stage = [&](int buf, int step) {
+    auto load_weights = [&](int buf, int step) {
         uint8_t *st = smem + buf * C::STAGE;
 #pragma unroll
         for (int w = 0; w < WR; w++) {
@@ -164,7 +181,9 @@ __global__ void __launch_bounds__(NW * 32) marlin_kernel(const Params p)
                 cp_async16(st + C::W_STAGE + (warp * WR + w) * kFp4ScaleStepBytes + lane * 16,
                            p.sc + ((size_t)(nb0 + w) * p.ksteps + step) * kFp4ScaleStepBytes + lane * 16);
         }
-        uint8_t *xs = st + C::W_STAGE + C::SC_STAGE;
+    };
+    auto load_activations = [&](int buf, int step) {
+        uint8_t *xs = smem + buf * C::STAGE + C::W_STAGE + C::SC_STAGE;
         const __nv_bfloat16 *xg = p.x + (size_t)step * C::BK;
 #pragma unroll
         for (int j = 0; j < (C::XROWS * C::XCH + C::THREADS - 1) / C::THREADS; j++) {
@@ -173,6 +192,10 @@ __global__ void __launch_bounds__(NW * 32) marlin_kernel(const Params p)
             if (row < xrows)
                 cp_async16(xs + (row * C::XCH + (ch ^ (row & 7))) * 16, xg + (size_t)(m0 + row) * p.XS + ch * 8);
         }
+    };
+    auto load_stage = [&](int buf, int step) {
+        load_weights(buf, step);
+        load_activations(buf, step);
     };
 
     float acc[WR][MT][4];
@@ -184,12 +207,21 @@ __global__ void __launch_bounds__(NW * 32) marlin_kernel(const Params p)
             for (int e = 0; e < 4; e++)
                 acc[w][t][e] = 0.f;
 
+    // Prologue: the first stages' weights are requested before waiting for the previous kernel
+    // (they do not depend on it), their activations after; all in the first commit group, the
+    // other prologue groups left empty so that stage j is still complete at iteration j's wait.
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; s++)
+        if (s < nsteps)
+            load_weights(s, step_of(s));
+    wait_for_previous_grid();
 #pragma unroll
     for (int s = 0; s < STAGES - 1; s++) {
         if (s < nsteps)
-            load_stage(s, step_of(s));
+            load_activations(s, step_of(s));
         cp_async_commit();
     }
+    allow_next_grid();
 
     const int r = lane >> 2;
     for (int it = 0; it < nsteps; it++) {
@@ -340,6 +372,7 @@ __global__ void __launch_bounds__(NW * 32) marlin_kernel(const Params p)
 // ---- host side ----
 
 int g_sms = 0;
+bool g_pdl = false;
 float *g_ws = nullptr;
 size_t g_ws_floats = 0;
 int *g_cnt = nullptr;
@@ -372,12 +405,23 @@ int ensure_xpad(size_t n, qs_err *err)
     return 0;
 }
 
+int env_flag(const char *name, int dflt)
+{
+    const char *e = getenv(name);
+    return e && *e ? atoi(e) : dflt;
+}
+
+// Reads the SM count, and whether kernels are launched with programmatic dependent launch
+// (sm_90 and later, unless QSERVE_MARLIN_PDL=0): then a marlin kernel requests its first weight
+// stages while the kernel before it on the stream is still finishing.
 int device_sms(qs_err *err)
 {
     if (!g_sms) {
-        int dev;
+        int dev, major;
         QS_CUDA_TRY(cudaGetDevice(&dev), err);
         QS_CUDA_TRY(cudaDeviceGetAttribute(&g_sms, cudaDevAttrMultiProcessorCount, dev), err);
+        QS_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev), err);
+        g_pdl = major >= 9 && env_flag("QSERVE_MARLIN_PDL", 1) != 0;
     }
     return 0;
 }
@@ -416,12 +460,6 @@ struct Plan {
     int mt, wr, nw, mblocks, tiles_n, splits, ksteps;
 };
 
-int env_flag(const char *name, int dflt)
-{
-    const char *e = getenv(name);
-    return e && *e ? atoi(e) : dflt;
-}
-
 // Tuning switches, read once (documented in docs/marlin.md): QSERVE_MARLIN_ROTATE=0 walks k in
 // order in every CTA; QSERVE_MARLIN_WIDE=0 keeps one weight strip per warp at every M;
 // QSERVE_MARLIN_WAVES=N aims the k split at N waves of resident CTAs; QSERVE_MARLIN_WARPS=8 runs up to 32 tokens with 8 warps (128 rows) per CTA, so each activation
@@ -451,8 +489,19 @@ template <bool FP4, int MT, int STAGES, bool BLOCK, int WR, int NW> int launch(c
     p.tiles_n = pl.tiles_n;
     p.splits = pl.splits;
     p.ksteps = pl.ksteps;
-    unsigned grid = (unsigned)pl.mblocks * pl.tiles_n * pl.splits;
-    marlin_kernel<FP4, MT, STAGES, BLOCK, WR, NW><<<grid, C::THREADS, C::SMEM, s>>>(p);
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3((unsigned)pl.mblocks * pl.tiles_n * pl.splits);
+    cfg.blockDim = dim3(C::THREADS);
+    cfg.dynamicSmemBytes = C::SMEM;
+    cfg.stream = s;
+    cudaLaunchAttribute pdl[1];
+    pdl[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    pdl[0].val.programmaticStreamSerializationAllowed = 1;
+    if (g_pdl) {
+        cfg.attrs = pdl;
+        cfg.numAttrs = 1;
+    }
+    QS_CUDA_TRY(cudaLaunchKernelEx(&cfg, marlin_kernel<FP4, MT, STAGES, BLOCK, WR, NW>, p), err);
     QS_LAUNCH_CHECK(err);
     return 0;
 }

@@ -345,11 +345,18 @@ def bytes_per_token(model_dir, weight_bits, n_ctx):
 
 
 def serve_decode(model, backend, seconds_left):
-    """Starts the server with --linear-backend BACKEND, then bench_serve at concurrency 1 and 16:
+    """Starts the server with --linear-backend BACKEND (a "+graphs" suffix adds
+    QSERVE_CUDA_GRAPHS=1, "+eager" removes it), then bench_serve at concurrency 1 and 16:
     returns (batch-1 tok/s, batch-16 tok/s, the kernel selection lines) from the mean TPOT."""
     log_path = os.path.join(WORK, f"server-{os.path.basename(model)}-{backend}.log")
+    env = dict(os.environ)
+    backend, _, mode = backend.partition("+")
+    if mode == "graphs":
+        env["QSERVE_CUDA_GRAPHS"] = "1"
+    elif mode == "eager":
+        env.pop("QSERVE_CUDA_GRAPHS", None)
     args = ("--linear-backend", backend, "--served-model-name", "m", "--max-num-seqs", "16")
-    with qserve_server(model, log_path, args, wait_s=min(180, seconds_left)) as base:
+    with qserve_server(model, log_path, args, env=env, wait_s=min(180, seconds_left)) as base:
         vocab = json.load(open(os.path.join(model, "config.json")))["vocab_size"]
         out = []
         for conc, n in ((1, 2), (16, 16)):

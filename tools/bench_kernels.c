@@ -4,7 +4,7 @@
  * TFLOP/s and weight bytes / time beside the device-to-device copy bandwidth measured in the same
  * run. torch's baselines for the same shapes come from scripts/bench_torch_kernels.py in the same
  * device call.
- * Usage: bench_kernels [--kernels a,b,...] [--m 1,4,16,...] [--iters N] */
+ * Usage: bench_kernels [--kernels a,b,...] [--m 1,4,16,...] [--shapes NxK,...] [--iters N] */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +13,7 @@
 #ifdef QS_HAVE_CUDA
 #include "qs_cuda.h"
 #include "qs_cuda_mem.h"
+#include "qs_cuda_ops.h"
 #include "quant/fp4.h"
 #include "quant/fp8.h"
 #include "registry/registry.h"
@@ -34,7 +35,26 @@ static const bench_kernel KERNELS[] = {
     {"emulation-fp8", "emulation", QS_SCHEME_W8A16_FP8, QS_WSCALE_CHANNEL, QS_AQUANT_NONE},
 };
 
-static const int64_t SHAPES[][2] = {{6144, 4096}, {4096, 4096}, {28672, 4096}, {4096, 14336}}; /* N, K */
+static int64_t SHAPES[8][2] = {{6144, 4096}, {4096, 4096}, {28672, 4096}, {4096, 14336}}; /* N, K */
+static int n_shapes = 4;
+
+/* "NxK,NxK,..." into SHAPES; 0 when the list is malformed. */
+static int parse_shapes(const char *s)
+{
+    n_shapes = 0;
+    while (*s && n_shapes < 8) {
+        char *end;
+        long long n = strtoll(s, &end, 10);
+        if (*end != 'x' || n <= 0)
+            return 0;
+        long long k = strtoll(end + 1, &end, 10);
+        if (k <= 0 || (*end && *end != ','))
+            return 0;
+        SHAPES[n_shapes][0] = n, SHAPES[n_shapes][1] = k, n_shapes++;
+        s = *end ? end + 1 : end;
+    }
+    return n_shapes > 0 && !*s;
+}
 
 static uint64_t rng = 88172645463325252ull;
 static uint32_t next_u32(void)
@@ -119,6 +139,60 @@ static int cmp_float(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+static qs_cuda_timer *timer;
+
+/* Median time of one call (µs) over 7 timed runs of `per` calls, rotating the weight copies,
+ * after one untimed run. graph: the `per` calls are recorded once into a CUDA graph on a stream
+ * of their own and the graph is replayed, so the host's launch cost is out of the figure (as in
+ * torch's CUDA-graph baselines); otherwise they are launched one by one from here. */
+static int time_calls(const qs_kernel *kern, void **states, int copies, void *x, void *y, int64_t m, int per, int graph,
+                      double *us, qs_err *err)
+{
+    const qs_graph_ops *g = &qs_cuda_graph_ops;
+    void *stream = NULL, *prev = NULL, *exec = NULL;
+    int rc = 0;
+    if (graph) {
+        if (!(stream = g->stream_create(err)))
+            return -1;
+        prev = g->set_stream(stream);
+        rc = g->capture_begin(err);
+        if (!rc) {
+            for (int i = 0; i < per && !rc; i++)
+                rc = kern->apply_linear(states[i % copies], x, y, m, stream, err);
+            qs_err end_err; /* keeps the first failure's message in err */
+            int end_rc = g->capture_end(&exec, NULL, rc ? &end_err : err);
+            if (rc)
+                g->graph_destroy(exec), exec = NULL;
+            else
+                rc = end_rc;
+        }
+    }
+    float times[8];
+    const int reps = 7;
+    for (int r = 0; r < reps + 1 && !rc; r++) {
+        qs_cuda_timer_start(timer);
+        if (graph)
+            rc = g->graph_launch(exec, err);
+        for (int i = 0; i < per && !graph && !rc; i++)
+            rc = kern->apply_linear(states[i % copies], x, y, m, stream, err);
+        float ms = qs_cuda_timer_stop_ms(timer);
+        if (r > 0)
+            times[r - 1] = ms * 1000.f / per;
+    }
+    if (!rc && qs_cuda_synchronize(err))
+        rc = -1;
+    if (graph) {
+        g->graph_destroy(exec);
+        g->set_stream(prev);
+        g->stream_destroy(stream);
+    }
+    if (rc)
+        return -1;
+    qsort(times, reps, sizeof(float), cmp_float);
+    *us = times[reps / 2];
+    return 0;
+}
+
 static int parse_list(const char *s, long *out, int cap)
 {
     int n = 0;
@@ -142,8 +216,10 @@ int main(int argc, char **argv)
             iters = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--kernels") && i + 1 < argc)
             only = argv[++i];
+        else if (!strcmp(argv[i], "--shapes") && i + 1 < argc && parse_shapes(argv[i + 1]))
+            i++;
         else {
-            fprintf(stderr, "usage: bench_kernels [--kernels a,b] [--m 1,4,16] [--iters N]\n");
+            fprintf(stderr, "usage: bench_kernels [--kernels a,b] [--m 1,4,16] [--shapes NxK,...] [--iters N]\n");
             return 2;
         }
     }
@@ -160,9 +236,9 @@ int main(int argc, char **argv)
         return fprintf(stderr, "%s\n", err.msg), 1;
     printf("device: %s, L2 %d MB; device-to-device copy: %.0f GB/s (read + write)\n", caps.name,
            qs_cuda_l2_bytes() >> 20, copy_gbps);
-    printf("%-22s %6s %6s %5s %10s %9s %11s %8s\n", "kernel", "N", "K", "M", "time_us", "TFLOP/s", "weight_GB/s",
-           "%copy");
-    qs_cuda_timer *timer = qs_cuda_timer_new();
+    printf("%-22s %6s %6s %5s %10s %9s %11s %8s %9s\n", "kernel", "N", "K", "M", "time_us", "TFLOP/s", "weight_GB/s",
+           "%copy", "eager_us");
+    timer = qs_cuda_timer_new();
     for (size_t ki = 0; ki < sizeof KERNELS / sizeof KERNELS[0]; ki++) {
         const bench_kernel *bk = &KERNELS[ki];
         if (only && !strstr(only, bk->label))
@@ -177,7 +253,7 @@ int main(int argc, char **argv)
             printf("%-22s %s\n", bk->label, why);
             continue;
         }
-        for (size_t si = 0; si < sizeof SHAPES / sizeof SHAPES[0]; si++) {
+        for (int si = 0; si < n_shapes; si++) {
             int64_t n = SHAPES[si][0], k = SHAPES[si][1];
             host_layer h;
             fill_layer(bk, n, k, &h);
@@ -211,30 +287,23 @@ int main(int argc, char **argv)
                     hx[i] = ((int)(next_u32() % 2001) - 1000) * 1e-3f;
                 qs_cuda_upload_f32_as_bf16(x, hx, m * k, &err);
                 free(hx);
-                float times[64];
-                int reps = 7, per = iters;
-                int failed = 0;
-                for (int r = 0; r < reps + 1 && !failed; r++) {
-                    qs_cuda_timer_start(timer);
-                    for (int i = 0; i < per; i++)
-                        if (kern->apply_linear(states[i % copies], x, y, m, NULL, &err)) {
-                            failed = 1;
-                            break;
-                        }
-                    float msr = qs_cuda_timer_stop_ms(timer);
-                    if (r > 0)
-                        times[r - 1] = msr * 1000.f / per;
-                }
-                if (failed || qs_cuda_synchronize(&err)) {
+                double eager_us, graph_us;
+                int failed = time_calls(kern, states, copies, x, y, m, iters, 0, &eager_us, &err);
+                int no_graph = failed ? 1 : time_calls(kern, states, copies, x, y, m, iters, 1, &graph_us, &err);
+                if (failed) {
                     printf("%-22s %6lld %6lld %5lld  failed: %s\n", bk->label, (long long)n, (long long)k, (long long)m,
                            err.msg);
                 } else {
-                    qsort(times, reps, sizeof(float), cmp_float);
-                    double us = times[reps / 2];
+                    /* The figures are the graph replay's (GPU time alone, as torch's baselines are
+                     * timed); eager_us adds what launching from the host costs. */
+                    double us = no_graph ? eager_us : graph_us;
                     double tflops = 2.0 * m * n * k / (us * 1e-6) / 1e12;
                     double gbps = wb / (us * 1e-6) / 1e9;
-                    printf("%-22s %6lld %6lld %5lld %10.1f %9.1f %11.0f %7.0f%%\n", bk->label, (long long)n,
-                           (long long)k, (long long)m, us, tflops, gbps, 100.0 * gbps / copy_gbps);
+                    printf("%-22s %6lld %6lld %5lld %10.1f %9.1f %11.0f %7.0f%% %9.1f%s\n", bk->label, (long long)n,
+                           (long long)k, (long long)m, us, tflops, gbps, 100.0 * gbps / copy_gbps, eager_us,
+                           no_graph ? "  (no graph: eager time)" : "");
+                    if (no_graph)
+                        fprintf(stderr, "%s: %s\n", bk->label, err.msg);
                 }
                 fflush(stdout);
                 qs_cuda_free(x);
