@@ -348,6 +348,7 @@ const qs_ops kCudaOps = {
     qs_cuda_split_qkv,
     qs_cuda_swiglu_gate_up,
     &qs_cuda_graph_ops,
+    qs_cuda_sample,
 };
 
 } // namespace

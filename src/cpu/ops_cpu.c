@@ -1,7 +1,8 @@
 /* ops_cpu.c — the CPU implementation of the ops interface (src/ops/ops.h): memory, weight
  * upload, embedding, RMSNorm, bias, RoPE, SwiGLU (also over a fused gate/up output), the column
  * split of a fused q/k/v output and row gathers over float32 activations.
- * Attention and the KV cache writes live in ops_cpu_attention.c, MoE routing in ops_cpu_moe.c.
+ * Attention and the KV cache writes live in ops_cpu_attention.c, MoE routing in ops_cpu_moe.c,
+ * sampling in sample_cpu.c.
  * Plain, obviously-right C: this is the executable specification the CUDA ops are tested
  * against. Row loops go through qs_parallel_for where the work is large enough to pay. */
 #include "cpu/ops_cpu_internal.h"
@@ -232,6 +233,7 @@ static const qs_ops CPU_OPS = {
     .gather_rows = cpu_gather_rows,
     .split_qkv = cpu_split_qkv,
     .swiglu_gate_up = cpu_swiglu_gate_up,
+    .sample = qs_cpu_sample,
 };
 
 const qs_ops *qs_ops_cpu(void) { return &CPU_OPS; }

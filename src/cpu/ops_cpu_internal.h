@@ -1,4 +1,4 @@
-/* ops_cpu_internal.h — the CPU ops split across files (attention, MoE routing), gathered into
+/* ops_cpu_internal.h — the CPU ops split across files (attention, MoE routing, sampling), gathered into
  * the one qs_ops table of ops_cpu.c. Not for use outside src/cpu. */
 #ifndef QS_CPU_OPS_CPU_INTERNAL_H
 #define QS_CPU_OPS_CPU_INTERNAL_H
@@ -9,6 +9,9 @@ int qs_cpu_kv_write(void *k_cache, void *v_cache, const void *k, const void *v, 
                     int n_kv_heads, int head_dim, qs_err *err);
 int qs_cpu_attention(void *out, const void *q, const void *k_cache, const void *v_cache, const qs_attn_batch *b,
                      int n_heads, int n_kv_heads, int head_dim, float scale, qs_err *err);
+/* The reference sampling op (sample_cpu.c). */
+int qs_cpu_sample(int32_t *tokens, const void *logits, const qs_sample_row *rows, int64_t n_rows, int64_t vocab,
+                  qs_err *err);
 int qs_cpu_moe_route(const void *router_logits, int32_t *topk_ids, float *topk_weights, int64_t n_tokens,
                      int n_experts, int top_k, bool norm_topk, qs_err *err);
 

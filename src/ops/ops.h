@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "model/safetensors.h"
+#include "ops/sample.h"
 #include "registry/kernel.h"
 #include "util/error.h"
 
@@ -141,6 +142,13 @@ typedef struct qs_ops {
 
     /* Decode-step graphs and streams; NULL where the device has none (CPU). */
     const qs_graph_ops *graph;
+
+    /* Sampling on the device (ops/sample.h defines the algorithm): tokens[r] = the token of row r
+     * of logits [n_rows, vocab] (activation format) under rows[r], or -1 where rows[r].skip.
+     * tokens and rows are device memory. No allocation, no copy and no wait, so that a decode-step
+     * graph can record it. NULL where the device has none: the engine samples on the host. */
+    int (*sample)(int32_t *tokens, const void *logits, const qs_sample_row *rows, int64_t n_rows, int64_t vocab,
+                  qs_err *err);
 } qs_ops;
 
 /* The ops of a platform, or NULL with err when this build has none for it. */
