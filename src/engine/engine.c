@@ -135,6 +135,12 @@ static int mb_forward(void *ctx, const qs_seq_step *steps, int n, float *logits,
     model_backend *b = ctx;
     return qs_model_forward(b->model, b->kv, steps, n, logits, err);
 }
+static int mb_forward_sample(void *ctx, const qs_seq_step *steps, int n, const qs_sample_row *rows, int32_t *tokens,
+                             float *logits, qs_err *err)
+{
+    model_backend *b = ctx;
+    return qs_model_forward_sample(b->model, b->kv, steps, n, rows, tokens, logits, err);
+}
 static int32_t mb_alloc(void *ctx) { return qs_kv_cache_alloc(((model_backend *)ctx)->kv); }
 static void mb_release(void *ctx, int32_t block) { qs_kv_cache_release(((model_backend *)ctx)->kv, block); }
 static void mb_destroy(void *ctx)
@@ -157,6 +163,7 @@ int qs_engine_backend_model(qs_model *model, qs_kv_cache *kv, qs_engine_backend 
         .vocab_size = qs_model_get_config(model)->vocab_size,
         .num_blocks = qs_kv_cache_num_blocks(kv),
         .forward = mb_forward,
+        .forward_sample = qs_model_samples_on_device(model) ? mb_forward_sample : NULL,
         .alloc_block = mb_alloc,
         .release_block = mb_release,
         .destroy = mb_destroy,
@@ -176,6 +183,8 @@ struct qs_engine {
     int cap_steps;
     float *logits;
     size_t cap_logits;
+    qs_sample_row *rows;        /* [cap_steps] device-sampling parameters of the rows wanting logits */
+    int32_t *tokens;            /* [cap_steps] their tokens */
     uint64_t next_id;
 
     pthread_mutex_t mu;
@@ -426,6 +435,14 @@ static int ensure_buffers(qs_engine *e, int n_items)
         if (!p)
             return -1;
         e->steps = p;
+        qs_sample_row *r = realloc(e->rows, (size_t)n_items * sizeof *r);
+        if (r)
+            e->rows = r;
+        int32_t *t = realloc(e->tokens, (size_t)n_items * sizeof *t);
+        if (t)
+            e->tokens = t;
+        if (!r || !t)
+            return -1;
         e->cap_steps = n_items;
     }
     size_t need = (size_t)n_items * (size_t)e->backend.vocab_size;
@@ -450,6 +467,32 @@ static void mask_end_tokens(const qs_engine *e, const qs_seq *seq, float *row)
     for (int i = 0; i < seq->n_stop_token_ids; i++)
         if (seq->stop_token_ids[i] >= 0 && seq->stop_token_ids[i] < e->backend.vocab_size)
             row[seq->stop_token_ids[i]] = -INFINITY;
+}
+
+/* The device-sampling row of seq (ops/sample.h): false when the request needs the host sampler
+ * (logit_bias, penalties, logprobs, or more end tokens to mask than a row carries). The banned
+ * ids are the ones mask_end_tokens would set to -inf. Draws the row's u, so call it once a token. */
+static bool device_row(const qs_engine *e, qs_seq *seq, qs_sample_row *row)
+{
+    if (!qs_sampling_device_ok(&seq->sampling))
+        return false;
+    memset(row, 0, sizeof *row);
+    if (seq->n_output < seq->min_tokens) {
+        int n_eos = seq->ignore_eos ? 0 : e->opt.n_eos;
+        for (int i = 0; i < n_eos + seq->n_stop_token_ids; i++) {
+            int32_t id = i < n_eos ? e->eos[i] : seq->stop_token_ids[i - n_eos];
+            bool dup = id < 0 || id >= e->backend.vocab_size;
+            for (int j = 0; j < row->n_banned && !dup; j++)
+                dup = row->banned[j] == id;
+            if (dup)
+                continue;
+            if (row->n_banned == QS_SAMPLE_MAX_BANNED)
+                return false;
+            row->banned[row->n_banned++] = id;
+        }
+    }
+    qs_sampler_device_row(&seq->sampling, seq->sampler, row);
+    return true;
 }
 
 static void on_sampled(qs_engine *e, qs_seq *seq, int32_t token, const qs_token_logprobs *lp)
@@ -514,8 +557,27 @@ int qs_engine_step(qs_engine *e)
             .want_logits = b->items[i].want_logits,
         };
     }
+    /* Rows the device samples, when the backend can: their tokens come back instead of logits. */
+    int n_device = 0;
+    if (e->backend.forward_sample) {
+        int row = 0;
+        for (int i = 0; i < b->n_items; i++) {
+            if (!b->items[i].want_logits)
+                continue;
+            qs_sample_row *r = &e->rows[row++];
+            if (device_row(e, b->items[i].seq, r)) {
+                n_device++;
+            } else {
+                memset(r, 0, sizeof *r);
+                r->skip = 1;
+            }
+        }
+    }
     qs_err err = {{0}};
-    if (e->backend.forward(e->backend.ctx, e->steps, b->n_items, e->logits, &err)) {
+    int rc = n_device ? e->backend.forward_sample(e->backend.ctx, e->steps, b->n_items, e->rows, e->tokens, e->logits,
+                                                  &err)
+                      : e->backend.forward(e->backend.ctx, e->steps, b->n_items, e->logits, &err);
+    if (rc) {
         qs_error("engine: forward pass failed: %s", err.msg);
         for (int i = 0; i < b->n_items; i++)
             abort_seq(e, b->items[i].seq, QS_FINISH_ERROR, err.msg);
@@ -528,7 +590,12 @@ int qs_engine_step(qs_engine *e)
         seq->n_computed += b->items[i].n_new;
         if (!b->items[i].want_logits)
             continue;
-        float *logits = e->logits + (size_t)row++ * (size_t)e->backend.vocab_size;
+        int r = row++;
+        if (n_device && !e->rows[r].skip) {
+            on_sampled(e, seq, e->tokens[r], NULL);
+            continue;
+        }
+        float *logits = e->logits + (size_t)r * (size_t)e->backend.vocab_size;
         mask_end_tokens(e, seq, logits);
         qs_token_logprobs lp;
         bool want_lp = seq->sampling.logprobs >= 0;
@@ -636,6 +703,8 @@ void qs_engine_free(qs_engine *e)
     free(e->inbox);
     free(e->aborts);
     free(e->steps);
+    free(e->rows);
+    free(e->tokens);
     free(e->logits);
     free(e->eos);
     free(e);

@@ -6,7 +6,10 @@
  *
  * The forward pass and the KV block pool are reached through qs_engine_backend, a table of
  * function pointers: qs_engine_backend_model() wraps qs_model_forward + qs_kv_cache, and the
- * scheduler unit test plugs in a deterministic fake model. */
+ * scheduler unit test plugs in a deterministic fake model. Rows whose requests need nothing but
+ * temperature, top-k, top-p, min-p and the end-token mask are sampled by the device
+ * (forward_sample), so only their token ids come back; the others get their logits and go
+ * through qs_sample as before. */
 #ifndef QS_ENGINE_ENGINE_H
 #define QS_ENGINE_ENGINE_H
 
@@ -85,6 +88,12 @@ typedef struct qs_engine_backend {
     int vocab_size;
     int num_blocks;            /* KV blocks of QS_KV_BLOCK_SIZE positions */
     int (*forward)(void *ctx, const qs_seq_step *steps, int n_steps, float *logits, qs_err *err);
+    /* Optional (NULL: every row is sampled on the host): forward, with the rows that want logits
+     * (n_out of them, in step order) sampled on the device where rows[r].skip is 0 (ops/sample.h):
+     * tokens[r] receives those rows' tokens (-1 for skipped rows), and only the skipped rows'
+     * logits are written, at logits + r * vocab_size. */
+    int (*forward_sample)(void *ctx, const qs_seq_step *steps, int n_steps, const qs_sample_row *rows,
+                          int32_t *tokens, float *logits, qs_err *err);
     int32_t (*alloc_block)(void *ctx);          /* -1 when none is free */
     void (*release_block)(void *ctx, int32_t block);
     void (*destroy)(void *ctx);                 /* may be NULL */

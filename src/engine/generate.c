@@ -1,7 +1,9 @@
 /* generate.c — qs_generate (generate.h): a private KV cache sized for the request, a chunked
  * prefill, then one decode step per token. Each token is sampled, checked against EOS and stop
  * ids, detokenised through the tokenizer's decode stream and fed to the stop-string matcher,
- * whose released text goes to the caller's callback and into the result. */
+ * whose released text goes to the caller's callback and into the result. When the model samples
+ * on the device and the request needs nothing the device op lacks (qs_sampling_device_ok), each
+ * step brings back the next token instead of a row of logits. */
 #include "engine/generate.h"
 
 #include <stdlib.h>
@@ -65,6 +67,8 @@ typedef struct gen_run {
     qs_sampler_state *sampler;
     qs_stop_matcher *stop;
     qs_decode_stream *ds;
+    bool device_sampling;      /* steps return the next token (ops/sample.h) */
+    int32_t next;              /* the token the last step sampled on the device, or -1 */
 } gen_run;
 
 static int setup(gen_run *r, const qs_tokenizer *tok, const qs_generate_request *req, int max_tokens, qs_err *err)
@@ -96,6 +100,18 @@ static void teardown(gen_run *r)
     qs_decode_stream_free(r->ds);
 }
 
+/* One forward step of the sequence: logits of its last token in r->logits, or, with device
+ * sampling, that token's successor in r->next (else -1). */
+static int step(gen_run *r, const qs_generate_request *req, const qs_seq_step *s, qs_err *err)
+{
+    r->next = -1;
+    if (!s->want_logits || !r->device_sampling)
+        return qs_model_forward(r->m, r->kv, s, 1, r->logits, err);
+    qs_sample_row row = {0};
+    qs_sampler_device_row(&req->params, r->sampler, &row);
+    return qs_model_forward_sample(r->m, r->kv, s, 1, &row, &r->next, r->logits, err);
+}
+
 static int prefill(gen_run *r, const qs_generate_request *req, qs_err *err)
 {
     for (int start = 0; start < req->n_prompt; start += PREFILL_CHUNK) {
@@ -103,7 +119,7 @@ static int prefill(gen_run *r, const qs_generate_request *req, qs_err *err)
         qs_seq_step s = {.tokens = req->prompt + start, .n_tokens = n, .start_pos = start, .block_table = r->table,
                          .n_blocks = (start + n + QS_KV_BLOCK_SIZE - 1) / QS_KV_BLOCK_SIZE,
                          .want_logits = start + n == req->n_prompt};
-        if (qs_model_forward(r->m, r->kv, &s, 1, r->logits, err))
+        if (step(r, req, &s, err))
             return qs_err_prefix(err, "prefill of prompt tokens %d..%d: ", start, start + n);
     }
     return 0;
@@ -155,7 +171,9 @@ int qs_generate(qs_model *m, const qs_tokenizer *tok, const qs_generate_request 
     }
     if (max_tokens <= 0)
         return qs_errf(err, "generate: max_tokens must be positive, got %d", req->max_tokens);
-    gen_run r = {.m = m};
+    gen_run r = {.m = m,
+                 .device_sampling = qs_model_samples_on_device(m) && qs_sampling_device_ok(&req->params),
+                 .next = -1};
     text_sink sink = {.req = req};
     int rc = -1;
     out->tokens = malloc(sizeof(int32_t) * (size_t)max_tokens);
@@ -176,7 +194,7 @@ int qs_generate(qs_model *m, const qs_tokenizer *tok, const qs_generate_request 
     out->finish_reason = "length";
     for (int i = 0; i < max_tokens; i++) {
         qs_token_logprobs *lp = out->logprobs ? &out->logprobs[i] : NULL;
-        int32_t id = qs_sample(&req->params, r.sampler, r.logits, mc->vocab_size, lp);
+        int32_t id = r.next >= 0 ? r.next : qs_sample(&req->params, r.sampler, r.logits, mc->vocab_size, lp);
         out->tokens[out->n_tokens++] = id;
         qs_sampler_observe_output(r.sampler, id);
         if ((!req->ignore_eos && is_eos(req, id)) || qs_stop_is_stop_token(r.stop, id)) {
@@ -195,7 +213,7 @@ int qs_generate(qs_model *m, const qs_tokenizer *tok, const qs_generate_request 
         int pos = req->n_prompt + i;
         qs_seq_step s = {.tokens = &id, .n_tokens = 1, .start_pos = pos, .block_table = r.table,
                          .n_blocks = pos / QS_KV_BLOCK_SIZE + 1, .want_logits = true};
-        if (qs_model_forward(m, r.kv, &s, 1, r.logits, err)) {
+        if (step(&r, req, &s, err)) {
             qs_err_prefix(err, "decode step %d: ", i);
             goto done;
         }

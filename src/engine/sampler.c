@@ -8,7 +8,10 @@
  *   5. greedy argmax when temperature is 0; else min-p, top-k, top-p truncation, then one draw
  *      from the renormalised distribution with the sequence's own PRNG.
  * The PRNG is xoshiro256** seeded through splitmix64 from the request seed, or from the engine
- * seed and the request index when the request has none, so every run is reproducible. */
+ * seed and the request index when the request has none, so every run is reproducible.
+ * Requests that need none of steps 1, 2 and 4 may instead be sampled on the device
+ * (qs_sampler_device_row: ops/sample.h), which draws the same one uniform per token from the same
+ * PRNG but walks the kept tokens in id order. */
 #include "engine/sampler.h"
 
 #include <math.h>
@@ -242,4 +245,20 @@ int32_t qs_sample(const qs_sampling_params *p, qs_sampler_state *s, float *logit
     if (lp && p->logprobs >= 0)
         fill_logprobs(logits, vocab_size, chosen, p->logprobs, lp);
     return chosen;
+}
+
+bool qs_sampling_device_ok(const qs_sampling_params *p)
+{
+    bool rep = p->repetition_penalty > 0 && p->repetition_penalty != 1.0;
+    return p->n_logit_bias == 0 && !rep && p->presence_penalty == 0 && p->frequency_penalty == 0 && p->logprobs < 0;
+}
+
+void qs_sampler_device_row(const qs_sampling_params *p, qs_sampler_state *s, qs_sample_row *row)
+{
+    bool greedy = p->temperature <= 0 || !s;
+    row->inv_temperature = greedy ? 0.0f : (p->temperature == 1.0 ? 1.0f : (float)(1.0 / p->temperature));
+    row->top_k = p->top_k;
+    row->top_p = p->top_p;
+    row->log_min_p = p->min_p > 0 ? (float)log(p->min_p) : -INFINITY;
+    row->u = greedy ? 0.0 : uniform(s);
 }

@@ -8,6 +8,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "ops/sample.h"
+
 #define QS_MAX_LOGPROBS 20
 
 typedef struct qs_logit_bias {
@@ -49,6 +51,14 @@ typedef struct qs_token_logprobs {
     int32_t top_ids[QS_MAX_LOGPROBS];
     float top_logprobs[QS_MAX_LOGPROBS];
 } qs_token_logprobs;
+
+/* Sampling on the device (ops/sample.h) instead of qs_sample: whether p asks for nothing the
+ * device op lacks (no logit_bias, no repetition / presence / frequency penalty, no logprobs). */
+bool qs_sampling_device_ok(const qs_sampling_params *p);
+/* Fills row's temperature, top-k, top-p and min-p from p (skip and banned ids are left as they
+ * are) and, unless the row is greedy (temperature 0, or no state), draws its u from s: the one
+ * uniform qs_sample would have drawn for this token, so a seed still decides the output. */
+void qs_sampler_device_row(const qs_sampling_params *p, qs_sampler_state *s, qs_sample_row *row);
 
 /* Samples from logits[vocab_size] (modified in place). lp may be NULL when p->logprobs < 0. */
 int32_t qs_sample(const qs_sampling_params *p, qs_sampler_state *s, float *logits, int vocab_size,

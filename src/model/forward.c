@@ -10,7 +10,9 @@
  * The residual add is fused into the following RMSNorm (ops->add_rmsnorm). The step's inputs are
  * validated against the model and the cache before anything runs. With QSERVE_CUDA_GRAPHS=1,
  * decode steps go through step_graph.c, which records qs_forward_run once per batch-size bucket
- * and replays it; everything runs on the model's own stream then. */
+ * and replays it; everything runs on the model's own stream then. qs_model_forward_sample runs
+ * the device's sampling op (ops/sample.h) after the lm_head, in the graph too, and brings back
+ * token ids, plus logits only for the rows left to the host sampler. */
 #include <math.h>
 #include <string.h>
 
@@ -202,33 +204,97 @@ int qs_forward_run(qs_model *m, qs_kv_cache *kv, const qs_attn_batch *b, const i
     return 0;
 }
 
-static int forward_step(qs_model *m, qs_kv_cache *kv, const qs_seq_step *seqs, int n_seqs, float *logits, qs_err *err)
+int qs_forward_run_sample(qs_model *m, qs_kv_cache *kv, const qs_attn_batch *b, const int32_t *ids,
+                          const int32_t *out_rows, int n_out, const qs_sample_row *d_sample, qs_err *err)
+{
+    if (qs_forward_run(m, kv, b, ids, out_rows, n_out, err))
+        return -1;
+    if (!d_sample || n_out == 0)
+        return 0;
+    if (m->ops->sample(m->s.d_tokens, m->s.logits, d_sample, n_out, m->mc.vocab_size, err))
+        return qs_err_prefix(err, "sampling %d rows: ", n_out);
+    return 0;
+}
+
+int qs_forward_outputs(qs_model *m, const qs_sample_row *sample, int n_out, float *logits, int32_t *tokens,
+                       qs_err *err)
+{
+    const qs_ops *ops = m->ops;
+    int64_t V = m->mc.vocab_size;
+    if (n_out == 0)
+        return 0;
+    if (!sample)
+        return ops->acts_to_host_f32(logits, m->s.logits, (int64_t)n_out * V, err);
+    if (ops->copy_to_host(tokens, m->s.d_tokens, sizeof(int32_t) * (size_t)n_out, err))
+        return -1;
+    /* the skipped rows' logits, one copy per run of consecutive skipped rows */
+    for (int r = 0; r < n_out;) {
+        if (!sample[r].skip) {
+            r++;
+            continue;
+        }
+        int end = r;
+        while (end < n_out && sample[end].skip)
+            end++;
+        const char *src = (const char *)m->s.logits + (size_t)r * (size_t)V * ops->act_size;
+        if (ops->acts_to_host_f32(logits + (size_t)r * (size_t)V, src, (int64_t)(end - r) * V, err))
+            return -1;
+        r = end;
+    }
+    return 0;
+}
+
+/* sample: NULL for logits only (qs_model_forward), else the host parameters of the n_out rows. */
+static int forward_step(qs_model *m, qs_kv_cache *kv, const qs_seq_step *seqs, int n_seqs, const qs_sample_row *sample,
+                        int32_t *tokens, float *logits, qs_err *err)
 {
     int64_t T = 0;
     int max_blocks = 0, n_out = 0;
     if (check_step(m, kv, seqs, n_seqs, &T, &max_blocks, &n_out, err) != 0)
         return -1;
-    int graphed = qs_step_graphs_forward(m, kv, seqs, n_seqs, logits, err);
+    int graphed = qs_step_graphs_forward(m, kv, seqs, n_seqs, sample, tokens, logits, err);
     if (graphed != 0)
         return graphed < 0 ? -1 : 0;
     if (qs_scratch_reserve(m, T, n_seqs, max_blocks, n_out, err) != 0)
         return -1;
     qs_attn_batch b;
     if (upload_indices(m, seqs, n_seqs, T, max_blocks, n_out, &b, err) != 0 ||
-        qs_forward_run(m, kv, &b, m->s.d_ids, m->s.d_out_rows, n_out, err) != 0)
+        (sample && n_out &&
+         m->ops->copy_to_device(m->s.d_sample, sample, sizeof(qs_sample_row) * (size_t)n_out, err) != 0) ||
+        qs_forward_run_sample(m, kv, &b, m->s.d_ids, m->s.d_out_rows, n_out, sample ? m->s.d_sample : NULL, err) != 0)
         return -1;
-    if (n_out == 0)
-        return 0;
-    return m->ops->acts_to_host_f32(logits, m->s.logits, (int64_t)n_out * m->mc.vocab_size, err);
+    return qs_forward_outputs(m, sample, n_out, logits, tokens, err);
+}
+
+static int forward_on_stream(qs_model *m, qs_kv_cache *kv, const qs_seq_step *seqs, int n_seqs,
+                             const qs_sample_row *sample, int32_t *tokens, float *logits, qs_err *err)
+{
+    if (!m->stream)
+        return forward_step(m, kv, seqs, n_seqs, sample, tokens, logits, err);
+    /* Graphs on: every op of this thread goes to the model's stream for the step. */
+    void *prev = m->ops->graph->set_stream(m->stream);
+    int rc = forward_step(m, kv, seqs, n_seqs, sample, tokens, logits, err);
+    m->ops->graph->set_stream(prev);
+    return rc;
 }
 
 int qs_model_forward(qs_model *m, qs_kv_cache *kv, const qs_seq_step *seqs, int n_seqs, float *logits, qs_err *err)
 {
-    if (!m->stream)
-        return forward_step(m, kv, seqs, n_seqs, logits, err);
-    /* Graphs on: every op of this thread goes to the model's stream for the step. */
-    void *prev = m->ops->graph->set_stream(m->stream);
-    int rc = forward_step(m, kv, seqs, n_seqs, logits, err);
-    m->ops->graph->set_stream(prev);
-    return rc;
+    return forward_on_stream(m, kv, seqs, n_seqs, NULL, NULL, logits, err);
+}
+
+bool qs_model_samples_on_device(const qs_model *m) { return m->sample_on_device; }
+
+int qs_model_forward_sample(qs_model *m, qs_kv_cache *kv, const qs_seq_step *seqs, int n_seqs,
+                            const qs_sample_row *sample, int32_t *tokens, float *logits, qs_err *err)
+{
+    if (!m->sample_on_device) { /* every row to the host */
+        int n_out = 0;
+        for (int i = 0; seqs && i < n_seqs; i++)
+            n_out += seqs[i].want_logits;
+        for (int r = 0; r < n_out; r++)
+            tokens[r] = -1;
+        return forward_on_stream(m, kv, seqs, n_seqs, NULL, NULL, logits, err);
+    }
+    return forward_on_stream(m, kv, seqs, n_seqs, sample, tokens, logits, err);
 }

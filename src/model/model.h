@@ -11,6 +11,7 @@
 #include "config/config.h"
 #include "model/model_config.h"
 #include "model/projection_fusion.h"
+#include "ops/sample.h"
 #include "registry/kernel.h"
 #include "util/error.h"
 
@@ -43,5 +44,16 @@ typedef struct qs_seq_step {
 /* Runs the step. logits receives one row of vocab_size floats per sequence with want_logits,
  * in the order of seqs. */
 int qs_model_forward(qs_model *m, qs_kv_cache *kv, const qs_seq_step *seqs, int n_seqs, float *logits, qs_err *err);
+
+/* Whether qs_model_forward_sample samples on the device: its ops have the sampling op
+ * (ops/sample.h) and QSERVE_DEVICE_SAMPLING is not 0 (read at load). */
+bool qs_model_samples_on_device(const qs_model *m);
+/* The step of qs_model_forward, with the rows that want logits (n_out of them, in the order of
+ * seqs) sampled on the device by sample[r] (host memory, n_out rows): tokens[r] receives row r's
+ * token, or -1 where sample[r].skip; only the skipped rows' logits come to the host, each at
+ * logits + r * vocab_size (the other rows of logits are left as they are). Without device
+ * sampling every row is skipped. */
+int qs_model_forward_sample(qs_model *m, qs_kv_cache *kv, const qs_seq_step *seqs, int n_seqs,
+                            const qs_sample_row *sample, int32_t *tokens, float *logits, qs_err *err);
 
 #endif

@@ -59,6 +59,8 @@ typedef struct qs_scratch {
     int32_t *topk_ids;
     float *topk_w;
     void *out_rows, *logits;
+    qs_sample_row *d_sample;    /* [cap_out] sampling parameters of the rows (ops->sample) */
+    int32_t *d_tokens;          /* [cap_out] their tokens */
     int32_t *d_ids, *d_pos, *d_seq, *d_slots, *d_tables, *d_out_rows;
     /* host mirrors of the index arrays */
     int32_t *h_ids, *h_pos, *h_seq, *h_slots, *h_tables, *h_out_rows;
@@ -83,6 +85,7 @@ struct qs_model {
      * stream, every step eager). */
     void *stream;
     struct qs_step_graphs *graphs;
+    bool sample_on_device;      /* ops->sample exists and QSERVE_DEVICE_SAMPLING is not 0 */
 };
 
 /* Fuses every layer's q/k/v and dense gate/up where projection_fusion.h allows (nothing when
@@ -93,6 +96,15 @@ int qs_model_fuse_projections(qs_model *m, bool disabled, qs_err *err);
  * copy and no wait, so that a decode-step graph can record it. */
 int qs_forward_run(qs_model *m, qs_kv_cache *kv, const qs_attn_batch *b, const int32_t *ids, const int32_t *out_rows,
                    int n_out, qs_err *err);
+/* qs_forward_run, then, when d_sample is not NULL, ops->sample over the n_out rows of logits into
+ * m->s.d_tokens with the parameters d_sample (device memory); still no allocation, copy or wait. */
+int qs_forward_run_sample(qs_model *m, qs_kv_cache *kv, const qs_attn_batch *b, const int32_t *ids,
+                          const int32_t *out_rows, int n_out, const qs_sample_row *d_sample, qs_err *err);
+/* A step's outputs to the host (waits for the device): with sample (the n_out rows' host
+ * parameters), the tokens in m->s.d_tokens and the logits of the skipped rows; without, the
+ * logits of every row. */
+int qs_forward_outputs(qs_model *m, const qs_sample_row *sample, int n_out, float *logits, int32_t *tokens,
+                       qs_err *err);
 /* Runs a linear layer: y[m, n] = x[m, k] W^T (+ bias), on the model's stream. */
 int qs_linear_apply(const qs_model *m, const qs_linear *l, const void *x, void *y, int64_t rows, qs_err *err);
 /* Grows the scratch buffers for a step. */

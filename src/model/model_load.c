@@ -329,6 +329,20 @@ static int pick_device(const qs_config *cfg, qs_model *m, qs_err *err)
     return m->ops ? 0 : -1;
 }
 
+/* Sampling on the device (ops/sample.h) when the device has the op, unless QSERVE_DEVICE_SAMPLING=0
+ * (then every row's logits go to the host sampler, as before the op existed). */
+static int device_sampling_init(qs_model *m, qs_err *err)
+{
+    const char *v = getenv("QSERVE_DEVICE_SAMPLING");
+    bool on = true;
+    if (v && *v && qs_parse_bool(v, &on))
+        return qs_errf(err, "QSERVE_DEVICE_SAMPLING: expected 1 or 0 (or true/false), got '%s'", v);
+    m->sample_on_device = on && m->ops->sample;
+    if (m->ops->sample && !on)
+        qs_info("QSERVE_DEVICE_SAMPLING=0: every row's logits go to the host sampler");
+    return 0;
+}
+
 static int load_all(qs_model *m, const qs_config *cfg, qs_err *err)
 {
     if (qs_model_config_load(cfg->model_dir, &m->mc, err) != 0)
@@ -385,7 +399,7 @@ static int load_all(qs_model *m, const qs_config *cfg, qs_err *err)
         upload_biases(m, err) != 0)
         return -1;
     if (select_and_prepare_linears(m, cfg, err) != 0 || select_and_prepare_moe(m, cfg, err) != 0 ||
-        qs_step_graphs_init(m, cfg, err) != 0)
+        qs_step_graphs_init(m, cfg, err) != 0 || device_sampling_init(m, err) != 0)
         return -1;
     qs_info("loaded %s (%s): %d layers, hidden %d, %d heads / %d kv heads, head_dim %d, vocab %d%s on %s",
             cfg->model_dir, c->arch_name, c->num_layers, c->hidden_size, c->num_heads, c->num_kv_heads, c->head_dim,

@@ -1,5 +1,5 @@
 /* model_scratch.c — the per-step device buffers of the forward pass (activations, index arrays,
- * routing results, logits) and their host mirrors. They grow to the largest step seen and are
+ * routing results, logits, sampling parameters and tokens) and their host mirrors. They grow to the largest step seen and are
  * reused, so a decode step allocates nothing. Buffers only fused layers need (the q/k/v and
  * gate/up outputs) exist only in models that have such layers, and the separate gate and up
  * buffers only while some dense layer still runs them, so fusion costs the q+k+v row of one
@@ -13,7 +13,7 @@ void qs_scratch_free(qs_model *m)
 {
     qs_scratch *s = &m->s;
     void *dev[] = {s->x, s->h, s->q, s->k, s->v, s->qkv, s->attn, s->o, s->gate, s->up, s->gate_up, s->act, s->router,
-                   s->topk_ids, s->topk_w, s->out_rows, s->logits, s->d_ids, s->d_pos, s->d_seq,
+                   s->topk_ids, s->topk_w, s->out_rows, s->logits, s->d_sample, s->d_tokens, s->d_ids, s->d_pos, s->d_seq,
                    s->d_slots, s->d_tables, s->d_out_rows};
     for (size_t i = 0; i < sizeof(dev) / sizeof(dev[0]); i++)
         if (dev[i])
@@ -101,6 +101,8 @@ int qs_scratch_reserve(qs_model *m, int64_t n_tokens, int n_seqs, int max_blocks
     if (n_out > s->cap_out) {
         if (grow(s, ops, &s->out_rows, a * (size_t)n_out * c->hidden_size, err) ||
             grow(s, ops, &s->logits, a * (size_t)n_out * c->vocab_size, err) ||
+            grow(s, ops, (void **)&s->d_sample, sizeof(qs_sample_row) * (size_t)n_out, err) ||
+            grow(s, ops, (void **)&s->d_tokens, sizeof(int32_t) * (size_t)n_out, err) ||
             grow(s, ops, (void **)&s->d_out_rows, sizeof(int32_t) * (size_t)n_out, err) ||
             grow_host(&s->h_out_rows, (size_t)n_out, err)) {
             qs_scratch_free(m);

@@ -20,6 +20,12 @@
  *  - Moved buffers: the model's step scratch and the device's kernel scratch grow with larger
  *    (prefill) steps, and a graph holds the old addresses. Both keep a generation counter; when
  *    one moved, every captured graph is dropped and captured again at its bucket's next step.
+ *  - Sampling: on a device with the sampling op (and QSERVE_DEVICE_SAMPLING not 0) every graph
+ *    also records ops->sample after the lm_head, reading the rows' parameters from a fixed device
+ *    buffer refreshed by a third asynchronous copy from page-locked memory. A step that samples on
+ *    the host (qs_model_forward), its rows left to the host sampler and the dummy rows are marked
+ *    skip there: the op writes -1 for them and their logits are copied out as before. So one graph
+ *    serves both kinds of step and only token ids (and the skipped rows' logits) come back.
  *  - Fallbacks: a capture that fails (a kernel path that allocates or synchronises, which the
  *    device refuses inside a capture) leaves that bucket eager with one warning; a model with MoE
  *    layers (their routing goes through the host every step) runs eagerly, said once. */
@@ -54,6 +60,8 @@ struct qs_step_graphs {
     qs_graph_layout lay;
     int32_t *host;             /* page-locked mirror of dev */
     int32_t *dev;              /* the fixed index buffer */
+    qs_sample_row *host_rows;  /* page-locked [plan.max_seqs] sampling parameters; NULL: no sampling */
+    qs_sample_row *dev_rows;   /* their fixed device buffer */
     graph_bucket *b;           /* [plan.n_buckets] */
     uint64_t model_epoch, device_epoch; /* the buffer generations the captured graphs hold */
 };
@@ -136,6 +144,11 @@ static void unbind(qs_model *m, qs_step_graphs *G)
     if (G->dev)
         m->ops->free(G->dev);
     G->host = G->dev = NULL;
+    if (G->host_rows)
+        g->host_free(G->host_rows);
+    if (G->dev_rows)
+        m->ops->free(G->dev_rows);
+    G->host_rows = G->dev_rows = NULL;
     free(G->kv_bufs);
     G->kv_bufs = NULL;
     G->kv = NULL;
@@ -187,6 +200,11 @@ static int bind(qs_model *m, qs_step_graphs *G, qs_kv_cache *kv, qs_err *err)
     qs_graph_fill_constant(&G->plan, G->host);
     if (m->ops->copy_to_device(G->dev, G->host, bytes, err))
         return -1;
+    if (m->sample_on_device) {
+        size_t rb = sizeof(qs_sample_row) * (size_t)G->plan.max_seqs;
+        if (!(G->host_rows = g->host_alloc(rb, err)) || !(G->dev_rows = m->ops->alloc(rb, err)))
+            return qs_err_prefix(err, "decode graph sampling parameters (%zu bytes): ", rb);
+    }
     for (int l = 0; l < m->mc.num_layers; l++) {
         G->kv_bufs[2 * l] = qs_kv_cache_k(kv, l);
         G->kv_bufs[2 * l + 1] = qs_kv_cache_v(kv, l);
@@ -221,7 +239,7 @@ static void check_buffers(qs_model *m, qs_step_graphs *G)
 
 /* Records the step into bk's graph. On failure the bucket runs eagerly from now on. */
 static bool capture(qs_model *m, graph_bucket *bk, qs_kv_cache *kv, const qs_attn_batch *b, const int32_t *ids,
-                    const int32_t *rows, int size)
+                    const int32_t *rows, const qs_sample_row *d_rows, int size)
 {
     const qs_graph_ops *g = m->ops->graph;
     qs_err cerr = {{0}};
@@ -230,7 +248,7 @@ static bool capture(qs_model *m, graph_bucket *bk, qs_kv_cache *kv, const qs_att
     size_t nodes = 0;
     int rc = g->capture_begin(&cerr);
     if (rc == 0) {
-        rc = qs_forward_run(m, kv, b, ids, rows, size, &cerr);
+        rc = qs_forward_run_sample(m, kv, b, ids, rows, size, d_rows, &cerr);
         qs_err eerr = {{0}};
         int end = g->capture_end(&exec, &nodes, &eerr);
         if (rc == 0 && end != 0) {
@@ -252,8 +270,22 @@ static bool capture(qs_model *m, graph_bucket *bk, qs_kv_cache *kv, const qs_att
     return true;
 }
 
-int qs_step_graphs_forward(qs_model *m, qs_kv_cache *kv, const qs_seq_step *seqs, int n_seqs, float *logits,
-                           qs_err *err)
+/* The sampling parameters of the bucket's `size` rows: the step's n rows as given (all skipped when
+ * sample is NULL), the dummy rows skipped. */
+static void fill_rows(qs_sample_row *host_rows, const qs_sample_row *sample, int n, int size)
+{
+    for (int i = 0; i < size; i++) {
+        if (sample && i < n) {
+            host_rows[i] = sample[i];
+        } else {
+            memset(&host_rows[i], 0, sizeof host_rows[i]);
+            host_rows[i].skip = 1;
+        }
+    }
+}
+
+int qs_step_graphs_forward(qs_model *m, qs_kv_cache *kv, const qs_seq_step *seqs, int n_seqs,
+                           const qs_sample_row *sample, int32_t *tokens, float *logits, qs_err *err)
 {
     qs_step_graphs *G = m->graphs;
     if (!G || G->off || !qs_graph_step_is_decode(seqs, n_seqs))
@@ -281,6 +313,12 @@ int qs_step_graphs_forward(qs_model *m, qs_kv_cache *kv, const qs_seq_step *seqs
         g->copy_2d_async(G->dev + l->tables, pitch, G->host + l->tables, pitch, sizeof(int32_t) * (size_t)width,
                          (size_t)n_seqs, err))
         return -1;
+    const qs_sample_row *d_rows = G->dev_rows;
+    if (d_rows) {
+        fill_rows(G->host_rows, sample, n_seqs, size);
+        if (g->copy_async(G->dev_rows, G->host_rows, sizeof(qs_sample_row) * (size_t)size, err))
+            return -1;
+    }
     qs_attn_batch b = {.n_tokens = size, .n_seqs = size, .max_blocks = G->plan.stride, .tok_seq = G->dev + l->seq,
                        .tok_pos = G->dev + l->pos, .block_tables = G->dev + l->tables,
                        .slot_mapping = G->dev + l->slots, .sliding_window = m->mc.sliding_window};
@@ -288,17 +326,21 @@ int qs_step_graphs_forward(qs_model *m, qs_kv_cache *kv, const qs_seq_step *seqs
     graph_bucket *bk = &G->b[bi];
     if (bk->state == BUCKET_NEW) {
         /* Warm-up: this step runs eagerly over the fixed buffers, and its logits are used. */
-        if (qs_forward_run(m, kv, &b, ids, rows, size, err))
+        if (qs_forward_run_sample(m, kv, &b, ids, rows, size, d_rows, err))
             return -1;
         bk->state = BUCKET_WARM;
         check_buffers(m, G); /* what the warm-up grew leaves other buckets' graphs stale */
     } else {
-        if (bk->state == BUCKET_WARM && !capture(m, bk, kv, &b, ids, rows, size))
+        if (bk->state == BUCKET_WARM && !capture(m, bk, kv, &b, ids, rows, d_rows, size))
             return 0; /* the indices are uploaded again by the eager step */
         if (g->graph_launch(bk->exec, err))
             return -1;
     }
-    if (m->ops->acts_to_host_f32(logits, m->s.logits, (int64_t)n_seqs * m->mc.vocab_size, err))
+    /* the host rows of a sampling step when the graphs sample, else every row's logits */
+    if (qs_forward_outputs(m, sample && d_rows ? G->host_rows : NULL, n_seqs, logits, tokens, err))
         return -1;
+    if (!d_rows && sample) /* not reached: the graphs sample whenever the model does */
+        for (int i = 0; i < n_seqs; i++)
+            tokens[i] = -1;
     return 1;
 }

@@ -13,9 +13,10 @@ int qs_step_graphs_init(qs_model *m, const qs_config *cfg, qs_err *err);
 void qs_step_graphs_free(qs_model *m);
 
 /* Runs a step through its bucket's graph when the step is a decode step the graphs serve, with
- * logits as qs_model_forward gives them (the step has passed its checks). Returns 1 when it did,
- * 0 when the caller must run the step eagerly, -1 on an error. */
-int qs_step_graphs_forward(qs_model *m, qs_kv_cache *kv, const qs_seq_step *seqs, int n_seqs, float *logits,
-                           qs_err *err);
+ * outputs as qs_model_forward (sample NULL) or qs_model_forward_sample (sample: the rows' host
+ * parameters, tokens) give them (the step has passed its checks). Returns 1 when it did, 0 when
+ * the caller must run the step eagerly, -1 on an error. */
+int qs_step_graphs_forward(qs_model *m, qs_kv_cache *kv, const qs_seq_step *seqs, int n_seqs,
+                           const qs_sample_row *sample, int32_t *tokens, float *logits, qs_err *err);
 
 #endif
