@@ -436,6 +436,52 @@ static void warm_up_and_refused_capture_match_eager(void **state)
     qs_model_free(gm);
 }
 
+/* qs_model_forward_sample through the graph path (the padded warm-up, then a refused capture and
+ * eager steps): rows 0 and 2 sampled greedily by the sampling op give the eager logits' argmax,
+ * the skipped row 1 gives -1 and its logits. */
+static void device_sampling_through_the_graph_path(void **state)
+{
+    if (!model_dir[0])
+        skip();
+    memset(&dev, 0, sizeof dev);
+    dev.refuse = true;
+    qs_model *ref = load(false), *gm = load(true);
+    assert_true(qs_model_samples_on_device(gm));
+    qs_kv_cache *kv_ref = cache_for(ref), *kv_g = cache_for(gm);
+    int V = qs_model_get_config(ref)->vocab_size;
+    float *want = malloc(sizeof(float) * 3 * V), *got = malloc(sizeof(float) * 3 * V);
+    batch b;
+    make_batch(&b);
+    int all[3] = {0, 1, 2};
+    step(ref, kv_ref, &b, all, 3, true, want);
+    step(gm, kv_g, &b, all, 3, true, got);
+    advance(&b, all, 3, want, V);
+    for (int k = 0; k < 3; k++) {
+        step(ref, kv_ref, &b, all, 3, false, want);
+        qs_seq_step s[3];
+        for (int q = 0; q < 3; q++)
+            s[q] = (qs_seq_step){.tokens = b.tokens[q] + b.len[q] - 1, .n_tokens = 1, .start_pos = b.len[q] - 1,
+                                 .block_table = b.table[q], .n_blocks = 4, .want_logits = true};
+        qs_sample_row rows[3] = {{.log_min_p = -INFINITY}, {.skip = 1}, {.log_min_p = -INFINITY}};
+        int32_t tokens[3] = {-7, -7, -7};
+        qs_err err = {{0}};
+        if (qs_model_forward_sample(gm, kv_g, s, 3, rows, tokens, got, &err) != 0)
+            fail_msg("forward_sample: %s", err.msg);
+        assert_int_equal(tokens[0], qs_test_argmax(want, V));
+        assert_int_equal(tokens[1], -1);
+        assert_int_equal(tokens[2], qs_test_argmax(want + 2 * V, V));
+        same_logits(want + V, got + V, 1, V, "the skipped row");
+        advance(&b, all, 3, want, V);
+    }
+    assert_int_equal(dev.refused, 1);
+    free(want);
+    free(got);
+    qs_kv_cache_free(kv_ref);
+    qs_kv_cache_free(kv_g);
+    qs_model_free(ref);
+    qs_model_free(gm);
+}
+
 static void graphs_are_captured_once_and_recaptured_when_buffers_move(void **state)
 {
     if (!model_dir[0])
@@ -517,6 +563,7 @@ int main(void)
         cmocka_unit_test(step_and_dummy_rows_fill_the_buffer),
         cmocka_unit_test(environment_value_is_checked),
         cmocka_unit_test(warm_up_and_refused_capture_match_eager),
+        cmocka_unit_test(device_sampling_through_the_graph_path),
         cmocka_unit_test(graphs_are_captured_once_and_recaptured_when_buffers_move),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
