@@ -54,6 +54,22 @@ uint8_t e5m3_code(uint8_t e4m3_magnitude);
 
 // Launches y = x W^T (+ bias) on stream s (marlin_gemm.cu).
 int gemm(const Layer &l, const __nv_bfloat16 *x, __nv_bfloat16 *y, int64_t m, cudaStream_t s, qs_err *err);
+// What the two kernels share on the host: marlin_gemm.cu keeps the device facts and the split-K
+// workspace (one per process), marlin_gemv.cu runs steps of few tokens.
+struct Params; // marlin_device.cuh
+struct Runtime {
+    int sms;      // multiprocessors
+    bool pdl;     // launch with programmatic dependent launch (sm_90+, QSERVE_MARLIN_PDL)
+};
+int runtime(Runtime *rt, qs_err *err);
+// Makes the workspace hold `floats` partial sums and `counters` tickets; fills p.ws and p.cnt.
+int split_workspace(size_t floats, size_t counters, Params &p, qs_err *err);
+// The small-M kernel (marlin_gemv.cu): the most tokens it takes for this layer (0: none), the
+// workspace it needs at m tokens, and the launch (p filled by gemm(), activations padded).
+int64_t gemv_max_m(const Layer &l);
+void gemv_workspace(const Layer &l, int64_t m, size_t *floats, size_t *counters);
+int gemv(const Layer &l, Params &p, cudaStream_t s, qs_err *err);
+
 // Grows the split-K workspace so that a layer of n outputs can run up to m_max tokens with split-K.
 int reserve_workspace(const Layer &l, int64_t m_max, qs_err *err);
 

@@ -14,6 +14,7 @@
 #include "cuda_check.h"
 #include "cuda_stream.h"
 #include "marlin.h"
+#include "marlin_device.cuh"
 
 namespace qs_marlin {
 namespace {
@@ -21,102 +22,6 @@ namespace {
 constexpr int kWarps = 4; // per CTA by default; QSERVE_MARLIN_WARPS=8 tries 8 (one activation stage, twice the rows)
 constexpr int kWarpStageBytes = 2048; // 16 rows x one k step of packed weights
 
-__device__ __forceinline__ void cp_async16(void *smem, const void *gmem)
-{
-    unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N> __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
-
-// Programmatic dependent launch (sm_90): a kernel launched with the PDL attribute may start while
-// the previous kernel on the stream finishes; everything before wait_for_previous_grid must not
-// read what that kernel writes (here: only the weights, which nothing writes), and
-// allow_next_grid lets the next PDL kernel start its own prologue early. No-ops before sm_90.
-__device__ __forceinline__ void wait_for_previous_grid()
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.wait;\n" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void allow_next_grid()
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.launch_dependents;\n" ::);
-#endif
-}
-
-__device__ __forceinline__ void ldmatrix_x4(uint32_t r[4], const void *smem)
-{
-    unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(s));
-}
-
-__device__ __forceinline__ void mma(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1)
-{
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-        "{%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-// a * b - 0 on two BF16 lanes (exact when the product fits BF16; subnormal inputs supported).
-__device__ __forceinline__ uint32_t bmul(uint32_t a, uint32_t b)
-{
-    uint32_t d;
-    asm("fma.rn.bf16x2 %0, %1, %2, %3;\n" : "=r"(d) : "r"(a), "r"(b), "r"(0x80008000u));
-    return d;
-}
-
-// Four E4M3 bytes -> two BF16x2 registers: the E4M3 exponent/mantissa go to the low 7 bits of
-// the BF16 exponent/mantissa, the sign to bit 15; that BF16 is value * 2^-120, fixed by one
-// multiply (exact, subnormals included).
-__device__ __forceinline__ void dequant_fp8(uint32_t v, uint32_t &lo, uint32_t &hi)
-{
-    const uint32_t k2p120 = 0x7B807B80u; // BF16 2^120, twice
-    uint32_t l = ((v << 8) & 0x80008000u) | ((v << 4) & 0x07F007F0u);
-    uint32_t h = (v & 0x80008000u) | ((v >> 4) & 0x07F007F0u);
-    lo = bmul(l, k2p120);
-    hi = bmul(h, k2p120);
-}
-
-// One NVFP4 word (one k16 tile of a lane) -> its four A registers, times the row scales.
-__device__ __forceinline__ void dequant_fp4(uint32_t v, uint32_t sc_r, uint32_t sc_r8, uint32_t a[4])
-{
-    const uint32_t M = 0x81C081C0u;
-    uint32_t q3 = ((v >> 4) & 0x00C000C0u) | ((v >> 5) & 0x01000100u) | ((v << 1) & 0x80008000u);
-    a[0] = bmul(v & M, sc_r);
-    a[1] = bmul((v << 3) & M, sc_r8);
-    a[2] = bmul((v << 6) & M, sc_r);
-    a[3] = bmul(q3, sc_r8);
-}
-
-// Byte j of a word of E5M3 codes -> BF16x2 (scale * 2^42 in both halves).
-__device__ __forceinline__ uint32_t scale_bf16x2(uint32_t codes, int j)
-{
-    uint32_t t = __byte_perm(codes, 0u, 0x4040u | (uint32_t)j | ((uint32_t)j << 8));
-    return t * 16u + 0x50005000u;
-}
-
-struct Params {
-    const uint8_t *w, *sc;
-    const float *colscale;
-    int colscale_stride;
-    const float *blockscale;
-    int kblocks;
-    float post1, post2;
-    const __nv_bfloat16 *bias;
-    const __nv_bfloat16 *x;
-    __nv_bfloat16 *y;
-    float *ws;
-    int *cnt;
-    int M, N, K;     // N: real outputs (stores stop there); K: the packed (padded) k
-    int NP, XS;      // NP: outputs rounded up to 16 (packed rows); XS: activation row stride
-    int tiles_n, mblocks, splits, ksteps;
-    int rotate; // start each CTA's k walk at a different step (spreads the activation reads over L2)
-};
 
 // WR: 16-row weight strips per warp. Two strips let one activation fragment (ldmatrix) feed
 // four mma instead of two, which matters once MT is large enough for shared-memory reads of
@@ -138,7 +43,6 @@ __global__ void __launch_bounds__(NW * 32) marlin_kernel(const Params p)
 {
     using C = Cfg<FP4, MT, STAGES, BLOCK, WR, NW>;
     extern __shared__ __align__(16) uint8_t smem[];
-    __shared__ int s_last;
 
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     int bid = blockIdx.x;
@@ -337,36 +241,12 @@ __global__ void __launch_bounds__(NW * 32) marlin_kernel(const Params p)
         }
     };
     if (p.splits > 1) {
-        for_each_output([&](float &a, int m, int n) { __stcg(p.ws + ((size_t)split * p.M + m) * p.NP + n, a); });
-        __threadfence();
-        __syncthreads();
-        const int cidx = mb * p.tiles_n + tile;
-        if (tid == 0)
-            s_last = atomicAdd(p.cnt + cidx, 1) == p.splits - 1;
-        __syncthreads();
-        if (!s_last)
+        for_each_output([&](float &a, int m, int n) { __stcg(partial_at(p, split, m, n), a); });
+        if (!last_of_tile(p, mb * p.tiles_n + tile))
             return;
-        __threadfence();
-        for_each_output([&](float &a, int m, int n) {
-            float sum = 0.f;
-            for (int s = 0; s < p.splits; s++)
-                sum += __ldcg(p.ws + ((size_t)s * p.M + m) * p.NP + n);
-            a = sum;
-        });
-        if (tid == 0)
-            p.cnt[cidx] = 0;
+        for_each_output([&](float &a, int m, int n) { a = sum_partials(p, m, n); });
     }
-    for_each_output([&](float &a, int m, int n) {
-        if (n >= p.N)
-            return;
-        float v = a;
-        if (p.colscale)
-            v *= __ldg(p.colscale + (size_t)n * p.colscale_stride);
-        v = v * p.post1 * p.post2;
-        if (p.bias)
-            v += __bfloat162float(p.bias[n]);
-        p.y[(size_t)m * p.N + n] = __float2bfloat16_rn(v);
-    });
+    for_each_output([&](float &a, int m, int n) { store_output(p, a, m, n); });
 }
 
 // ---- host side ----
@@ -603,6 +483,24 @@ Plan make_plan(const Layer &l, int64_t m)
 
 } // namespace
 
+int runtime(Runtime *rt, qs_err *err)
+{
+    if (device_sms(err))
+        return -1;
+    rt->sms = g_sms;
+    rt->pdl = g_pdl;
+    return 0;
+}
+
+int split_workspace(size_t floats, size_t counters, Params &p, qs_err *err)
+{
+    if (ensure_workspace(floats, counters, err))
+        return -1;
+    p.ws = g_ws;
+    p.cnt = g_cnt;
+    return 0;
+}
+
 int reserve_workspace(const Layer &l, int64_t m_max, qs_err *err)
 {
     if (device_sms(err))
@@ -610,10 +508,16 @@ int reserve_workspace(const Layer &l, int64_t m_max, qs_err *err)
     int64_t m = std::min<int64_t>(m_max, kMaxSplitM);
     size_t floats = 0, counters = 0;
     for (int64_t mm = 1; mm <= m; mm = mm < 8 ? mm + 1 : mm + 8) {
-        Plan pl = make_plan(l, mm);
-        if (pl.splits > 1)
-            floats = std::max(floats, (size_t)pl.splits * mm * l.n_pad);
-        counters = std::max(counters, (size_t)pl.mblocks * pl.tiles_n);
+        size_t f = 0, c = 0;
+        if (mm <= gemv_max_m(l)) {
+            gemv_workspace(l, mm, &f, &c);
+        } else {
+            Plan pl = make_plan(l, mm);
+            f = pl.splits > 1 ? (size_t)pl.splits * mm * l.n_pad : 0;
+            c = (size_t)pl.mblocks * pl.tiles_n;
+        }
+        floats = std::max(floats, f);
+        counters = std::max(counters, c);
     }
     return ensure_workspace(floats, counters, err);
 }
@@ -624,10 +528,7 @@ int gemm(const Layer &l, const __nv_bfloat16 *x, __nv_bfloat16 *y, int64_t m, cu
         return 0;
     if (device_sms(err))
         return -1;
-    Plan pl = make_plan(l, m);
-    if (pl.splits > 1 && ensure_workspace((size_t)pl.splits * m * l.n_pad, (size_t)pl.mblocks * pl.tiles_n, err))
-        return -1;
-    Params p;
+    Params p = {};
     p.w = l.w;
     p.sc = l.sc;
     p.colscale = l.colscale;
@@ -639,8 +540,6 @@ int gemm(const Layer &l, const __nv_bfloat16 *x, __nv_bfloat16 *y, int64_t m, cu
     p.bias = l.bias;
     p.x = x;
     p.y = y;
-    p.ws = g_ws;
-    p.cnt = g_cnt;
     p.M = (int)m;
     p.N = (int)l.n;
     p.NP = (int)l.n_pad;
@@ -655,6 +554,13 @@ int gemm(const Layer &l, const __nv_bfloat16 *x, __nv_bfloat16 *y, int64_t m, cu
         p.x = g_xpad;
         p.XS = (int)l.k_pad;
     }
+    if (m <= gemv_max_m(l))
+        return gemv(l, p, s, err);
+    Plan pl = make_plan(l, m);
+    if (pl.splits > 1 && ensure_workspace((size_t)pl.splits * m * l.n_pad, (size_t)pl.mblocks * pl.tiles_n, err))
+        return -1;
+    p.ws = g_ws;
+    p.cnt = g_cnt;
     p.rotate = tuning().rotate;
     return for_layer(l, pl, LaunchWith{p, pl, s, err});
 }

@@ -1,0 +1,164 @@
+// marlin_device.cuh — device-side pieces both marlin kernels use (marlin_gemm.cu: the pipelined
+// GEMM; marlin_gemv.cu: the small-M kernel): async copies, programmatic dependent launch, the
+// BF16 mma, and the in-register FP8 / NVFP4 expansion whose bit placement marlin_pack.cu makes.
+#ifndef QS_CUDA_MARLIN_DEVICE_CUH
+#define QS_CUDA_MARLIN_DEVICE_CUH
+
+#include <cuda_bf16.h>
+#include <stdint.h>
+
+namespace qs_marlin {
+
+// What a kernel launch gets (one struct for both kernels; each reads the fields it needs).
+struct Params {
+    const uint8_t *w, *sc;
+    const float *colscale;
+    int colscale_stride;
+    const float *blockscale;
+    int kblocks;
+    float post1, post2;
+    const __nv_bfloat16 *bias;
+    const __nv_bfloat16 *x;
+    __nv_bfloat16 *y;
+    float *ws;
+    int *cnt;
+    int M, N, K;     // N: real outputs (stores stop there); K: the packed (padded) k
+    int NP, XS;      // NP: outputs rounded up to 16 (packed rows); XS: activation row stride
+    int tiles_n, mblocks, splits, ksteps;
+    int rotate; // start each CTA's k walk at a different step (spreads the activation reads over L2)
+    int units_k, strips; // the small-M kernel (marlin_gemv.cu): packed units per strip, 16-row strips
+};
+
+namespace {
+
+__device__ __forceinline__ void cp_async16(void *smem, const void *gmem)
+{
+    unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N> __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+
+// Programmatic dependent launch (sm_90): a kernel launched with the PDL attribute may start while
+// the previous kernel on the stream finishes; everything before wait_for_previous_grid must not
+// read what that kernel writes (here: only the weights, which nothing writes), and
+// allow_next_grid lets the next PDL kernel start its own prologue early. No-ops before sm_90.
+__device__ __forceinline__ void wait_for_previous_grid()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void allow_next_grid()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;\n" ::);
+#endif
+}
+
+__device__ __forceinline__ void ldmatrix_x4(uint32_t r[4], const void *smem)
+{
+    unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(s));
+}
+
+__device__ __forceinline__ void mma(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1)
+{
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// a * b - 0 on two BF16 lanes (exact when the product fits BF16; subnormal inputs supported).
+__device__ __forceinline__ uint32_t bmul(uint32_t a, uint32_t b)
+{
+    uint32_t d;
+    asm("fma.rn.bf16x2 %0, %1, %2, %3;\n" : "=r"(d) : "r"(a), "r"(b), "r"(0x80008000u));
+    return d;
+}
+
+// Four E4M3 bytes -> two BF16x2 registers: the E4M3 exponent/mantissa go to the low 7 bits of
+// the BF16 exponent/mantissa, the sign to bit 15; that BF16 is value * 2^-120, fixed by one
+// multiply (exact, subnormals included).
+__device__ __forceinline__ void dequant_fp8(uint32_t v, uint32_t &lo, uint32_t &hi)
+{
+    const uint32_t k2p120 = 0x7B807B80u; // BF16 2^120, twice
+    uint32_t l = ((v << 8) & 0x80008000u) | ((v << 4) & 0x07F007F0u);
+    uint32_t h = (v & 0x80008000u) | ((v >> 4) & 0x07F007F0u);
+    lo = bmul(l, k2p120);
+    hi = bmul(h, k2p120);
+}
+
+// One NVFP4 word (one k16 tile of a lane) -> its four A registers, times the row scales.
+__device__ __forceinline__ void dequant_fp4(uint32_t v, uint32_t sc_r, uint32_t sc_r8, uint32_t a[4])
+{
+    const uint32_t M = 0x81C081C0u;
+    uint32_t q3 = ((v >> 4) & 0x00C000C0u) | ((v >> 5) & 0x01000100u) | ((v << 1) & 0x80008000u);
+    a[0] = bmul(v & M, sc_r);
+    a[1] = bmul((v << 3) & M, sc_r8);
+    a[2] = bmul((v << 6) & M, sc_r);
+    a[3] = bmul(q3, sc_r8);
+}
+
+// Byte j of a word of E5M3 codes -> BF16x2 (scale * 2^42 in both halves).
+__device__ __forceinline__ uint32_t scale_bf16x2(uint32_t codes, int j)
+{
+    uint32_t t = __byte_perm(codes, 0u, 0x4040u | (uint32_t)j | ((uint32_t)j << 8));
+    return t * 16u + 0x50005000u;
+}
+
+
+// Where the FP32 partial sum of k slice `split` for output (m, n) lives in the split-K workspace.
+__device__ __forceinline__ float *partial_at(const Params &p, int split, int m, int n)
+{
+    return p.ws + ((size_t)split * p.M + m) * p.NP + n;
+}
+
+// Called by every thread once the CTA's partials are stored: whether this CTA is the last of the
+// `splits` k slices of output tile `tile` to finish (it then sums the partials, in slice order,
+// so the result does not depend on which CTA came last). The last one resets the ticket.
+__device__ __forceinline__ bool last_of_tile(const Params &p, int tile)
+{
+    __shared__ int s_last;
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0)
+        s_last = atomicAdd(p.cnt + tile, 1) == p.splits - 1;
+    __syncthreads();
+    if (!s_last)
+        return false;
+    __threadfence();
+    if (threadIdx.x == 0)
+        p.cnt[tile] = 0;
+    return true;
+}
+
+__device__ __forceinline__ float sum_partials(const Params &p, int m, int n)
+{
+    float sum = 0.f;
+    for (int s = 0; s < p.splits; s++)
+        sum += __ldcg(partial_at(p, s, m, n));
+    return sum;
+}
+
+// The epilogue of both kernels: the FP32 sum for output (m, n) scaled, biased and stored as BF16
+// (columns past the real out_features are padding and dropped).
+__device__ __forceinline__ void store_output(const Params &p, float v, int m, int n)
+{
+    if (n >= p.N)
+        return;
+    if (p.colscale)
+        v *= __ldg(p.colscale + (size_t)n * p.colscale_stride);
+    v = v * p.post1 * p.post2;
+    if (p.bias)
+        v += __bfloat162float(p.bias[n]);
+    p.y[(size_t)m * p.N + n] = __float2bfloat16_rn(v);
+}
+
+} // namespace
+} // namespace qs_marlin
+
+#endif
