@@ -76,32 +76,22 @@ __device__ __forceinline__ u64 warp_incl_scan(u64 v, int lane)
     return v;
 }
 
-// Block-wide max / sum / exclusive scan of one value a thread; every thread gets the result.
-template <int NT> __device__ u64 block_max(u64 v, SampleSmem &s)
+// Block-wide reduction of one value a thread with a warp reduction (warp_max or warp_sum);
+// every thread gets the result.
+template <int NT, u64 (*WARP_REDUCE)(u64)> __device__ u64 block_reduce(u64 v, SampleSmem &s)
 {
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    v = warp_max(v);
+    v = WARP_REDUCE(v);
     if (lane == 0)
         s.warp_tot[warp] = v;
     __syncthreads();
     u64 r = lane < NT / 32 ? s.warp_tot[lane] : 0;
-    r = warp_max(r);
+    r = WARP_REDUCE(r);
     __syncthreads();
     return r;
 }
-
-template <int NT> __device__ u64 block_sum(u64 v, SampleSmem &s)
-{
-    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    v = warp_sum(v);
-    if (lane == 0)
-        s.warp_tot[warp] = v;
-    __syncthreads();
-    u64 r = lane < NT / 32 ? s.warp_tot[lane] : 0;
-    r = warp_sum(r);
-    __syncthreads();
-    return r;
-}
+template <int NT> __device__ u64 block_max(u64 v, SampleSmem &s) { return block_reduce<NT, warp_max>(v, s); }
+template <int NT> __device__ u64 block_sum(u64 v, SampleSmem &s) { return block_reduce<NT, warp_sum>(v, s); }
 
 template <int NT> __device__ u64 block_excl_scan(u64 v, u64 *total, SampleSmem &s)
 {
