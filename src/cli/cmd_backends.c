@@ -130,6 +130,11 @@ static void select_row(const backends_args *a, const qs_device_caps *dev, qs_lay
         row->failed = 1;
         snprintf(row->error, sizeof row->error, "%s", e.msg);
     }
+    bool any_layer = n == 0; /* no model: the scheme's rule alone */
+    for (int i = 0; i < n && kind == QS_KIND_LINEAR && !any_layer; i++)
+        any_layer = qs_step_dispatch_layer(lin[i]);
+    if (!any_layer)
+        tokens = 0;
     row->small_step_tokens = tokens > 0 ? tokens : 0;
 }
 

@@ -56,14 +56,18 @@ def make(out, arch, scheme):
                     "decoder_sparse_step": 1, "mlp_only_layers": [], "norm_topk_prob": True})
     ct_w = {"num_bits": 8, "type": "float", "symmetric": True, "strategy": "channel", "dynamic": False}
     ct_a = {"num_bits": 8, "type": "float", "symmetric": True, "strategy": "token", "dynamic": True}
+    ct_wt = dict(ct_w, strategy="tensor")  # fp8_tensor: one weight scale, one static input scale
+    ct_at = dict(ct_a, strategy="tensor", dynamic=False)
     fp4_w = {"num_bits": 4, "type": "float", "symmetric": True, "strategy": "tensor_group", "group_size": 16,
              "dynamic": False}
     def ct(group):
-        return {"quant_method": "compressed-tensors", "format": "float-quantized" if scheme == "fp8" else
+        return {"quant_method": "compressed-tensors", "format": "float-quantized" if scheme.startswith("fp8") else
                 "nvfp4-pack-quantized", "config_groups": {"group_0": dict(targets=["Linear"], **group)},
                 "ignore": ["lm_head", "re:.*mlp.gate$"]}
     if scheme == "fp8":
         cfg["quantization_config"] = ct({"weights": ct_w, "input_activations": ct_a})
+    elif scheme == "fp8_tensor":
+        cfg["quantization_config"] = ct({"weights": ct_wt, "input_activations": ct_at})
     elif scheme == "fp8_block":
         cfg["quantization_config"] = {"quant_method": "fp8", "activation_scheme": "dynamic", "fmt": "e4m3",
                                       "weight_block_size": [128, 128], "ignored_layers": ["lm_head"]}
@@ -78,6 +82,10 @@ def make(out, arch, scheme):
         elif scheme == "fp8":
             tensors.append((prefix + ".weight", "F8_E4M3", [n, k]))
             tensors.append((prefix + ".weight_scale", "F32", [n, 1]))
+        elif scheme == "fp8_tensor":
+            tensors.append((prefix + ".weight", "F8_E4M3", [n, k]))
+            tensors.append((prefix + ".weight_scale", "F32", [1]))
+            tensors.append((prefix + ".input_scale", "F32", [1]))
         elif scheme == "fp8_block":
             tensors.append((prefix + ".weight", "F8_E4M3", [n, k]))
             tensors.append((prefix + ".weight_scale_inv", "F32", [(n + 127) // 128, (k + 127) // 128]))
@@ -127,7 +135,7 @@ for i in range(0, len(args), 3):
 PY
 }
 
-mkckpt "$TMP/llama-bf16" llama bf16 "$TMP/llama-fp8" llama fp8 "$TMP/llama-fp8b" llama fp8_block \
+mkckpt "$TMP/llama-bf16" llama bf16 "$TMP/llama-fp8" llama fp8 "$TMP/llama-fp8b" llama fp8_block "$TMP/llama-fp8t" llama fp8_tensor \
   "$TMP/llama-w4a16" llama nvfp4_w4a16 "$TMP/moe-bf16" qwen3_moe bf16 "$TMP/moe-fp8" qwen3_moe fp8
 
 # --- the registry without a model ---
@@ -218,6 +226,11 @@ if "$BIN" backends --device cpu | grep -q "^  marlin     cuda     linear"; then
     if grep -q "per-step dispatch" "$TMP/out"; then notok "model_fp8_h200_one_kernel ($v)" "dispatch reported"
     else ok "model_fp8_h200_one_kernel ($v)"; fi
   done
+  # one weight scale and one static input scale: cublaslt's scalar-scale GEMM beat marlin at every M
+  "$BIN" backends "$TMP/llama-fp8t" --assume-compute-capability 9.0 >"$TMP/out" 2>&1
+  if grep -q "1. cublaslt   chosen" "$TMP/out" && ! grep -q "per-step dispatch" "$TMP/out"; then
+    ok model_fp8_tensor_h200_no_dispatch
+  else notok model_fp8_tensor_h200_no_dispatch "$(grep -A3 'linear fp8_w8a8' "$TMP/out" | head -5)"; fi
   QSERVE_SMALL_STEP_TOKENS=lots run model_fp8_step_tokens_bad 1 "$BIN" backends "$TMP/llama-fp8" --assume-compute-capability 9.0 &&
     check model_fp8_step_tokens_bad "$TMP/out" 'QSERVE_SMALL_STEP_TOKENS: expected a whole number of tokens in 0..4096, got "lots"'
 else

@@ -82,6 +82,8 @@ static void setup_fixture(fixture *f, qs_scheme scheme)
         f->lin[i].desc.scheme = scheme;
         f->lin[i].desc.n = 4096;
         f->lin[i].desc.k = 4096;
+        f->lin[i].desc.wscale = scheme == QS_SCHEME_FP8_BLOCK_W8A8 ? QS_WSCALE_BLOCK : QS_WSCALE_CHANNEL;
+        f->lin[i].desc.aquant = scheme == QS_SCHEME_FP8_BLOCK_W8A8 ? QS_AQUANT_DYNAMIC_GROUP : QS_AQUANT_DYNAMIC_TOKEN;
         f->lin[i].kernel = &CUBLASLT;
         prep_cublaslt(&f->lin[i].desc, &f->lin[i].state, NULL);
         f->ptrs[i] = &f->lin[i];
@@ -122,6 +124,24 @@ static void test_small_steps_take_marlin(void **st)
     assert_int_equal(g_calls_cublaslt, 2); /* 33, 512 */
     assert_int_equal(qs_linear_apply(&f.model, &f.lin[2], NULL, NULL, 1, &err), 0);
     assert_int_equal(g_calls_cublaslt, 3); /* the refused layer stays on cublaslt */
+    teardown_fixture(&f);
+}
+
+/* One weight scale and one input scale: cuBLASLt's scalar-scale FP8 GEMM beat marlin at every M
+ * measured, so those layers get no marlin copy; a per-token input still does. */
+static void test_scalar_scale_layers_stay_on_cublaslt(void **st)
+{
+    unsetenv("QSERVE_SMALL_STEP_TOKENS");
+    fixture f;
+    setup_fixture(&f, QS_SCHEME_FP8_W8A8);
+    f.lin[0].desc.wscale = QS_WSCALE_TENSOR;
+    f.lin[0].desc.aquant = QS_AQUANT_STATIC_TENSOR;
+    f.lin[1].desc.wscale = QS_WSCALE_TENSOR;
+    f.lin[1].desc.aquant = QS_AQUANT_DYNAMIC_TOKEN;
+    assert_int_equal(prepare(&f, QS_SCHEME_FP8_W8A8), 0);
+    assert_null(f.lin[0].small_kernel);
+    assert_ptr_equal(f.lin[1].small_kernel, &MARLIN);
+    assert_int_equal(g_prepared_marlin, 1);
     teardown_fixture(&f);
 }
 
@@ -183,6 +203,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_small_steps_take_marlin),
+        cmocka_unit_test(test_scalar_scale_layers_stay_on_cublaslt),
         cmocka_unit_test(test_threshold_from_environment),
         cmocka_unit_test(test_one_kernel_otherwise),
     };
