@@ -23,6 +23,8 @@
 #include "model/model.h"
 #include "util/fileio.h"
 
+#include "test_helpers.h"
+
 
 #define N_REQ 5
 #define EOS_ID 2
@@ -33,40 +35,16 @@ static bool have_data;
 
 static int setup(void **state)
 {
-    char bin[1024], tok[1024], ids[1024], cmd[4096];
-    const char *data = qs_shared_data_dir();
-    snprintf(bin, sizeof bin, "%s/tinystories/stories260K.bin", data);
-    snprintf(tok, sizeof tok, "%s/tinystories/tok512.bin", data);
-    snprintf(ids, sizeof ids, "%s/tinystories/golden_greedy_200_ids.txt", data);
-    if (!qs_file_exists(bin) || !qs_file_exists(tok) || !qs_file_exists(ids)) {
-        printf("skip: stories260K data not found under %s\n", data);
-        return 0;
-    }
-    FILE *f = fopen(ids, "r");
-    for (int i = 0; i < 200; i++)
-        if (fscanf(f, "%d", &golden[i]) != 1)
-            return -1;
-    fclose(f);
-    snprintf(model_dir, sizeof model_dir, "/tmp/qs-engine-sampling-XXXXXX");
-    if (!mkdtemp(model_dir))
-        return -1;
-    const char *build = getenv("QSERVE_BUILD") ? getenv("QSERVE_BUILD") : "build";
-    snprintf(cmd, sizeof cmd, "%s/convert-llama2c %s %s %s >/dev/null 2>&1", build, bin, tok, model_dir);
-    if (system(cmd) != 0)
-        return -1;
+    int made = qs_test_stories_make("engine-sampling", model_dir, sizeof model_dir, golden);
+    if (made <= 0)
+        return made;
     have_data = true;
     return 0;
 }
 
 static int teardown(void **state)
 {
-    if (model_dir[0]) {
-        char cmd[512];
-        snprintf(cmd, sizeof cmd, "rm -rf %s", model_dir);
-        if (system(cmd) != 0)
-            return -1;
-    }
-    return 0;
+    return qs_test_stories_remove(model_dir);
 }
 
 /* The shim: counts the rows each forward_sample call sends to the device, per choice. */

@@ -3,6 +3,12 @@
 #ifndef QS_TEST_HELPERS_H
 #define QS_TEST_HELPERS_H
 
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "util/fileio.h"
+
 /* Index of the largest of x[0..n-1] (the first one on ties): a greedy pick. */
 static inline int qs_test_argmax(const float *x, int n)
 {
@@ -11,6 +17,52 @@ static inline int qs_test_argmax(const float *x, int n)
         if (x[i] > x[b])
             b = i;
     return b;
+}
+
+/* stories260K (../shared/data/tinystories) converted into a fresh folder under /tmp named after
+ * tag, with llama2.c's 200 greedy ids in golden (when golden is not NULL). Returns 1 when ready,
+ * 0 when the data is absent (a skip line printed; dir left empty), -1 on failure. */
+static inline int qs_test_stories_make(const char *tag, char *dir, size_t dir_cap, int golden[200])
+{
+    char bin[1024], tok[1024], ids[1024], cmd[4096];
+    const char *data = qs_shared_data_dir();
+    snprintf(bin, sizeof bin, "%s/tinystories/stories260K.bin", data);
+    snprintf(tok, sizeof tok, "%s/tinystories/tok512.bin", data);
+    snprintf(ids, sizeof ids, "%s/tinystories/golden_greedy_200_ids.txt", data);
+    dir[0] = 0;
+    if (!qs_file_exists(bin) || !qs_file_exists(tok) || (golden && !qs_file_exists(ids))) {
+        printf("skip: stories260K data not found under %s\n", data);
+        return 0;
+    }
+    if (golden) {
+        FILE *f = fopen(ids, "r");
+        if (!f)
+            return -1;
+        for (int i = 0; i < 200; i++)
+            if (fscanf(f, "%d", &golden[i]) != 1) {
+                fclose(f);
+                return -1;
+            }
+        fclose(f);
+    }
+    snprintf(dir, dir_cap, "/tmp/qs-%s-XXXXXX", tag);
+    if (!mkdtemp(dir)) {
+        dir[0] = 0;
+        return -1;
+    }
+    const char *build = getenv("QSERVE_BUILD") ? getenv("QSERVE_BUILD") : "build";
+    snprintf(cmd, sizeof cmd, "%s/convert-llama2c %s %s %s >/dev/null", build, bin, tok, dir);
+    return system(cmd) == 0 ? 1 : -1;
+}
+
+/* Removes what qs_test_stories_make made (nothing when dir is empty). */
+static inline int qs_test_stories_remove(const char *dir)
+{
+    char cmd[512];
+    if (!dir[0])
+        return 0;
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    return system(cmd) == 0 ? 0 : -1;
 }
 
 #endif

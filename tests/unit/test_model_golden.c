@@ -30,27 +30,9 @@ static int golden[200];
 
 static int setup(void **state)
 {
-    char bin[1024], tok[1024], ids[1024], cmd[4096];
-    const char *data = qs_shared_data_dir();
-    snprintf(bin, sizeof(bin), "%s/tinystories/stories260K.bin", data);
-    snprintf(tok, sizeof(tok), "%s/tinystories/tok512.bin", data);
-    snprintf(ids, sizeof(ids), "%s/tinystories/golden_greedy_200_ids.txt", data);
-    if (!qs_file_exists(bin) || !qs_file_exists(tok) || !qs_file_exists(ids)) {
-        printf("skip: stories260K data not found under %s\n", data);
-        return 0;
-    }
-    FILE *f = fopen(ids, "r");
-    for (int i = 0; i < 200; i++)
-        if (fscanf(f, "%d", &golden[i]) != 1)
-            return -1;
-    fclose(f);
-    snprintf(model_dir, sizeof(model_dir), "/tmp/qs-golden-XXXXXX");
-    if (!mkdtemp(model_dir))
-        return -1;
-    const char *build = getenv("QSERVE_BUILD") ? getenv("QSERVE_BUILD") : "build";
-    snprintf(cmd, sizeof(cmd), "%s/convert-llama2c %s %s %s", build, bin, tok, model_dir);
-    if (system(cmd) != 0)
-        return -1;
+    int made = qs_test_stories_make("golden", model_dir, sizeof model_dir, golden);
+    if (made <= 0)
+        return made;
     qs_config cfg;
     qs_config_defaults(&cfg);
     snprintf(cfg.model_dir, sizeof(cfg.model_dir), "%s", model_dir);
@@ -66,13 +48,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     qs_model_free(model);
-    if (model_dir[0]) {
-        char cmd[512];
-        snprintf(cmd, sizeof(cmd), "rm -rf %s", model_dir);
-        if (system(cmd) != 0)
-            return -1;
-    }
-    return 0;
+    return qs_test_stories_remove(model_dir);
 }
 
 static void greedy_200_matches_llama2c(void **state)

@@ -277,21 +277,9 @@ static char model_dir[256];
 
 static int group_setup(void **state)
 {
-    char bin[1024], tok[1024], cmd[4096];
-    const char *data = qs_shared_data_dir();
-    snprintf(bin, sizeof bin, "%s/tinystories/stories260K.bin", data);
-    snprintf(tok, sizeof tok, "%s/tinystories/tok512.bin", data);
-    if (!qs_file_exists(bin) || !qs_file_exists(tok)) {
-        printf("skip: stories260K data not found under %s\n", data);
-        return 0;
-    }
-    snprintf(model_dir, sizeof model_dir, "/tmp/qs-graph-XXXXXX");
-    if (!mkdtemp(model_dir))
-        return -1;
-    const char *build = getenv("QSERVE_BUILD") ? getenv("QSERVE_BUILD") : "build";
-    snprintf(cmd, sizeof cmd, "%s/convert-llama2c %s %s %s >/dev/null", build, bin, tok, model_dir);
-    if (system(cmd) != 0)
-        return -1;
+    int made = qs_test_stories_make("graph", model_dir, sizeof model_dir, NULL);
+    if (made <= 0)
+        return made;
     fake_ops = *qs_ops_cpu();
     fake_ops.graph = &FAKE_GRAPH;
     return 0;
@@ -299,13 +287,7 @@ static int group_setup(void **state)
 
 static int group_teardown(void **state)
 {
-    if (model_dir[0]) {
-        char cmd[512];
-        snprintf(cmd, sizeof cmd, "rm -rf %s", model_dir);
-        if (system(cmd) != 0)
-            return -1;
-    }
-    return 0;
+    return qs_test_stories_remove(model_dir);
 }
 
 /* A model on the CPU; with graphs, its ops gain the stand-in device (weights stay CPU buffers). */
