@@ -374,23 +374,53 @@ static void advance(batch *b, const int *which, int n, const float *logits, int 
         b->tokens[which[i]][b->len[which[i]]++] = qs_test_argmax(logits + i * V, V);
 }
 
+/* The two models every graph case compares (eager reference, graph path), their caches, logits
+ * buffers for three rows, and a batch of three sequences after its prefill (logits of both in
+ * want / got, not yet advanced). */
+typedef struct {
+    qs_model *ref, *gm;
+    qs_kv_cache *kv_ref, *kv_g;
+    int V;
+    float *want, *got;
+    batch b;
+} model_pair;
+
+static void pair_open(model_pair *p)
+{
+    static const int all[3] = {0, 1, 2};
+    p->ref = load(false);
+    p->gm = load(true);
+    p->kv_ref = cache_for(p->ref);
+    p->kv_g = cache_for(p->gm);
+    p->V = qs_model_get_config(p->ref)->vocab_size;
+    p->want = malloc(sizeof(float) * 3 * p->V);
+    p->got = malloc(sizeof(float) * 3 * p->V);
+    make_batch(&p->b);
+    step(p->ref, p->kv_ref, &p->b, all, 3, true, p->want); /* a prefill: eager in both */
+    step(p->gm, p->kv_g, &p->b, all, 3, true, p->got);
+}
+
+static void pair_close(model_pair *p)
+{
+    free(p->want);
+    free(p->got);
+    qs_kv_cache_free(p->kv_ref);
+    qs_kv_cache_free(p->kv_g);
+    qs_model_free(p->ref);
+    qs_model_free(p->gm);
+}
+
 static void warm_up_and_refused_capture_match_eager(void **state)
 {
     if (!model_dir[0])
         skip();
     memset(&dev, 0, sizeof dev);
     dev.refuse = true;
-    qs_model *ref = load(false), *gm = load(true);
-    qs_kv_cache *kv_ref = cache_for(ref), *kv_g = cache_for(gm);
-    int V = qs_model_get_config(ref)->vocab_size;
-    float *want = malloc(sizeof(float) * 3 * V), *got = malloc(sizeof(float) * 3 * V);
-    batch b;
-    make_batch(&b);
+    model_pair mp;
+    pair_open(&mp);
     int all[3] = {0, 1, 2}, two[2] = {2, 0}, one[1] = {1};
-    step(ref, kv_ref, &b, all, 3, true, want); /* a prefill: eager in both */
-    step(gm, kv_g, &b, all, 3, true, got);
-    same_logits(want, got, 3, V, "prefill");
-    advance(&b, all, 3, want, V);
+    same_logits(mp.want, mp.got, 3, mp.V, "prefill");
+    advance(&mp.b, all, 3, mp.want, mp.V);
     struct {
         const int *which;
         int n, steps;
@@ -399,23 +429,18 @@ static void warm_up_and_refused_capture_match_eager(void **state)
         for (int k = 0; k < phases[p].steps; k++) {
             /* first step of a bucket: the padded warm-up (3 rows in a bucket of 4: one dummy);
              * second: the capture is refused and the step runs eagerly; then eager */
-            step(ref, kv_ref, &b, phases[p].which, phases[p].n, false, want);
-            step(gm, kv_g, &b, phases[p].which, phases[p].n, false, got);
+            step(mp.ref, mp.kv_ref, &mp.b, phases[p].which, phases[p].n, false, mp.want);
+            step(mp.gm, mp.kv_g, &mp.b, phases[p].which, phases[p].n, false, mp.got);
             char what[64];
             snprintf(what, sizeof what, "%d sequences, step %d", phases[p].n, k);
-            same_logits(want, got, phases[p].n, V, what);
-            advance(&b, phases[p].which, phases[p].n, want, V);
+            same_logits(mp.want, mp.got, phases[p].n, mp.V, what);
+            advance(&mp.b, phases[p].which, phases[p].n, mp.want, mp.V);
         }
     assert_int_equal(dev.refused, 3); /* once per bucket (4, 2, 1), then those buckets stay eager */
     assert_int_equal(dev.captures, 0);
     assert_int_equal(dev.launches, 0);
     assert_null(dev.stream); /* the forward pass puts the thread's stream back */
-    free(want);
-    free(got);
-    qs_kv_cache_free(kv_ref);
-    qs_kv_cache_free(kv_g);
-    qs_model_free(ref);
-    qs_model_free(gm);
+    pair_close(&mp);
 }
 
 /* qs_model_forward_sample through the graph path (the padded warm-up, then a refused capture and
@@ -427,41 +452,30 @@ static void device_sampling_through_the_graph_path(void **state)
         skip();
     memset(&dev, 0, sizeof dev);
     dev.refuse = true;
-    qs_model *ref = load(false), *gm = load(true);
-    assert_true(qs_model_samples_on_device(gm));
-    qs_kv_cache *kv_ref = cache_for(ref), *kv_g = cache_for(gm);
-    int V = qs_model_get_config(ref)->vocab_size;
-    float *want = malloc(sizeof(float) * 3 * V), *got = malloc(sizeof(float) * 3 * V);
-    batch b;
-    make_batch(&b);
+    model_pair mp;
+    pair_open(&mp);
+    assert_true(qs_model_samples_on_device(mp.gm));
     int all[3] = {0, 1, 2};
-    step(ref, kv_ref, &b, all, 3, true, want);
-    step(gm, kv_g, &b, all, 3, true, got);
-    advance(&b, all, 3, want, V);
+    advance(&mp.b, all, 3, mp.want, mp.V);
     for (int k = 0; k < 3; k++) {
-        step(ref, kv_ref, &b, all, 3, false, want);
+        step(mp.ref, mp.kv_ref, &mp.b, all, 3, false, mp.want);
         qs_seq_step s[3];
         for (int q = 0; q < 3; q++)
-            s[q] = (qs_seq_step){.tokens = b.tokens[q] + b.len[q] - 1, .n_tokens = 1, .start_pos = b.len[q] - 1,
-                                 .block_table = b.table[q], .n_blocks = 4, .want_logits = true};
+            s[q] = (qs_seq_step){.tokens = mp.b.tokens[q] + mp.b.len[q] - 1, .n_tokens = 1, .start_pos = mp.b.len[q] - 1,
+                                 .block_table = mp.b.table[q], .n_blocks = 4, .want_logits = true};
         qs_sample_row rows[3] = {{.log_min_p = -INFINITY}, {.skip = 1}, {.log_min_p = -INFINITY}};
         int32_t tokens[3] = {-7, -7, -7};
         qs_err err = {{0}};
-        if (qs_model_forward_sample(gm, kv_g, s, 3, rows, tokens, got, &err) != 0)
+        if (qs_model_forward_sample(mp.gm, mp.kv_g, s, 3, rows, tokens, mp.got, &err) != 0)
             fail_msg("forward_sample: %s", err.msg);
-        assert_int_equal(tokens[0], qs_test_argmax(want, V));
+        assert_int_equal(tokens[0], qs_test_argmax(mp.want, mp.V));
         assert_int_equal(tokens[1], -1);
-        assert_int_equal(tokens[2], qs_test_argmax(want + 2 * V, V));
-        same_logits(want + V, got + V, 1, V, "the skipped row");
-        advance(&b, all, 3, want, V);
+        assert_int_equal(tokens[2], qs_test_argmax(mp.want + 2 * mp.V, mp.V));
+        same_logits(mp.want + mp.V, mp.got + mp.V, 1, mp.V, "the skipped row");
+        advance(&mp.b, all, 3, mp.want, mp.V);
     }
     assert_int_equal(dev.refused, 1);
-    free(want);
-    free(got);
-    qs_kv_cache_free(kv_ref);
-    qs_kv_cache_free(kv_g);
-    qs_model_free(ref);
-    qs_model_free(gm);
+    pair_close(&mp);
 }
 
 static void graphs_are_captured_once_and_recaptured_when_buffers_move(void **state)
@@ -469,38 +483,32 @@ static void graphs_are_captured_once_and_recaptured_when_buffers_move(void **sta
     if (!model_dir[0])
         skip();
     memset(&dev, 0, sizeof dev);
-    qs_model *ref = load(false), *gm = load(true);
-    qs_kv_cache *kv_ref = cache_for(ref), *kv_g = cache_for(gm);
-    int V = qs_model_get_config(ref)->vocab_size;
-    float *want = malloc(sizeof(float) * 3 * V), *got = malloc(sizeof(float) * 3 * V);
-    batch b;
-    make_batch(&b);
+    model_pair mp;
+    pair_open(&mp);
     int all[3] = {0, 1, 2};
-    step(ref, kv_ref, &b, all, 3, true, want);
-    step(gm, kv_g, &b, all, 3, true, got);
-    advance(&b, all, 3, want, V);
+    advance(&mp.b, all, 3, mp.want, mp.V);
 
-    step(ref, kv_ref, &b, all, 3, false, want); /* warm-up: runs, nothing captured */
-    step(gm, kv_g, &b, all, 3, false, got);
-    same_logits(want, got, 3, V, "warm-up");
+    step(mp.ref, mp.kv_ref, &mp.b, all, 3, false, mp.want); /* warm-up: runs, nothing captured */
+    step(mp.gm, mp.kv_g, &mp.b, all, 3, false, mp.got);
+    same_logits(mp.want, mp.got, 3, mp.V, "warm-up");
     assert_int_equal(dev.captures, 0);
     assert_int_equal(dev.launches, 0);
-    advance(&b, all, 3, want, V);
+    advance(&mp.b, all, 3, mp.want, mp.V);
 
-    step(ref, kv_ref, &b, all, 3, false, want); /* captured (the stand-in runs it) and launched */
-    step(gm, kv_g, &b, all, 3, false, got);
-    same_logits(want, got, 3, V, "capture");
+    step(mp.ref, mp.kv_ref, &mp.b, all, 3, false, mp.want); /* captured (the stand-in runs it) and launched */
+    step(mp.gm, mp.kv_g, &mp.b, all, 3, false, mp.got);
+    same_logits(mp.want, mp.got, 3, mp.V, "capture");
     assert_int_equal(dev.captures, 1);
     assert_int_equal(dev.launches, 1);
-    advance(&b, all, 3, want, V);
+    advance(&mp.b, all, 3, mp.want, mp.V);
 
     /* from here the stand-in's replays do no work, so only the bookkeeping is checked */
-    step(gm, kv_g, &b, all, 3, false, got); /* replayed */
+    step(mp.gm, mp.kv_g, &mp.b, all, 3, false, mp.got); /* replayed */
     assert_int_equal(dev.captures, 1);
     assert_int_equal(dev.launches, 2);
 
     dev.epoch++; /* a device scratch buffer moved: captured again */
-    step(gm, kv_g, &b, all, 3, false, got);
+    step(mp.gm, mp.kv_g, &mp.b, all, 3, false, mp.got);
     assert_int_equal(dev.destroyed, 1);
     assert_int_equal(dev.captures, 2);
     assert_int_equal(dev.launches, 3);
@@ -514,25 +522,20 @@ static void graphs_are_captured_once_and_recaptured_when_buffers_move(void **sta
     int32_t spare[4] = {4, 6, 8, 10};
     memcpy(big.table[0], spare, sizeof spare);
     int first[1] = {0};
-    step(gm, kv_g, &big, first, 1, true, got);
-    step(gm, kv_g, &b, all, 3, false, got);
+    step(mp.gm, mp.kv_g, &big, first, 1, true, mp.got);
+    step(mp.gm, mp.kv_g, &mp.b, all, 3, false, mp.got);
     assert_int_equal(dev.destroyed, 2);
     assert_int_equal(dev.captures, 3);
     assert_int_equal(dev.launches, 4);
 
     /* another KV cache: everything is rebuilt, and its first step is a warm-up again */
-    qs_kv_cache *kv2 = cache_for(gm);
-    step(gm, kv2, &b, all, 3, false, got);
+    qs_kv_cache *kv2 = cache_for(mp.gm);
+    step(mp.gm, kv2, &mp.b, all, 3, false, mp.got);
     assert_int_equal(dev.destroyed, 3);
     assert_int_equal(dev.captures, 3);
     assert_int_equal(dev.launches, 4);
-    free(want);
-    free(got);
     qs_kv_cache_free(kv2);
-    qs_kv_cache_free(kv_ref);
-    qs_kv_cache_free(kv_g);
-    qs_model_free(ref);
-    qs_model_free(gm);
+    pair_close(&mp);
 }
 
 int main(void)
