@@ -28,9 +28,10 @@ endif
 CUDA_SRC := $(wildcard cuda/*.cu)
 ifneq ($(NVCC),)
   CUDA_HOME  ?= $(patsubst %/bin/nvcc,%,$(NVCC))
+  # the GPU generations compiled for (scripts/device-bundle.sh builds for the H200's 90a only)
+  CUDA_ARCHS ?= 80 89 90a
   NVCC_FLAGS ?= -O3 -std=c++17 -Icuda -Isrc \
-    -gencode=arch=compute_80,code=sm_80 -gencode=arch=compute_89,code=sm_89 \
-    -gencode=arch=compute_90a,code=sm_90a -Xcompiler -fPIC
+    $(foreach a,$(CUDA_ARCHS),-gencode=arch=compute_$(a),code=sm_$(a)) -Xcompiler -fPIC
   CUDA_OBJ   := $(CUDA_SRC:%.cu=$(BUILD)/%.o)
   DEFS       += -DQS_HAVE_CUDA=1
   LDLIBS     += -L$(CUDA_HOME)/lib64 -lcudart -ldl -Wl,-rpath,'$$ORIGIN/lib' -Wl,-rpath,$(CUDA_HOME)/lib64
