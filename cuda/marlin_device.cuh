@@ -1,11 +1,14 @@
-// marlin_device.cuh — device-side pieces both marlin kernels use (marlin_gemm.cu: the pipelined
-// GEMM; marlin_gemv.cu: the small-M kernel): async copies, programmatic dependent launch, the
-// BF16 mma, and the in-register FP8 / NVFP4 expansion whose bit placement marlin_pack.cu makes.
+// marlin_device.cuh — the pieces both marlin kernels use (marlin_gemm.cu: the pipelined GEMM;
+// marlin_gemv.cu: the small-M kernel): their launch parameters and launch, async copies,
+// programmatic dependent launch, the BF16 mma, the in-register FP8 / NVFP4 expansion whose bit
+// placement marlin_pack.cu makes, and the split-K epilogue.
 #ifndef QS_CUDA_MARLIN_DEVICE_CUH
 #define QS_CUDA_MARLIN_DEVICE_CUH
 
 #include <cuda_bf16.h>
 #include <stdint.h>
+
+#include "cuda_check.h"
 
 namespace qs_marlin {
 
@@ -156,6 +159,27 @@ __device__ __forceinline__ void store_output(const Params &p, float v, int m, in
     if (p.bias)
         v += __bfloat162float(p.bias[n]);
     p.y[(size_t)m * p.N + n] = __float2bfloat16_rn(v);
+}
+
+// Launches kernel(p) on stream s; with pdl, as a programmatic dependent launch (the kernel may
+// start while the previous one on the stream finishes: see wait_for_previous_grid).
+template <typename Kernel>
+int launch_kernel(Kernel kernel, unsigned grid, int threads, size_t smem, bool pdl, cudaStream_t s, const Params &p,
+                  qs_err *err)
+{
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(grid);
+    cfg.blockDim = dim3((unsigned)threads);
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = s;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = pdl ? 1 : 0;
+    QS_CUDA_TRY(cudaLaunchKernelEx(&cfg, kernel, p), err);
+    QS_LAUNCH_CHECK(err);
+    return 0;
 }
 
 } // namespace

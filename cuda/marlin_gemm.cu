@@ -369,21 +369,8 @@ template <bool FP4, int MT, int STAGES, bool BLOCK, int WR, int NW> int launch(c
     p.tiles_n = pl.tiles_n;
     p.splits = pl.splits;
     p.ksteps = pl.ksteps;
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3((unsigned)pl.mblocks * pl.tiles_n * pl.splits);
-    cfg.blockDim = dim3(C::THREADS);
-    cfg.dynamicSmemBytes = C::SMEM;
-    cfg.stream = s;
-    cudaLaunchAttribute pdl[1];
-    pdl[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    pdl[0].val.programmaticStreamSerializationAllowed = 1;
-    if (g_pdl) {
-        cfg.attrs = pdl;
-        cfg.numAttrs = 1;
-    }
-    QS_CUDA_TRY(cudaLaunchKernelEx(&cfg, marlin_kernel<FP4, MT, STAGES, BLOCK, WR, NW>, p), err);
-    QS_LAUNCH_CHECK(err);
-    return 0;
+    return launch_kernel(marlin_kernel<FP4, MT, STAGES, BLOCK, WR, NW>, (unsigned)pl.mblocks * pl.tiles_n * pl.splits,
+                         C::THREADS, C::SMEM, g_pdl, s, p, err);
 }
 
 // Occupancy of an instantiation (CTAs per SM), cached.
@@ -557,10 +544,8 @@ int gemm(const Layer &l, const __nv_bfloat16 *x, __nv_bfloat16 *y, int64_t m, cu
     if (m <= gemv_max_m(l))
         return gemv(l, p, s, err);
     Plan pl = make_plan(l, m);
-    if (pl.splits > 1 && ensure_workspace((size_t)pl.splits * m * l.n_pad, (size_t)pl.mblocks * pl.tiles_n, err))
+    if (pl.splits > 1 && split_workspace((size_t)pl.splits * m * l.n_pad, (size_t)pl.mblocks * pl.tiles_n, p, err))
         return -1;
-    p.ws = g_ws;
-    p.cnt = g_cnt;
     p.rotate = tuning().rotate;
     return for_layer(l, pl, LaunchWith{p, pl, s, err});
 }

@@ -12,7 +12,6 @@
 #include <algorithm>
 #include <stdlib.h>
 
-#include "cuda_check.h"
 #include "marlin.h"
 #include "marlin_device.cuh"
 
@@ -157,20 +156,11 @@ int gemv_splits(const Layer &l, int sms)
     return (int)std::max<int64_t>(1, std::min<int64_t>(s, 16));
 }
 
-template <bool FP4> int launch(const Params &p, int grid, bool pdl, cudaStream_t s, qs_err *err)
+// The split-K partials (one per k slice, token and padded output) and tickets (one per strip).
+void workspace_for(const Layer &l, int splits, int64_t m, size_t *floats, size_t *counters)
 {
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3((unsigned)grid);
-    cfg.blockDim = dim3(kGemvThreads);
-    cfg.stream = s;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = pdl ? 1 : 0;
-    QS_CUDA_TRY(cudaLaunchKernelEx(&cfg, marlin_gemv_kernel<FP4>, p), err);
-    QS_LAUNCH_CHECK(err);
-    return 0;
+    *floats = splits > 1 ? (size_t)splits * m * l.n_pad : 0;
+    *counters = splits > 1 ? (size_t)(l.n_pad / 16) : 0;
 }
 
 } // namespace
@@ -190,9 +180,7 @@ void gemv_workspace(const Layer &l, int64_t m, size_t *floats, size_t *counters)
 {
     Runtime rt;
     qs_err err;
-    int splits = runtime(&rt, &err) ? 1 : gemv_splits(l, rt.sms);
-    *floats = splits > 1 ? (size_t)splits * m * l.n_pad : 0;
-    *counters = splits > 1 ? (size_t)(l.n_pad / 16) : 0;
+    workspace_for(l, runtime(&rt, &err) ? 1 : gemv_splits(l, rt.sms), m, floats, counters);
 }
 
 int gemv(const Layer &l, Params &p, cudaStream_t s, qs_err *err)
@@ -204,10 +192,13 @@ int gemv(const Layer &l, Params &p, cudaStream_t s, qs_err *err)
     p.units_k = (int)(l.k_pad / (l.fp4 ? kFp4UnitK : kFp8UnitK));
     p.ksteps = (int)(l.k_pad / (l.fp4 ? kFp4StepK : kFp8StepK));
     p.splits = gemv_splits(l, rt.sms);
-    if (p.splits > 1 && split_workspace((size_t)p.splits * p.M * l.n_pad, (size_t)p.strips, p, err))
+    size_t floats, counters;
+    workspace_for(l, p.splits, p.M, &floats, &counters);
+    if (p.splits > 1 && split_workspace(floats, counters, p, err))
         return -1;
-    const int grid = p.strips * p.splits;
-    return l.fp4 ? launch<true>(p, grid, rt.pdl, s, err) : launch<false>(p, grid, rt.pdl, s, err);
+    const unsigned grid = (unsigned)(p.strips * p.splits);
+    return l.fp4 ? launch_kernel(marlin_gemv_kernel<true>, grid, kGemvThreads, 0, rt.pdl, s, p, err)
+                 : launch_kernel(marlin_gemv_kernel<false>, grid, kGemvThreads, 0, rt.pdl, s, p, err);
 }
 
 } // namespace qs_marlin
