@@ -457,16 +457,27 @@ static int ensure_buffers(qs_engine *e, int n_items)
 }
 
 /* Masks end tokens while a sequence is below min_tokens. */
-static void mask_end_tokens(const qs_engine *e, const qs_seq *seq, float *row)
+/* The end tokens a sequence may not produce yet (below min_tokens): EOS unless ignored, then its
+ * stop token ids; the i-th of n_masked_end_tokens, possibly outside the vocabulary. */
+static int n_masked_end_tokens(const qs_engine *e, const qs_seq *seq)
 {
     if (seq->n_output >= seq->min_tokens)
-        return;
-    for (int i = 0; i < e->opt.n_eos && !seq->ignore_eos; i++)
-        if (e->eos[i] >= 0 && e->eos[i] < e->backend.vocab_size)
-            row[e->eos[i]] = -INFINITY;
-    for (int i = 0; i < seq->n_stop_token_ids; i++)
-        if (seq->stop_token_ids[i] >= 0 && seq->stop_token_ids[i] < e->backend.vocab_size)
-            row[seq->stop_token_ids[i]] = -INFINITY;
+        return 0;
+    return (seq->ignore_eos ? 0 : e->opt.n_eos) + seq->n_stop_token_ids;
+}
+static int32_t masked_end_token(const qs_engine *e, const qs_seq *seq, int i)
+{
+    int n_eos = seq->ignore_eos ? 0 : e->opt.n_eos;
+    return i < n_eos ? e->eos[i] : seq->stop_token_ids[i - n_eos];
+}
+
+static void mask_end_tokens(const qs_engine *e, const qs_seq *seq, float *row)
+{
+    for (int i = 0; i < n_masked_end_tokens(e, seq); i++) {
+        int32_t id = masked_end_token(e, seq, i);
+        if (id >= 0 && id < e->backend.vocab_size)
+            row[id] = -INFINITY;
+    }
 }
 
 /* The device-sampling row of seq (ops/sample.h): false when the request needs the host sampler
@@ -477,19 +488,16 @@ static bool device_row(const qs_engine *e, qs_seq *seq, qs_sample_row *row)
     if (!qs_sampling_device_ok(&seq->sampling))
         return false;
     memset(row, 0, sizeof *row);
-    if (seq->n_output < seq->min_tokens) {
-        int n_eos = seq->ignore_eos ? 0 : e->opt.n_eos;
-        for (int i = 0; i < n_eos + seq->n_stop_token_ids; i++) {
-            int32_t id = i < n_eos ? e->eos[i] : seq->stop_token_ids[i - n_eos];
-            bool dup = id < 0 || id >= e->backend.vocab_size;
-            for (int j = 0; j < row->n_banned && !dup; j++)
-                dup = row->banned[j] == id;
-            if (dup)
-                continue;
-            if (row->n_banned == QS_SAMPLE_MAX_BANNED)
-                return false;
-            row->banned[row->n_banned++] = id;
-        }
+    for (int i = 0; i < n_masked_end_tokens(e, seq); i++) {
+        int32_t id = masked_end_token(e, seq, i);
+        bool dup = id < 0 || id >= e->backend.vocab_size;
+        for (int j = 0; j < row->n_banned && !dup; j++)
+            dup = row->banned[j] == id;
+        if (dup)
+            continue;
+        if (row->n_banned == QS_SAMPLE_MAX_BANNED)
+            return false;
+        row->banned[row->n_banned++] = id;
     }
     qs_sampler_device_row(&seq->sampling, seq->sampler, row);
     return true;
@@ -591,7 +599,7 @@ int qs_engine_step(qs_engine *e)
         if (!b->items[i].want_logits)
             continue;
         int r = row++;
-        if (n_device && !e->rows[r].skip) {
+        if (n_device && e->tokens[r] >= 0) { /* sampled on the device (-1: logits came back) */
             on_sampled(e, seq, e->tokens[r], NULL);
             continue;
         }

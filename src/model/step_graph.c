@@ -336,11 +336,9 @@ int qs_step_graphs_forward(qs_model *m, qs_kv_cache *kv, const qs_seq_step *seqs
         if (g->graph_launch(bk->exec, err))
             return -1;
     }
-    /* the host rows of a sampling step when the graphs sample, else every row's logits */
-    if (qs_forward_outputs(m, sample && d_rows ? G->host_rows : NULL, n_seqs, logits, tokens, err))
+    /* a sampling step (only asked of a model that samples on the device, so the graphs recorded
+     * the op): tokens, and the skipped rows' logits; else every row's logits */
+    if (qs_forward_outputs(m, sample ? G->host_rows : NULL, n_seqs, logits, tokens, err))
         return -1;
-    if (!d_rows && sample) /* not reached: the graphs sample whenever the model does */
-        for (int i = 0; i < n_seqs; i++)
-            tokens[i] = -1;
     return 1;
 }
