@@ -385,9 +385,15 @@ typedef struct {
     batch b;
 } model_pair;
 
-static void pair_open(model_pair *p)
+/* Skips the case when stories260K is absent; resets the stand-in device (refuse: it refuses
+ * every capture). */
+static void pair_open(model_pair *p, bool refuse)
 {
     static const int all[3] = {0, 1, 2};
+    if (!model_dir[0])
+        skip();
+    memset(&dev, 0, sizeof dev);
+    dev.refuse = refuse;
     p->ref = load(false);
     p->gm = load(true);
     p->kv_ref = cache_for(p->ref);
@@ -412,12 +418,8 @@ static void pair_close(model_pair *p)
 
 static void warm_up_and_refused_capture_match_eager(void **state)
 {
-    if (!model_dir[0])
-        skip();
-    memset(&dev, 0, sizeof dev);
-    dev.refuse = true;
     model_pair mp;
-    pair_open(&mp);
+    pair_open(&mp, true);
     int all[3] = {0, 1, 2}, two[2] = {2, 0}, one[1] = {1};
     same_logits(mp.want, mp.got, 3, mp.V, "prefill");
     advance(&mp.b, all, 3, mp.want, mp.V);
@@ -448,12 +450,8 @@ static void warm_up_and_refused_capture_match_eager(void **state)
  * the skipped row 1 gives -1 and its logits. */
 static void device_sampling_through_the_graph_path(void **state)
 {
-    if (!model_dir[0])
-        skip();
-    memset(&dev, 0, sizeof dev);
-    dev.refuse = true;
     model_pair mp;
-    pair_open(&mp);
+    pair_open(&mp, true);
     assert_true(qs_model_samples_on_device(mp.gm));
     int all[3] = {0, 1, 2};
     advance(&mp.b, all, 3, mp.want, mp.V);
@@ -480,11 +478,8 @@ static void device_sampling_through_the_graph_path(void **state)
 
 static void graphs_are_captured_once_and_recaptured_when_buffers_move(void **state)
 {
-    if (!model_dir[0])
-        skip();
-    memset(&dev, 0, sizeof dev);
     model_pair mp;
-    pair_open(&mp);
+    pair_open(&mp, false);
     int all[3] = {0, 1, 2};
     advance(&mp.b, all, 3, mp.want, mp.V);
 
