@@ -295,9 +295,7 @@ def graphs():
 
     def env_graphs(on):
         env = dict(os.environ)
-        env.pop("QSERVE_CUDA_GRAPHS", None)
-        if on:
-            env["QSERVE_CUDA_GRAPHS"] = "1"
+        env["QSERVE_CUDA_GRAPHS"] = "1" if on else "0"
         return env
 
     def greedy(model, backend, on):
@@ -384,7 +382,7 @@ def bytes_per_token(model_dir, weight_bits, n_ctx):
 
 def serve_decode(model, backend, seconds_left):
     """Starts the server with --linear-backend BACKEND (a "+graphs" suffix adds
-    QSERVE_CUDA_GRAPHS=1, "+eager" removes it), then bench_serve at concurrency 1 and 16:
+    QSERVE_CUDA_GRAPHS=1, "+eager" sets it to 0; decode graphs are on by default), then bench_serve at concurrency 1 and 16:
     returns (batch-1 tok/s, batch-16 tok/s, the kernel selection lines) from the mean TPOT."""
     log_path = os.path.join(WORK, f"server-{os.path.basename(model)}-{backend}.log")
     env = dict(os.environ)
@@ -392,7 +390,7 @@ def serve_decode(model, backend, seconds_left):
     if mode == "graphs":
         env["QSERVE_CUDA_GRAPHS"] = "1"
     elif mode == "eager":
-        env.pop("QSERVE_CUDA_GRAPHS", None)
+        env["QSERVE_CUDA_GRAPHS"] = "0"
     args = ("--linear-backend", backend, "--served-model-name", "m", "--max-num-seqs", "16")
     with qserve_server(model, log_path, args, env=env, wait_s=min(180, seconds_left)) as base:
         vocab = json.load(open(os.path.join(model, "config.json")))["vocab_size"]

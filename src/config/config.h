@@ -42,6 +42,7 @@ typedef struct qs_config {
     qs_device_choice device;
     char quantization[32];         /* "" or "fp8" (online quantization at load) */
     bool no_fuse_projections;      /* keep q/k/v and gate/up separate (also QSERVE_NO_FUSE=1) */
+    bool enforce_eager;            /* no decode-step CUDA graphs (as QSERVE_CUDA_GRAPHS=0) */
     int threads;                   /* CPU threads; 0 = all cores */
     int tensor_parallel_size;      /* only 1 is supported */
     qs_kernel_config kernels;

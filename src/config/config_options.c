@@ -55,8 +55,9 @@ static const qs_option OPTIONS[] = {
      "only use kernels whose results do not depend on batching (or set QSERVE_BATCH_INVARIANT=1)"},
     {"disabled-kernels", QS_OPT_NAME_LIST, F(kernels.disabled_kernels), "A,B",
      "never use these kernels (added to QSERVE_DISABLED_KERNELS)"},
+    {"enforce-eager", QS_OPT_BOOL, F(enforce_eager), NULL,
+     "run every step eagerly: no decode-step CUDA graphs (same as QSERVE_CUDA_GRAPHS=0)"},
     /* vLLM flags that mean nothing here: accepted so vLLM command lines and eval configs run. */
-    {"enforce-eager", QS_OPT_IGNORED_FLAG, NOF, NULL, "vLLM flag, ignored (qserve has no CUDA graphs to disable)"},
     {"trust-remote-code", QS_OPT_IGNORED_FLAG, NOF, NULL, "vLLM flag, ignored (qserve runs no model code)"},
     {"disable-uvicorn-access-log", QS_OPT_IGNORED_FLAG, NOF, NULL, "vLLM flag, ignored"},
     {"disable-log-requests", QS_OPT_IGNORED_FLAG, NOF, NULL, "vLLM flag, ignored"},
@@ -258,7 +259,7 @@ void qs_config_print_help(FILE *out)
                  "  QSERVE_BATCH_INVARIANT=1       same as --batch-invariant\n"
                  "  QSERVE_NO_FUSE=1               keep q/k/v and gate/up as separate layers (no fusion)\n"
                  "  QSERVE_SMALL_STEP_TOKENS=N     auto on CUDA: W8A8 FP8 steps of <= N tokens on marlin (default 32, 0 off)\n"
-                 "  QSERVE_CUDA_GRAPHS=1           CUDA: capture decode steps once per batch-size bucket and replay them (off)\n"
+                 "  QSERVE_CUDA_GRAPHS=0           CUDA: run decode steps eagerly instead of capturing them once per batch-size bucket and replaying them\n"
                  "  QSERVE_LOG_LEVEL=debug|info|warn|error\n"
                  "\nsee docs/cli.md (options, YAML format) and docs/backends.md (kernel selection).\n");
 }

@@ -8,7 +8,7 @@
  * Where the loader fused them (model_fuse.c), q/k/v come from one qkv_proj GEMM whose output is
  * split by columns, and SwiGLU reads gate and up straight from one gate_up_proj output.
  * The residual add is fused into the following RMSNorm (ops->add_rmsnorm). The step's inputs are
- * validated against the model and the cache before anything runs. With QSERVE_CUDA_GRAPHS=1,
+ * validated against the model and the cache before anything runs. With decode graphs (default),
  * decode steps go through step_graph.c, which records qs_forward_run once per batch-size bucket
  * and replays it; everything runs on the model's own stream then. qs_model_forward_sample runs
  * the device's sampling op (ops/sample.h) after the lm_head, in the graph too, and brings back

@@ -80,7 +80,7 @@ struct qs_model {
     qs_layer *layers;
     qs_fusion_summary fusion;
     qs_scratch s;
-    /* Decode-step graphs (step_graph.c), QSERVE_CUDA_GRAPHS=1 only: the stream every op and kernel
+    /* Decode-step graphs (step_graph.c), unless QSERVE_CUDA_GRAPHS=0: the stream every op and kernel
      * of the forward pass is queued on, and the graphs. Both NULL otherwise (the device's default
      * stream, every step eager). */
     void *stream;

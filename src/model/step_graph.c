@@ -1,4 +1,4 @@
-/* step_graph.c — decode steps recorded once and replayed (QSERVE_CUDA_GRAPHS=1; off by default).
+/* step_graph.c — decode steps recorded once and replayed (on by default; QSERVE_CUDA_GRAPHS=0 off).
  * A decode step of an 8B model is ~450 small launches issued one by one from the host; a graph
  * issues them in one call. Device-neutral: it drives the device through ops->graph, which only
  * the CUDA ops fill.
@@ -98,19 +98,25 @@ static bool has_moe(const qs_model *m)
 int qs_step_graphs_init(qs_model *m, const qs_config *cfg, qs_err *err)
 {
     const char *v = getenv("QSERVE_CUDA_GRAPHS");
-    bool on = false;
-    if (v && *v && qs_parse_bool(v, &on))
+    bool asked = v && *v, on = true; /* on by default; only an explicit request is worth a log line where ignored */
+    if (asked && qs_parse_bool(v, &on))
         return qs_errf(err, "QSERVE_CUDA_GRAPHS: expected 1 or 0 (or true/false), got '%s'", v);
     if (!on)
         return 0;
+    if (cfg->enforce_eager) {
+        if (m->ops->graph)
+            qs_info("decode graphs off (--enforce-eager): every step runs eagerly");
+        return 0;
+    }
     const qs_graph_ops *g = m->ops->graph;
     if (!g) {
-        qs_info("QSERVE_CUDA_GRAPHS=1 ignored: the %s device has no graphs", m->ops->name);
+        if (asked)
+            qs_info("QSERVE_CUDA_GRAPHS=1 ignored: the %s device has no graphs", m->ops->name);
         return 0;
     }
     if (has_moe(m)) {
-        qs_info("QSERVE_CUDA_GRAPHS=1 ignored: MoE layers send their routing through the host every step, which a "
-                "graph cannot hold; decode steps run eagerly");
+        qs_info("decode graphs off: MoE layers send their routing through the host every step, which a graph "
+                "cannot hold; decode steps run eagerly");
         return 0;
     }
     qs_step_graphs *G = calloc(1, sizeof *G);
@@ -125,8 +131,8 @@ int qs_step_graphs_init(qs_model *m, const qs_config *cfg, qs_err *err)
     }
     m->graphs = G;
     int top = G->max_num_seqs < QS_GRAPH_MAX_SEQS ? G->max_num_seqs : QS_GRAPH_MAX_SEQS;
-    qs_info("decode graphs on (QSERVE_CUDA_GRAPHS=1): decode steps of up to %d sequences are captured once per %s "
-            "and replayed; prefill and mixed steps run eagerly",
+    qs_info("decode graphs on (QSERVE_CUDA_GRAPHS=0 turns them off): decode steps of up to %d sequences are "
+            "captured once per %s and replayed; prefill and mixed steps run eagerly",
             top, G->exact ? "batch size (dynamic per-tensor activation scales: no padding)" : "bucket of 1, 2, 4, ...");
     return 0;
 }

@@ -1,12 +1,13 @@
 /* step_graph.h — decode steps recorded once per batch-size bucket and replayed (see
- * step_graph.c); opt-in with QSERVE_CUDA_GRAPHS=1, on devices whose ops have graph support. */
+ * step_graph.c); on by default (QSERVE_CUDA_GRAPHS=0 turns them off), on devices whose ops
+ * have graph support. */
 #ifndef QS_MODEL_STEP_GRAPH_H
 #define QS_MODEL_STEP_GRAPH_H
 
 #include "config/config.h"
 #include "model/model_internal.h"
 
-/* Reads QSERVE_CUDA_GRAPHS (1/0, true/false, yes/no, on/off; unset = off). When on and the device
+/* Reads QSERVE_CUDA_GRAPHS (1/0, true/false, yes/no, on/off; unset = on). When on and the device
  * can record graphs, gives the model its own stream (m->stream) and its graph state (m->graphs);
  * otherwise leaves both NULL and says why in one log line. -1 with err on a malformed value. */
 int qs_step_graphs_init(qs_model *m, const qs_config *cfg, qs_err *err);

@@ -153,6 +153,7 @@ static void vllm_flags_without_meaning_are_accepted(void **state)
     assert_int_equal(qs_config_parse_args(ARGC(argv), argv, &c, &e), 0);
     assert_string_equal(c.model_dir, "m");
     assert_int_equal(c.max_model_len, 8192);
+    assert_true(c.enforce_eager); /* not ignored: it turns the decode graphs off */
 }
 
 static void value_errors_name_the_flag(void **state)

@@ -315,6 +315,30 @@ static qs_model *load(bool graphs)
     return m;
 }
 
+/* On a device with graphs they are on unless QSERVE_CUDA_GRAPHS=0 or --enforce-eager says no. */
+static void graphs_are_on_by_default_and_off_when_asked(void **state)
+{
+    qs_model *m = load(false);
+    m->ops = &fake_ops;
+    qs_config cfg;
+    qs_config_defaults(&cfg);
+    qs_err err = {{0}};
+    unsetenv("QSERVE_CUDA_GRAPHS");
+    assert_int_equal(qs_step_graphs_init(m, &cfg, &err), 0);
+    assert_non_null(m->graphs);
+    qs_step_graphs_free(m);
+    assert_null(m->graphs);
+    cfg.enforce_eager = true;
+    assert_int_equal(qs_step_graphs_init(m, &cfg, &err), 0);
+    assert_null(m->graphs);
+    cfg.enforce_eager = false;
+    setenv("QSERVE_CUDA_GRAPHS", "off", 1);
+    assert_int_equal(qs_step_graphs_init(m, &cfg, &err), 0);
+    assert_null(m->graphs);
+    unsetenv("QSERVE_CUDA_GRAPHS");
+    qs_model_free(m);
+}
+
 /* Three sequences over scattered blocks of a 16-block cache, fed the same tokens in both runs. */
 typedef struct {
     int32_t tokens[3][64];
@@ -542,6 +566,7 @@ int main(void)
         cmocka_unit_test(only_decode_steps_qualify),
         cmocka_unit_test(step_and_dummy_rows_fill_the_buffer),
         cmocka_unit_test(environment_value_is_checked),
+        cmocka_unit_test(graphs_are_on_by_default_and_off_when_asked),
         cmocka_unit_test(warm_up_and_refused_capture_match_eager),
         cmocka_unit_test(device_sampling_through_the_graph_path),
         cmocka_unit_test(graphs_are_captured_once_and_recaptured_when_buffers_move),
