@@ -6,6 +6,10 @@
 //  - 128x128 weight blocks with 1x128 activation groups: BLK128x128_32F and VEC128_32F.
 // Whether cuBLASLt has an algorithm for a mode is asked of cuBLASLt itself (can_implement probes
 // when a GPU is present); shapes it refuses at small m are run padded to 16 rows.
+// cuBLASLt's FP8 GEMMs need both weight dimensions to be multiples of 16; other per-tensor and
+// per-channel layers (stories260K's 344x64 gate_up) are zero-padded to them once at prepare
+// (weights, bias, scale vectors), and each call copies the activations into a zero-padded buffer
+// and the first n output columns back out.
 #include <stdio.h>
 #include <vector>
 
@@ -18,6 +22,9 @@
 namespace {
 
 constexpr int kPadRows = 16;
+constexpr int64_t kFp8DimMultiple = 16;
+
+int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
 
 int lt_require_cuda(const qs_device_caps *dev, int major, int minor, const char *what, char *why, size_t cap)
 {
@@ -101,14 +108,17 @@ int fp8_can_implement(const qs_linear_desc *d, char *why, size_t cap)
         snprintf(why, cap, "cublaslt FP8 serves fp8_w8a8 and fp8_block_w8a8 layers only.");
         return 0;
     }
-    if (d->n % 16 || d->k % 16) {
-        snprintf(why, cap, "cublaslt FP8 needs both dimensions divisible by 16, %s is %lldx%lld.", d->name,
-                 (long long)d->n, (long long)d->k);
-        return 0;
-    }
     Fp8Modes modes;
     if (!fp8_modes(d, &modes, why, cap))
         return 0;
+    bool block = modes.a_mode == CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;
+    if (block && (d->n % kFp8DimMultiple || d->k % kFp8DimMultiple)) {
+        snprintf(why, cap,
+                 "cublaslt block-scaled FP8 needs both dimensions divisible by 16 (its scale grid is not "
+                 "padded), %s is %lldx%lld.",
+                 d->name, (long long)d->n, (long long)d->k);
+        return 0;
+    }
     // Measured on an H200 with CUDA 13.0 (docs/gpu-notes.md): the 128-block path gave wrong
     // results for a 384x640 weight (3x5 blocks) at every m while 2x5, 3x4, 1x1 and every
     // multiple-of-4 grid were right. Without the rule behind it, only the grids seen right in
@@ -128,7 +138,8 @@ int fp8_can_implement(const qs_linear_desc *d, char *why, size_t cap)
         cudaGetLastError();
         return 1; // nothing to ask: `qserve backends --assume-compute-capability` without a GPU
     }
-    if (!qs_blaslt_fp8_supported(modes.a_mode, modes.b_mode, kPadRows, d->n, d->k)) {
+    if (!qs_blaslt_fp8_supported(modes.a_mode, modes.b_mode, kPadRows, round_up(d->n, kFp8DimMultiple),
+                                 round_up(d->k, kFp8DimMultiple))) {
         snprintf(why, cap, "this machine's cuBLASLt (%d) has no FP8 GEMM with %s for %lldx%lld on this GPU.",
                  qs_cublaslt(nullptr) ? (int)qs_cublaslt(nullptr)->GetVersion() : 0, mode_words(modes.a_mode), (long long)d->n, (long long)d->k);
         return 0;
@@ -137,9 +148,10 @@ int fp8_can_implement(const qs_linear_desc *d, char *why, size_t cap)
 }
 
 struct Fp8State {
-    qs_device_linear w;
+    qs_device_linear w; // weight [n_pad][k_pad] and bias [n_pad], zero-padded
     Fp8Modes modes;
-    float *a_scale; // weight scales in the layout cuBLASLt reads for a_mode
+    float *a_scale;       // weight scales in the layout cuBLASLt reads for a_mode ([n_pad] vectors)
+    int64_t n_pad, k_pad; // the GEMM's dimensions: n and k rounded up to 16 (equal for block scales)
 };
 
 int bf16_prepare(const qs_linear_desc *d, void **state, qs_err *err)
@@ -178,7 +190,7 @@ int fp8_weight_scales(const qs_linear_desc *d, Fp8State *st, qs_err *err)
         src[(size_t)i] = qs_tensor_get_f32(d->weight_scale, i);
     std::vector<float> dst;
     if (st->modes.a_mode == CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F) {
-        dst.resize((size_t)d->n);
+        dst.assign((size_t)st->n_pad, 1.f); // padded rows' weights are zero: any finite scale
         for (int64_t r = 0; r < d->n; r++)
             dst[(size_t)r] = d->wscale == QS_WSCALE_CHANNEL ? src[(size_t)r] : src[0];
     } else if (st->modes.a_mode == CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F) {
@@ -193,6 +205,40 @@ int fp8_weight_scales(const qs_linear_desc *d, Fp8State *st, qs_err *err)
     }
     QS_CUDA_TRY(cudaMalloc((void **)&st->a_scale, dst.size() * sizeof(float)), err);
     QS_CUDA_TRY(cudaMemcpy(st->a_scale, dst.data(), dst.size() * sizeof(float), cudaMemcpyHostToDevice), err);
+    return 0;
+}
+
+// Replaces the device weight [n][k] (and bias [n]) by zero-padded [n_pad][k_pad] (and [n_pad]) copies.
+int fp8_pad_weights(Fp8State *st, qs_err *err)
+{
+    qs_device_linear *l = &st->w;
+    if (st->n_pad == l->n && st->k_pad == l->k)
+        return 0;
+    void *w = nullptr;
+    QS_CUDA_TRY(cudaMalloc(&w, (size_t)(st->n_pad * st->k_pad)), err);
+    cudaError_t e = cudaMemset(w, 0, (size_t)(st->n_pad * st->k_pad));
+    if (e == cudaSuccess)
+        e = cudaMemcpy2D(w, (size_t)st->k_pad, l->weight, (size_t)l->k, (size_t)l->k, (size_t)l->n,
+                         cudaMemcpyDeviceToDevice);
+    if (e != cudaSuccess) {
+        cudaFree(w);
+        QS_CUDA_TRY(e, err);
+    }
+    cudaFree(l->weight);
+    l->weight = w;
+    if (l->bias) {
+        __nv_bfloat16 *b = nullptr;
+        QS_CUDA_TRY(cudaMalloc((void **)&b, (size_t)st->n_pad * sizeof *b), err);
+        e = cudaMemset(b, 0, (size_t)st->n_pad * sizeof *b);
+        if (e == cudaSuccess)
+            e = cudaMemcpy(b, l->bias, (size_t)l->n * sizeof *b, cudaMemcpyDeviceToDevice);
+        if (e != cudaSuccess) {
+            cudaFree(b);
+            QS_CUDA_TRY(e, err);
+        }
+        cudaFree(l->bias);
+        l->bias = b;
+    }
     return 0;
 }
 
@@ -214,7 +260,10 @@ int fp8_prepare(const qs_linear_desc *d, void **state, qs_err *err)
         delete st;
         return qs_errf(err, "%s", why);
     }
-    if (qs_device_linear_upload(d, &st->w, err) || fp8_weight_scales(d, st, err)) {
+    bool block = st->modes.a_mode == CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;
+    st->n_pad = block ? d->n : round_up(d->n, kFp8DimMultiple);
+    st->k_pad = block ? d->k : round_up(d->k, kFp8DimMultiple);
+    if (qs_device_linear_upload(d, &st->w, err) || fp8_pad_weights(st, err) || fp8_weight_scales(d, st, err)) {
         fp8_release(st);
         return -1;
     }
@@ -222,10 +271,32 @@ int fp8_prepare(const qs_linear_desc *d, void **state, qs_err *err)
     return 0;
 }
 
+// x [m][k] into a zeroed [m][k_pad] scratch copy when k is padded (zero columns leave every
+// amax, scale and product unchanged); x itself otherwise.
+int fp8_padded_input(const Fp8State *st, const __nv_bfloat16 *x, int64_t m, cudaStream_t s,
+                     const __nv_bfloat16 **out, qs_err *err)
+{
+    const qs_device_linear *l = &st->w;
+    *out = x;
+    if (st->k_pad == l->k)
+        return 0;
+    void *buf;
+    size_t row = sizeof(__nv_bfloat16);
+    if (qs_scratch_get(QS_SCRATCH_ACT_BF16, (size_t)(m * st->k_pad) * row, &buf, err))
+        return -1;
+    QS_CUDA_TRY(cudaMemsetAsync(buf, 0, (size_t)(m * st->k_pad) * row, s), err);
+    QS_CUDA_TRY(cudaMemcpy2DAsync(buf, (size_t)st->k_pad * row, x, (size_t)l->k * row, (size_t)l->k * row,
+                                  (size_t)m, cudaMemcpyDeviceToDevice, s),
+                err);
+    *out = (const __nv_bfloat16 *)buf;
+    return 0;
+}
+
 int fp8_apply(const void *state, const void *x_, void *y_, int64_t m, void *stream, qs_err *err)
 {
     const Fp8State *st = (const Fp8State *)state;
     const qs_device_linear *l = &st->w;
+    const int64_t n = st->n_pad, k = st->k_pad; // the GEMM's (padded) dimensions
     cudaStream_t s = (cudaStream_t)stream;
     if (m == 0)
         return 0;
@@ -235,29 +306,31 @@ int fp8_apply(const void *state, const void *x_, void *y_, int64_t m, void *stre
     int64_t rows = m;
     if (st->modes.a_mode == CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F)
         rows = (m + kPadRows - 1) / kPadRows * kPadRows;
-    else if (m < kPadRows && !qs_blaslt_fp8_supported(st->modes.a_mode, st->modes.b_mode, m, l->n, l->k))
+    else if (m < kPadRows && !qs_blaslt_fp8_supported(st->modes.a_mode, st->modes.b_mode, m, n, k))
         rows = kPadRows;
-    int64_t groups = (l->k + 127) / 128;
+    int64_t groups = (k + 127) / 128;
     void *q, *sbuf;
-    if (qs_scratch_get(QS_SCRATCH_ACT_FP8, (size_t)(rows * l->k), &q, err) ||
+    if (qs_scratch_get(QS_SCRATCH_ACT_FP8, (size_t)(rows * k), &q, err) ||
         qs_scratch_get(QS_SCRATCH_ACT_SCALES, (size_t)(rows * groups + 2 * rows + 2) * sizeof(float), &sbuf, err))
         return -1;
     float *scales = (float *)sbuf;
     if (rows != m) {
-        QS_CUDA_TRY(cudaMemsetAsync(q, 0, (size_t)(rows * l->k), s), err);
+        QS_CUDA_TRY(cudaMemsetAsync(q, 0, (size_t)(rows * k), s), err);
         QS_CUDA_TRY(cudaMemsetAsync(scales, 0, (size_t)(rows * groups + 2 * rows + 2) * sizeof(float), s), err);
     }
-    const __nv_bfloat16 *x = (const __nv_bfloat16 *)x_;
+    const __nv_bfloat16 *x;
+    if (fp8_padded_input(st, (const __nv_bfloat16 *)x_, m, s, &x, err))
+        return -1;
     float *x_scale = scales;
     if (st->modes.act == QS_ACTQ_STATIC_TENSOR) {
-        qs_launch_quant_fp8_act(x, m, l->k, QS_ACTQ_STATIC_TENSOR, 128, rows, l->input_scale_dev, (uint8_t *)q,
+        qs_launch_quant_fp8_act(x, m, k, QS_ACTQ_STATIC_TENSOR, 128, rows, l->input_scale_dev, (uint8_t *)q,
                                 nullptr, s);
         if (st->modes.b_mode == CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F)
             qs_launch_fill_from_scalar(l->input_scale_dev, scales, rows, s);
         else
             x_scale = l->input_scale_dev;
     } else {
-        qs_launch_quant_fp8_act(x, m, l->k, st->modes.act, 128, rows, scales, (uint8_t *)q, nullptr, s);
+        qs_launch_quant_fp8_act(x, m, k, st->modes.act, 128, rows, scales, (uint8_t *)q, nullptr, s);
         if (st->modes.act == QS_ACTQ_DYNAMIC_TENSOR &&
             st->modes.b_mode == CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F) {
             // scales[1..] held per-row maxima; spread the tensor scale over a fresh vector after them.
@@ -268,21 +341,24 @@ int fp8_apply(const void *state, const void *x_, void *y_, int64_t m, void *stre
     QS_LAUNCH_CHECK(err);
     __nv_bfloat16 *y = (__nv_bfloat16 *)y_;
     __nv_bfloat16 *out = y;
-    if (rows != m) {
+    bool staged = rows != m || n != l->n; // the GEMM writes a padded [rows][n_pad] that is copied out
+    if (staged) {
         void *ybuf;
-        if (qs_scratch_get(QS_SCRATCH_OUT_BF16, (size_t)(rows * l->n) * sizeof(__nv_bfloat16), &ybuf, err))
+        if (qs_scratch_get(QS_SCRATCH_OUT_BF16, (size_t)(rows * n) * sizeof(__nv_bfloat16), &ybuf, err))
             return -1;
         out = (__nv_bfloat16 *)ybuf;
     }
     int rc = qs_blaslt_gemm_fp8((const uint8_t *)l->weight, st->a_scale, st->modes.a_mode, (const uint8_t *)q,
-                                x_scale, st->modes.b_mode, l->bias, out, rows, l->n, l->k, s, err);
+                                x_scale, st->modes.b_mode, l->bias, out, rows, n, k, s, err);
     if (rc == 1)
         return qs_errf(err, "cuBLASLt has no FP8 GEMM with %s for m=%lld n=%lld k=%lld", mode_words(st->modes.a_mode),
-                       (long long)rows, (long long)l->n, (long long)l->k);
+                       (long long)rows, (long long)n, (long long)k);
     if (rc)
         return -1;
-    if (rows != m)
-        QS_CUDA_TRY(cudaMemcpyAsync(y, out, (size_t)(m * l->n) * sizeof(__nv_bfloat16), cudaMemcpyDeviceToDevice, s),
+    size_t el = sizeof(__nv_bfloat16);
+    if (staged)
+        QS_CUDA_TRY(cudaMemcpy2DAsync(y, (size_t)l->n * el, out, (size_t)n * el, (size_t)l->n * el, (size_t)m,
+                                      cudaMemcpyDeviceToDevice, s),
                     err);
     return 0;
 }

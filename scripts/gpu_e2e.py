@@ -143,7 +143,8 @@ def stories():
         if p.returncode:
             record(f"stories260K-{name} quantize", False, p.stderr[-300:])
             continue
-        copies.append((name, path, ["auto", "emulation", "marlin"], tau))
+        w8a8 = name.startswith("fp8")  # cublaslt FP8 (its 344x64 gate_up padded to multiples of 16)
+        copies.append((name, path, ["auto", "emulation", "marlin"] + (["cublaslt"] if w8a8 else []), tau))
     golden = [int(x) for x in open(f"{data}/golden_greedy_200_ids.txt").read().split()]
     for name, model, backends, tau in copies:
         cpu, tops = generate(model, [1], 200, "cpu", logprobs=2)
@@ -160,10 +161,10 @@ def stories():
             record(f"stories260K-{name} cuda/{backend}", same >= need,
                    f"{same}/200 equal to CPU ({need} required by the CPU's margins, tau {tau}), "
                    f"{common_prefix(golden, gpu)}/200 equal to the golden")
-    # stories' 172-wide MLP does not fit cublaslt FP8 (dimensions divisible by 16): forcing it
-    # must stop start-up with the reason (BACKENDS.md rule 3), not run something else.
+    # cublaslt has no weight-only NVFP4 GEMM: forcing it must stop start-up with the reason
+    # (BACKENDS.md rule 3), not run something else.
     if GPU == "cuda":
-        for name, backend in (("fp8", "cublaslt"),):
+        for name, backend in (("nvfp4a16", "cublaslt"),):
             gpu, err = generate(os.path.join(WORK, f"stories-{name}"), [1], 4, GPU, backend)
             text = " ".join(err) if gpu is None else ""
             record(f"stories260K-{name} --linear-backend {backend} refused", gpu is None and "cannot implement" in text,

@@ -48,7 +48,10 @@ static const test_case CASES[] = {
 static const int SHAPES[][3] = {/* m, n, k */
                                 {1, 256, 512}, {3, 96, 48}, {7, 384, 640}, {16, 4096, 4096}, {33, 1024, 4096},
                                 {130, 2048, 1024}, /* these isolate the m=7 block-scale failure seen once: */
-                                {16, 384, 640}, {7, 384, 512}, {7, 256, 640}};
+                                {16, 384, 640}, {7, 384, 512}, {7, 256, 640},
+                                /* n and k off the multiples of 16 cuBLASLt FP8 needs (it pads them):
+                                 * stories260K's gate_up, and both dimensions odd */
+                                {5, 344, 64}, {2, 100, 72}, {17, 344, 64}};
 
 typedef struct {
     qs_tensor weight, scale, bias;
@@ -233,7 +236,8 @@ int main(void)
     for (size_t ki = 0; ki < sizeof kernels / sizeof kernels[0]; ki++)
         for (size_t ci = 0; ci < sizeof CASES / sizeof CASES[0]; ci++)
             for (size_t si = 0; si < sizeof SHAPES / sizeof SHAPES[0]; si++)
-                run_kernel(kernels[ki], &caps, &CASES[ci], SHAPES[si]);
+                if (CASES[ci].wscale != QS_WSCALE_NVFP4 || SHAPES[si][2] % 16 == 0) /* NVFP4: one scale per 16 */
+                    run_kernel(kernels[ki], &caps, &CASES[ci], SHAPES[si]);
     printf("%d passed, %d failed, %d skipped\n", g_passed, g_failed, g_skipped);
     return g_failed ? 1 : 0;
 }
