@@ -69,10 +69,6 @@ int split_workspace(size_t floats, size_t counters, Params &p, qs_err *err);
 int64_t gemv_max_m(const Layer &l);
 void gemv_workspace(const Layer &l, int64_t m, size_t *floats, size_t *counters);
 int gemv(const Layer &l, Params &p, cudaStream_t s, qs_err *err);
-// The streaming small-M kernel (marlin_stream.cu): the same three, preferred over gemv.
-int64_t stream_max_m(const Layer &l, const Runtime &rt);
-void stream_workspace(const Layer &l, const Runtime &rt, size_t *floats, size_t *counters);
-int stream(const Layer &l, Params &p, const Runtime &rt, cudaStream_t s, qs_err *err);
 
 // Grows the split-K workspace so that a layer of n outputs can run up to m_max tokens with split-K.
 int reserve_workspace(const Layer &l, int64_t m_max, qs_err *err);

@@ -29,8 +29,7 @@ struct Params {
     int NP, XS;      // NP: outputs rounded up to 16 (packed rows); XS: activation row stride
     int tiles_n, mblocks, splits, ksteps;
     int rotate; // start each CTA's k walk at a different step (spreads the activation reads over L2)
-    int units_k, strips; // the small-M kernels: packed units per strip, 16-row strips
-    int warps;           // the streaming kernel (marlin_stream.cu): warps over the grid
+    int units_k, strips; // the small-M kernel (marlin_gemv.cu): packed units per strip, 16-row strips
 };
 
 namespace {

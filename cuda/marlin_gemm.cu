@@ -496,12 +496,7 @@ int reserve_workspace(const Layer &l, int64_t m_max, qs_err *err)
     size_t floats = 0, counters = 0;
     for (int64_t mm = 1; mm <= m; mm = mm < 8 ? mm + 1 : mm + 8) {
         size_t f = 0, c = 0;
-        Runtime rt;
-        if (runtime(&rt, err))
-            return -1;
-        if (mm <= stream_max_m(l, rt)) {
-            stream_workspace(l, rt, &f, &c);
-        } else if (mm <= gemv_max_m(l)) {
+        if (mm <= gemv_max_m(l)) {
             gemv_workspace(l, mm, &f, &c);
         } else {
             Plan pl = make_plan(l, mm);
@@ -546,11 +541,6 @@ int gemm(const Layer &l, const __nv_bfloat16 *x, __nv_bfloat16 *y, int64_t m, cu
         p.x = g_xpad;
         p.XS = (int)l.k_pad;
     }
-    Runtime rt;
-    if (runtime(&rt, err))
-        return -1;
-    if (m <= stream_max_m(l, rt))
-        return stream(l, p, rt, s, err);
     if (m <= gemv_max_m(l))
         return gemv(l, p, s, err);
     Plan pl = make_plan(l, m);
