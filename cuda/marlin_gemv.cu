@@ -146,14 +146,26 @@ template <bool FP4> __global__ void __launch_bounds__(kGemvThreads, 2) marlin_ge
         store_output(p, v, m, n);
 }
 
-// k slices per strip (CTAs = strips x slices): when the strips do not fill one wave of resident
-// CTAs (two per SM), k is split to fill it, keeping at least kMinUnitsPerWarp units per warp.
+// k slices per strip (CTAs = strips x slices). Time goes as the number of waves of resident CTAs
+// (two per SM) over the slices, each slice 1/s of a strip's work: the s in 1..16 with the fewest
+// waves per slice, the smallest on ties, keeping at least kMinUnitsPerWarp units per warp. Few
+// strips split to fill one wave; 6144 rows (384 strips on 264 slots: 2 waves, the second 45%
+// full) split in two (3 waves of half the work).
 int gemv_splits(const Layer &l, int sms)
 {
     const int64_t strips = l.n_pad / 16, units_k = l.k_pad / (l.fp4 ? kFp4UnitK : kFp8UnitK);
     const int64_t wave = (int64_t)sms * 2; // __launch_bounds__(256, 2)
-    int64_t s = std::min<int64_t>(wave / strips, units_k / (kGemvWarps * kMinUnitsPerWarp));
-    return (int)std::max<int64_t>(1, std::min<int64_t>(s, 16));
+    const int64_t most = std::max<int64_t>(1, std::min<int64_t>(16, units_k / (kGemvWarps * kMinUnitsPerWarp)));
+    int best = 1;
+    double best_cost = 1e30;
+    for (int s = 1; s <= most; s++) {
+        const double cost = (double)((strips * s + wave - 1) / wave) / s;
+        if (cost < best_cost - 1e-9) {
+            best_cost = cost;
+            best = s;
+        }
+    }
+    return best;
 }
 
 // The split-K partials (one per k slice, token and padded output) and tickets (one per strip).
