@@ -55,9 +55,11 @@ template <bool FP4> __global__ void __launch_bounds__(kGemvThreads, 2) marlin_ge
     constexpr int UNIT_K = FP4 ? kFp4UnitK : kFp8UnitK;
     __shared__ float red[kGemvWarps][4][32];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, r = lane >> 2, c = lane & 3;
-    const int strip = blockIdx.x % p.strips, split = blockIdx.x / p.strips;
-    const int cta_u0 = (int)((long long)split * p.units_k / p.splits);
-    const int cta_n = (int)((long long)(split + 1) * p.units_k / p.splits) - cta_u0;
+    // Grid: x = the strip, y = the k slice. 32-bit index arithmetic only: with 16-unit warps a
+    // 64-bit division here was a noticeable share of the kernel's instructions.
+    const int strip = blockIdx.x, split = blockIdx.y;
+    const int cta_u0 = split * p.units_k / p.splits;
+    const int cta_n = (split + 1) * p.units_k / p.splits - cta_u0;
     const int u0 = cta_u0 + warp * cta_n / kGemvWarps, u1 = cta_u0 + (warp + 1) * cta_n / kGemvWarps;
     const uint8_t *wp = p.w + (size_t)strip * p.units_k * kUnitBytes + lane * 16;
 
@@ -68,7 +70,8 @@ template <bool FP4> __global__ void __launch_bounds__(kGemvThreads, 2) marlin_ge
             b.w[i] = u < u1 ? ld_weights(wp + (size_t)u * kUnitBytes) : make_uint4(0, 0, 0, 0);
             if (FP4) {
                 // scales of (strip, 256-k step u/4): 16 rows x 16 bytes, unit u%4's 4 bytes per row
-                const uint8_t *sc = p.sc + ((size_t)strip * p.ksteps + u / 4) * kFp4ScaleStepBytes + (u % 4) * 4;
+                const uint8_t *sc = p.sc + ((size_t)strip * p.ksteps + (unsigned)u / 4) * kFp4ScaleStepBytes +
+                                    ((unsigned)u % 4) * 4;
                 b.s_r[i] = u < u1 ? __ldg((const unsigned int *)(sc + r * 16)) : 0u;
                 b.s_r8[i] = u < u1 ? __ldg((const unsigned int *)(sc + (r + 8) * 16)) : 0u;
             }
@@ -208,7 +211,7 @@ int gemv(const Layer &l, Params &p, cudaStream_t s, qs_err *err)
     workspace_for(l, p.splits, p.M, &floats, &counters);
     if (p.splits > 1 && split_workspace(floats, counters, p, err))
         return -1;
-    const unsigned grid = (unsigned)(p.strips * p.splits);
+    const dim3 grid((unsigned)p.strips, (unsigned)p.splits);
     return l.fp4 ? launch_kernel(marlin_gemv_kernel<true>, grid, kGemvThreads, 0, rt.pdl, s, p, err)
                  : launch_kernel(marlin_gemv_kernel<false>, grid, kGemvThreads, 0, rt.pdl, s, p, err);
 }

@@ -95,7 +95,8 @@ def log_softmax(v):
 def hf_goldens():
     """The transformers goldens (tests/data/hf-goldens): the first step's top-20 log-probs on the
     GPU against transformers' logits (within tol), and greedy tokens equal to transformers' up
-    to the first step where transformers' own top-1/top-2 margin is below 0.05."""
+    to the first step where transformers' own top-1/top-2 margin is below 0.05; with auto,
+    emulation and (except for weight-only checkpoints, which it cannot run) cublaslt."""
     base = os.path.join(ROOT, "tests", "data", "hf-goldens")
     tok_src = os.path.join(WORK, "stories-f32")  # same 512-token vocabulary; generate wants a tokenizer
     for arch in sorted(os.listdir(base)):
@@ -109,7 +110,8 @@ def hf_goldens():
         golden = json.load(open(os.path.join(model, "golden.json")))["prompts"][0]
         want = log_softmax(golden["last_logits"])
         need = clear_prefix([a - b for a, b in zip(golden["top1"], golden["top2"])], 0.05)
-        for backend in ("auto", "emulation"):
+        weight_only = text != "{}" and not act_quant  # W8A16 / W4A16: cublaslt has no GEMM for them
+        for backend in ("auto", "emulation") + (() if weight_only else ("cublaslt",)):
             toks, tops = generate(model, golden["ids"], 24, GPU, backend if GPU == "cuda" else None, logprobs=20)
             if toks is None:
                 record(f"hf:{arch} cuda/{backend}", False, " ".join(tops))
