@@ -164,11 +164,11 @@ __device__ __forceinline__ void store_output(const Params &p, float v, int m, in
 // Launches kernel(p) on stream s; with pdl, as a programmatic dependent launch (the kernel may
 // start while the previous one on the stream finishes: see wait_for_previous_grid).
 template <typename Kernel>
-int launch_kernel(Kernel kernel, dim3 grid, int threads, size_t smem, bool pdl, cudaStream_t s, const Params &p,
+int launch_kernel(Kernel kernel, unsigned grid, int threads, size_t smem, bool pdl, cudaStream_t s, const Params &p,
                   qs_err *err)
 {
     cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = grid;
+    cfg.gridDim = dim3(grid);
     cfg.blockDim = dim3((unsigned)threads);
     cfg.dynamicSmemBytes = smem;
     cfg.stream = s;

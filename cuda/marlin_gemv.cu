@@ -55,11 +55,9 @@ template <bool FP4> __global__ void __launch_bounds__(kGemvThreads, 2) marlin_ge
     constexpr int UNIT_K = FP4 ? kFp4UnitK : kFp8UnitK;
     __shared__ float red[kGemvWarps][4][32];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, r = lane >> 2, c = lane & 3;
-    // Grid: x = the strip, y = the k slice. 32-bit index arithmetic only: with 16-unit warps a
-    // 64-bit division here was a noticeable share of the kernel's instructions.
-    const int strip = blockIdx.x, split = blockIdx.y;
-    const int cta_u0 = split * p.units_k / p.splits;
-    const int cta_n = (split + 1) * p.units_k / p.splits - cta_u0;
+    const int strip = blockIdx.x % p.strips, split = blockIdx.x / p.strips;
+    const int cta_u0 = (int)((long long)split * p.units_k / p.splits);
+    const int cta_n = (int)((long long)(split + 1) * p.units_k / p.splits) - cta_u0;
     const int u0 = cta_u0 + warp * cta_n / kGemvWarps, u1 = cta_u0 + (warp + 1) * cta_n / kGemvWarps;
     const uint8_t *wp = p.w + (size_t)strip * p.units_k * kUnitBytes + lane * 16;
 
@@ -70,8 +68,7 @@ template <bool FP4> __global__ void __launch_bounds__(kGemvThreads, 2) marlin_ge
             b.w[i] = u < u1 ? ld_weights(wp + (size_t)u * kUnitBytes) : make_uint4(0, 0, 0, 0);
             if (FP4) {
                 // scales of (strip, 256-k step u/4): 16 rows x 16 bytes, unit u%4's 4 bytes per row
-                const uint8_t *sc = p.sc + ((size_t)strip * p.ksteps + (unsigned)u / 4) * kFp4ScaleStepBytes +
-                                    ((unsigned)u % 4) * 4;
+                const uint8_t *sc = p.sc + ((size_t)strip * p.ksteps + u / 4) * kFp4ScaleStepBytes + (u % 4) * 4;
                 b.s_r[i] = u < u1 ? __ldg((const unsigned int *)(sc + r * 16)) : 0u;
                 b.s_r8[i] = u < u1 ? __ldg((const unsigned int *)(sc + (r + 8) * 16)) : 0u;
             }
@@ -149,26 +146,14 @@ template <bool FP4> __global__ void __launch_bounds__(kGemvThreads, 2) marlin_ge
         store_output(p, v, m, n);
 }
 
-// k slices per strip (CTAs = strips x slices). Time goes as the number of waves of resident CTAs
-// (two per SM) over the slices, each slice 1/s of a strip's work: the s in 1..16 with the fewest
-// waves per slice, the smallest on ties, keeping at least kMinUnitsPerWarp units per warp. Few
-// strips split to fill one wave; 6144 rows (384 strips on 264 slots: 2 waves, the second 45%
-// full) split in two (3 waves of half the work).
+// k slices per strip (CTAs = strips x slices): when the strips do not fill one wave of resident
+// CTAs (two per SM), k is split to fill it, keeping at least kMinUnitsPerWarp units per warp.
 int gemv_splits(const Layer &l, int sms)
 {
     const int64_t strips = l.n_pad / 16, units_k = l.k_pad / (l.fp4 ? kFp4UnitK : kFp8UnitK);
     const int64_t wave = (int64_t)sms * 2; // __launch_bounds__(256, 2)
-    const int64_t most = std::max<int64_t>(1, std::min<int64_t>(16, units_k / (kGemvWarps * kMinUnitsPerWarp)));
-    int best = 1;
-    double best_cost = 1e30;
-    for (int s = 1; s <= most; s++) {
-        const double cost = (double)((strips * s + wave - 1) / wave) / s;
-        if (cost < best_cost - 1e-9) {
-            best_cost = cost;
-            best = s;
-        }
-    }
-    return best;
+    int64_t s = std::min<int64_t>(wave / strips, units_k / (kGemvWarps * kMinUnitsPerWarp));
+    return (int)std::max<int64_t>(1, std::min<int64_t>(s, 16));
 }
 
 // The split-K partials (one per k slice, token and padded output) and tickets (one per strip).
@@ -211,7 +196,7 @@ int gemv(const Layer &l, Params &p, cudaStream_t s, qs_err *err)
     workspace_for(l, p.splits, p.M, &floats, &counters);
     if (p.splits > 1 && split_workspace(floats, counters, p, err))
         return -1;
-    const dim3 grid((unsigned)p.strips, (unsigned)p.splits);
+    const unsigned grid = (unsigned)(p.strips * p.splits);
     return l.fp4 ? launch_kernel(marlin_gemv_kernel<true>, grid, kGemvThreads, 0, rt.pdl, s, p, err)
                  : launch_kernel(marlin_gemv_kernel<false>, grid, kGemvThreads, 0, rt.pdl, s, p, err);
 }
