@@ -26,6 +26,8 @@ constexpr int64_t kFp8DimMultiple = 16;
 
 int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
 
+bool block_scaled(int a_mode) { return a_mode == CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F; }
+
 int lt_require_cuda(const qs_device_caps *dev, int major, int minor, const char *what, char *why, size_t cap)
 {
     if (dev->platform != QS_PLATFORM_CUDA) {
@@ -111,8 +113,7 @@ int fp8_can_implement(const qs_linear_desc *d, char *why, size_t cap)
     Fp8Modes modes;
     if (!fp8_modes(d, &modes, why, cap))
         return 0;
-    bool block = modes.a_mode == CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;
-    if (block && (d->n % kFp8DimMultiple || d->k % kFp8DimMultiple)) {
+    if (block_scaled(modes.a_mode) && (d->n % kFp8DimMultiple || d->k % kFp8DimMultiple)) {
         snprintf(why, cap,
                  "cublaslt block-scaled FP8 needs both dimensions divisible by 16 (its scale grid is not "
                  "padded), %s is %lldx%lld.",
@@ -125,7 +126,7 @@ int fp8_can_implement(const qs_linear_desc *d, char *why, size_t cap)
     // that family are accepted: block counts that are multiples of 4 (every Llama / Qwen shape)
     // or a single block.
     int64_t nb = (d->n + 127) / 128, kb = (d->k + 127) / 128;
-    if (modes.a_mode == CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F && !(nb % 4 == 0 && kb % 4 == 0) &&
+    if (block_scaled(modes.a_mode) && !(nb % 4 == 0 && kb % 4 == 0) &&
         !(nb == 1 && kb == 1)) {
         snprintf(why, cap,
                  "cublaslt 128-block FP8 is only trusted for block grids that are multiples of 4 (cuBLASLt 13.0 "
@@ -193,7 +194,7 @@ int fp8_weight_scales(const qs_linear_desc *d, Fp8State *st, qs_err *err)
         dst.assign((size_t)st->n_pad, 1.f); // padded rows' weights are zero: any finite scale
         for (int64_t r = 0; r < d->n; r++)
             dst[(size_t)r] = d->wscale == QS_WSCALE_CHANNEL ? src[(size_t)r] : src[0];
-    } else if (st->modes.a_mode == CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F) {
+    } else if (block_scaled(st->modes.a_mode)) {
         // Checkpoint: [n/128][k/128] row-major. cuBLASLt: outer-dim-major, i.e. n-blocks fastest.
         int64_t nb = (d->n + 127) / 128, kb = (d->k + 127) / 128;
         dst.resize((size_t)(nb * kb));
@@ -208,38 +209,33 @@ int fp8_weight_scales(const qs_linear_desc *d, Fp8State *st, qs_err *err)
     return 0;
 }
 
+// *buf ([rows][row_bytes] on the device) replaced by a zeroed [rows_pad][row_bytes_pad] copy.
+int pad_device_buffer(void **buf, size_t rows, size_t row_bytes, size_t rows_pad, size_t row_bytes_pad, qs_err *err)
+{
+    void *padded = nullptr;
+    QS_CUDA_TRY(cudaMalloc(&padded, rows_pad * row_bytes_pad), err);
+    cudaError_t e = cudaMemset(padded, 0, rows_pad * row_bytes_pad);
+    if (e == cudaSuccess)
+        e = cudaMemcpy2D(padded, row_bytes_pad, *buf, row_bytes, row_bytes, rows, cudaMemcpyDeviceToDevice);
+    if (e != cudaSuccess) {
+        cudaFree(padded);
+        QS_CUDA_TRY(e, err);
+    }
+    cudaFree(*buf);
+    *buf = padded;
+    return 0;
+}
+
 // Replaces the device weight [n][k] (and bias [n]) by zero-padded [n_pad][k_pad] (and [n_pad]) copies.
 int fp8_pad_weights(Fp8State *st, qs_err *err)
 {
     qs_device_linear *l = &st->w;
     if (st->n_pad == l->n && st->k_pad == l->k)
         return 0;
-    void *w = nullptr;
-    QS_CUDA_TRY(cudaMalloc(&w, (size_t)(st->n_pad * st->k_pad)), err);
-    cudaError_t e = cudaMemset(w, 0, (size_t)(st->n_pad * st->k_pad));
-    if (e == cudaSuccess)
-        e = cudaMemcpy2D(w, (size_t)st->k_pad, l->weight, (size_t)l->k, (size_t)l->k, (size_t)l->n,
-                         cudaMemcpyDeviceToDevice);
-    if (e != cudaSuccess) {
-        cudaFree(w);
-        QS_CUDA_TRY(e, err);
-    }
-    cudaFree(l->weight);
-    l->weight = w;
-    if (l->bias) {
-        __nv_bfloat16 *b = nullptr;
-        QS_CUDA_TRY(cudaMalloc((void **)&b, (size_t)st->n_pad * sizeof *b), err);
-        e = cudaMemset(b, 0, (size_t)st->n_pad * sizeof *b);
-        if (e == cudaSuccess)
-            e = cudaMemcpy(b, l->bias, (size_t)l->n * sizeof *b, cudaMemcpyDeviceToDevice);
-        if (e != cudaSuccess) {
-            cudaFree(b);
-            QS_CUDA_TRY(e, err);
-        }
-        cudaFree(l->bias);
-        l->bias = b;
-    }
-    return 0;
+    const size_t el = sizeof(__nv_bfloat16);
+    if (pad_device_buffer(&l->weight, (size_t)l->n, (size_t)l->k, (size_t)st->n_pad, (size_t)st->k_pad, err))
+        return -1;
+    return l->bias ? pad_device_buffer((void **)&l->bias, 1, (size_t)l->n * el, 1, (size_t)st->n_pad * el, err) : 0;
 }
 
 void fp8_release(void *state)
@@ -260,7 +256,7 @@ int fp8_prepare(const qs_linear_desc *d, void **state, qs_err *err)
         delete st;
         return qs_errf(err, "%s", why);
     }
-    bool block = st->modes.a_mode == CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;
+    bool block = block_scaled(st->modes.a_mode);
     st->n_pad = block ? d->n : round_up(d->n, kFp8DimMultiple);
     st->k_pad = block ? d->k : round_up(d->k, kFp8DimMultiple);
     if (qs_device_linear_upload(d, &st->w, err) || fp8_pad_weights(st, err) || fp8_weight_scales(d, st, err)) {
@@ -281,11 +277,11 @@ int fp8_padded_input(const Fp8State *st, const __nv_bfloat16 *x, int64_t m, cuda
     if (st->k_pad == l->k)
         return 0;
     void *buf;
-    size_t row = sizeof(__nv_bfloat16);
-    if (qs_scratch_get(QS_SCRATCH_ACT_BF16, (size_t)(m * st->k_pad) * row, &buf, err))
+    const size_t el = sizeof(__nv_bfloat16);
+    if (qs_scratch_get(QS_SCRATCH_ACT_BF16, (size_t)(m * st->k_pad) * el, &buf, err))
         return -1;
-    QS_CUDA_TRY(cudaMemsetAsync(buf, 0, (size_t)(m * st->k_pad) * row, s), err);
-    QS_CUDA_TRY(cudaMemcpy2DAsync(buf, (size_t)st->k_pad * row, x, (size_t)l->k * row, (size_t)l->k * row,
+    QS_CUDA_TRY(cudaMemsetAsync(buf, 0, (size_t)(m * st->k_pad) * el, s), err);
+    QS_CUDA_TRY(cudaMemcpy2DAsync(buf, (size_t)st->k_pad * el, x, (size_t)l->k * el, (size_t)l->k * el,
                                   (size_t)m, cudaMemcpyDeviceToDevice, s),
                 err);
     *out = (const __nv_bfloat16 *)buf;
@@ -304,8 +300,8 @@ int fp8_apply(const void *state, const void *x_, void *y_, int64_t m, void *stre
     // rows is a multiple of 16 (no algorithm at m = 1, 33, 130; wrong results at m = 7), so
     // those run padded; other modes are padded only where cuBLASLt has no algorithm.
     int64_t rows = m;
-    if (st->modes.a_mode == CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F)
-        rows = (m + kPadRows - 1) / kPadRows * kPadRows;
+    if (block_scaled(st->modes.a_mode))
+        rows = round_up(m, kPadRows);
     else if (m < kPadRows && !qs_blaslt_fp8_supported(st->modes.a_mode, st->modes.b_mode, m, n, k))
         rows = kPadRows;
     int64_t groups = (k + 127) / 128;

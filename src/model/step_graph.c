@@ -103,12 +103,12 @@ int qs_step_graphs_init(qs_model *m, const qs_config *cfg, qs_err *err)
         return qs_errf(err, "QSERVE_CUDA_GRAPHS: expected 1 or 0 (or true/false), got '%s'", v);
     if (!on)
         return 0;
+    const qs_graph_ops *g = m->ops->graph;
     if (cfg->enforce_eager) {
-        if (m->ops->graph)
+        if (g)
             qs_info("decode graphs off (--enforce-eager): every step runs eagerly");
         return 0;
     }
-    const qs_graph_ops *g = m->ops->graph;
     if (!g) {
         if (asked)
             qs_info("QSERVE_CUDA_GRAPHS=1 ignored: the %s device has no graphs", m->ops->name);

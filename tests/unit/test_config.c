@@ -144,7 +144,7 @@ static void unknown_flags_suggest_close_matches(void **state)
     assert_non_null(strstr(e.msg, "--port needs a value"));
 }
 
-static void vllm_flags_without_meaning_are_accepted(void **state)
+static void vllm_flags_are_accepted(void **state)
 {
     qs_config c;
     qs_err e;
@@ -448,7 +448,7 @@ int main(void)
         cmocka_unit_test_setup(byte_sizes_parse, setup),
         cmocka_unit_test_setup(tensor_parallel_is_parsed_but_refused, setup),
         cmocka_unit_test_setup(unknown_flags_suggest_close_matches, setup),
-        cmocka_unit_test_setup(vllm_flags_without_meaning_are_accepted, setup),
+        cmocka_unit_test_setup(vllm_flags_are_accepted, setup),
         cmocka_unit_test_setup(value_errors_name_the_flag, setup),
         cmocka_unit_test_setup(unknown_backend_names_are_explained, setup),
         cmocka_unit_test_setup(kernel_config_json_fills_every_key, setup),
