@@ -1,7 +1,7 @@
 // marlin_device.cuh — the pieces both marlin kernels use (marlin_gemm.cu: the pipelined GEMM;
 // marlin_gemv.cu: the small-M kernel): their launch parameters and launch, async copies,
-// programmatic dependent launch, the BF16 mma, the in-register FP8 / NVFP4 expansion whose bit
-// placement marlin_pack.cu makes, and the split-K epilogue.
+// programmatic dependent launch, the BF16 mma, and the split-K epilogue (the in-register FP8 / NVFP4
+// expansion is in marlin_layout.h, shared with the packer).
 #ifndef QS_CUDA_MARLIN_DEVICE_CUH
 #define QS_CUDA_MARLIN_DEVICE_CUH
 
@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "cuda_check.h"
+#include "marlin_layout.h"
 
 namespace qs_marlin {
 
@@ -59,14 +60,6 @@ __device__ __forceinline__ void allow_next_grid()
 #endif
 }
 
-__device__ __forceinline__ void ldmatrix_x4(uint32_t r[4], const void *smem)
-{
-    unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(s));
-}
-
 __device__ __forceinline__ void mma(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1)
 {
     asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
@@ -74,45 +67,6 @@ __device__ __forceinline__ void mma(float c[4], const uint32_t a[4], uint32_t b0
         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
-
-// a * b - 0 on two BF16 lanes (exact when the product fits BF16; subnormal inputs supported).
-__device__ __forceinline__ uint32_t bmul(uint32_t a, uint32_t b)
-{
-    uint32_t d;
-    asm("fma.rn.bf16x2 %0, %1, %2, %3;\n" : "=r"(d) : "r"(a), "r"(b), "r"(0x80008000u));
-    return d;
-}
-
-// Four E4M3 bytes -> two BF16x2 registers: the E4M3 exponent/mantissa go to the low 7 bits of
-// the BF16 exponent/mantissa, the sign to bit 15; that BF16 is value * 2^-120, fixed by one
-// multiply (exact, subnormals included).
-__device__ __forceinline__ void dequant_fp8(uint32_t v, uint32_t &lo, uint32_t &hi)
-{
-    const uint32_t k2p120 = 0x7B807B80u; // BF16 2^120, twice
-    uint32_t l = ((v << 8) & 0x80008000u) | ((v << 4) & 0x07F007F0u);
-    uint32_t h = (v & 0x80008000u) | ((v >> 4) & 0x07F007F0u);
-    lo = bmul(l, k2p120);
-    hi = bmul(h, k2p120);
-}
-
-// One NVFP4 word (one k16 tile of a lane) -> its four A registers, times the row scales.
-__device__ __forceinline__ void dequant_fp4(uint32_t v, uint32_t sc_r, uint32_t sc_r8, uint32_t a[4])
-{
-    const uint32_t M = 0x81C081C0u;
-    uint32_t q3 = ((v >> 4) & 0x00C000C0u) | ((v >> 5) & 0x01000100u) | ((v << 1) & 0x80008000u);
-    a[0] = bmul(v & M, sc_r);
-    a[1] = bmul((v << 3) & M, sc_r8);
-    a[2] = bmul((v << 6) & M, sc_r);
-    a[3] = bmul(q3, sc_r8);
-}
-
-// Byte j of a word of E5M3 codes -> BF16x2 (scale * 2^42 in both halves).
-__device__ __forceinline__ uint32_t scale_bf16x2(uint32_t codes, int j)
-{
-    uint32_t t = __byte_perm(codes, 0u, 0x4040u | (uint32_t)j | ((uint32_t)j << 8));
-    return t * 16u + 0x50005000u;
-}
-
 
 // Where the FP32 partial sum of k slice `split` for output (m, n) lives in the split-K workspace.
 __device__ __forceinline__ float *partial_at(const Params &p, int split, int m, int n)
@@ -164,11 +118,11 @@ __device__ __forceinline__ void store_output(const Params &p, float v, int m, in
 // Launches kernel(p) on stream s; with pdl, as a programmatic dependent launch (the kernel may
 // start while the previous one on the stream finishes: see wait_for_previous_grid).
 template <typename Kernel>
-int launch_kernel(Kernel kernel, unsigned grid, int threads, size_t smem, bool pdl, cudaStream_t s, const Params &p,
+int launch_kernel(Kernel kernel, dim3 grid, int threads, size_t smem, bool pdl, cudaStream_t s, const Params &p,
                   qs_err *err)
 {
     cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(grid);
+    cfg.gridDim = grid;
     cfg.blockDim = dim3((unsigned)threads);
     cfg.dynamicSmemBytes = smem;
     cfg.stream = s;

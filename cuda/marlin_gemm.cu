@@ -4,7 +4,8 @@
 // A CTA is 4 warps; warp w owns 16 weight rows, so a CTA covers 64 output columns for one block
 // of MT*8 tokens and one slice of k (split-K). Each pipeline stage brings, with cp.async, the
 // CTA's weights for one k step (2 KB per warp: each lane its own four 16-byte pieces) and the
-// activation rows (XOR-swizzled 16-byte chunks, read back with ldmatrix), STAGES deep. A lane
+// activation rows (XOR-swizzled 16-byte chunks; k is permuted inside a unit, marlin_layout.h, so
+// a lane's B fragments for a unit are one 16-byte shared-memory load), STAGES deep. A lane
 // expands its own weight bytes to BF16 in registers and issues mma.m16n8k16 with W as the A
 // operand and x^T as B. With several k slices, each CTA writes FP32 partials to a workspace and
 // the last CTA of an output tile (an atomic ticket) sums them in split order — deterministic.
@@ -23,7 +24,7 @@ constexpr int kWarps = 4; // per CTA by default; QSERVE_MARLIN_WARPS=8 tries 8 (
 constexpr int kWarpStageBytes = 2048; // 16 rows x one k step of packed weights
 
 
-// WR: 16-row weight strips per warp. Two strips let one activation fragment (ldmatrix) feed
+// WR: 16-row weight strips per warp. Two strips let one activation fragment (16-byte load) feed
 // four mma instead of two, which matters once MT is large enough for shared-memory reads of
 // the activations to bound the loop.
 template <bool FP4, int MT, int STAGES, bool BLOCK, int WR, int NW> struct Cfg {
@@ -37,6 +38,11 @@ template <bool FP4, int MT, int STAGES, bool BLOCK, int WR, int NW> struct Cfg {
     static constexpr int STAGE = W_STAGE + SC_STAGE + X_STAGE;
     static constexpr int SMEM = STAGE * STAGES;
 };
+
+// Shared-memory slot of activation chunk ch (8 k) of token row `row` in a stage. A lane reads
+// chunk c (FP8) or 2c + h (NVFP4) of unit u for token r: the 8 lanes of a 16-byte-load phase are
+// two rows x four chunks, which this XOR puts in eight different bank groups.
+template <bool FP4> __device__ __forceinline__ int x_swizzle(int ch, int row) { return ch ^ ((row & 1) << (FP4 ? 0 : 2)); }
 
 template <bool FP4, int MT, int STAGES, bool BLOCK, int WR, int NW>
 __global__ void __launch_bounds__(NW * 32) marlin_kernel(const Params p)
@@ -94,7 +100,7 @@ __global__ void __launch_bounds__(NW * 32) marlin_kernel(const Params p)
             int i = tid + j * C::THREADS;
             int row = i / C::XCH, ch = i % C::XCH;
             if (row < xrows)
-                cp_async16(xs + (row * C::XCH + (ch ^ (row & 7))) * 16, xg + (size_t)(m0 + row) * p.XS + ch * 8);
+                cp_async16(xs + (row * C::XCH + x_swizzle<FP4>(ch, row)) * 16, xg + (size_t)(m0 + row) * p.XS + ch * 8);
         }
     };
     auto load_stage = [&](int buf, int step) {
@@ -127,7 +133,7 @@ __global__ void __launch_bounds__(NW * 32) marlin_kernel(const Params p)
     }
     allow_next_grid();
 
-    const int r = lane >> 2;
+    const int r = lane >> 2, c = lane & 3;
     for (int it = 0; it < nsteps; it++) {
         cp_async_wait<STAGES - 2>();
         __syncthreads();
@@ -168,13 +174,13 @@ __global__ void __launch_bounds__(NW * 32) marlin_kernel(const Params p)
                 for (int t = 0; t < MT; t++) {
                     if (t * 8 >= xrows)
                         break;
-                    uint32_t b[4];
-                    int row = t * 8 + (lane & 7), ch = u * 4 + (lane >> 3);
-                    ldmatrix_x4(b, xs + (row * C::XCH + (ch ^ (lane & 7))) * 16);
+                    // lane (r, c): token t*8 + r, the unit's k [8c, 8c+8) — both tiles' B registers
+                    const int row = t * 8 + r, ch = u * 4 + c;
+                    const uint4 b = *(const uint4 *)(xs + (row * C::XCH + x_swizzle<FP4>(ch, row)) * 16);
 #pragma unroll
                     for (int w = 0; w < WR; w++) {
-                        mma(tgt[w][t], a[w], b[0], b[1]);
-                        mma(tgt[w][t], a[w] + 4, b[2], b[3]);
+                        mma(tgt[w][t], a[w], b.x, b.y);
+                        mma(tgt[w][t], a[w] + 4, b.z, b.w);
                     }
                 }
             } else {
@@ -185,23 +191,23 @@ __global__ void __launch_bounds__(NW * 32) marlin_kernel(const Params p)
                     for (int w = 0; w < WR; w++) {
                         const uint4 v = *(const uint4 *)(st + (warp * WR + w) * kWarpStageBytes + lane * 16 + u * kUnitBytes);
                         const uint8_t *scs = st + C::W_STAGE + (warp * WR + w) * kFp4ScaleStepBytes;
-                        const uint32_t s_r = *(const uint32_t *)(scs + r * 16 + u * 4);
-                        const uint32_t s_r8 = *(const uint32_t *)(scs + (r + 8) * 16 + u * 4);
+                        const uint32_t codes = *(const uint16_t *)(scs + fp4_scale_byte(lane, u, 0));
+                        const uint32_t s_r = scale_bf16x2(codes, 0), s_r8 = scale_bf16x2(codes, 1);
                         const uint32_t w0 = h ? v.z : v.x, w1 = h ? v.w : v.y;
-                        dequant_fp4(w0, scale_bf16x2(s_r, 2 * h), scale_bf16x2(s_r8, 2 * h), a0[w]);
-                        dequant_fp4(w1, scale_bf16x2(s_r, 2 * h + 1), scale_bf16x2(s_r8, 2 * h + 1), a1[w]);
+                        dequant_fp4(w0, s_r, s_r8, a0[w]);
+                        dequant_fp4(w1, s_r, s_r8, a1[w]);
                     }
 #pragma unroll
                     for (int t = 0; t < MT; t++) {
                         if (t * 8 >= xrows)
                             break;
-                        uint32_t b[4];
-                        int row = t * 8 + (lane & 7), ch = u * 8 + h * 4 + (lane >> 3);
-                        ldmatrix_x4(b, xs + (row * C::XCH + (ch ^ (lane & 7))) * 16);
+                        // lane (r, c): token t*8 + r, k [16c + 8h, 16c + 8h + 8): tiles 2h, 2h+1
+                        const int row = t * 8 + r, ch = u * 8 + 2 * c + h;
+                        const uint4 b = *(const uint4 *)(xs + (row * C::XCH + x_swizzle<FP4>(ch, row)) * 16);
 #pragma unroll
                         for (int w = 0; w < WR; w++) {
-                            mma(tgt[w][t], a0[w], b[0], b[1]);
-                            mma(tgt[w][t], a1[w], b[2], b[3]);
+                            mma(tgt[w][t], a0[w], b.x, b.y);
+                            mma(tgt[w][t], a1[w], b.z, b.w);
                         }
                     }
                 }
@@ -223,7 +229,6 @@ __global__ void __launch_bounds__(NW * 32) marlin_kernel(const Params p)
     cp_async_wait<0>();
 
     // Calls f(accumulator, m, n) for every accumulator of an active strip whose token row m < M.
-    const int c = lane & 3;
     auto for_each_output = [&](auto &&f) {
 #pragma unroll
         for (int w = 0; w < WR; w++) {

@@ -1,14 +1,15 @@
-// marlin_gemv.cu — the `marlin` kernel for steps of at most 8 tokens (decode), where the GEMM is
-// a matrix-vector product bound by reading the weights once.
+// marlin_gemv.cu — the `marlin` kernel for steps of at most 16 tokens (decode), where the GEMM
+// is a matrix-vector product bound by reading the weights once.
 //
 // The pipelined kernel (marlin_gemm.cu) stages a CTA's weights through shared memory behind
 // __syncthreads; at M <= 8 that measured slower (4096x4096: 11.8 us against 8.4 here). Here a CTA
 // is 8 warps on one 16-row strip; each warp takes its share of the CTA's k units and loads its
 // lanes' 16-byte pieces of packed weights (the packed layout puts each lane's mma fragments in its
-// own 16 bytes) straight into registers, two batches in flight, with the activation fragments
-// read through L1 (every warp of the SM reads the same few KB). Warps' sums meet in shared
-// memory; when one CTA per strip would not fill the GPU, k is also split across CTAs and their
-// partials summed by the last one (marlin_device.cuh), deterministically.
+// own 16 bytes) straight into registers, two batches in flight. The layout permutes k inside a
+// unit (marlin_layout.h) so that a lane's activations for a unit are one 16-byte load (two for
+// NVFP4) per token tile, read through L1 (every warp of the SM reads the same few KB). Warps'
+// sums meet in shared memory; when one CTA per strip would not fill the GPU, k is also split
+// across CTAs and their partials summed by the last one (marlin_device.cuh), deterministically.
 #include <algorithm>
 #include <stdlib.h>
 
@@ -24,7 +25,7 @@ constexpr int kGemvThreads = kGemvWarps * 32;
 // needs more registers) per warp. (A variant streaming through per-warp cp.async rings in shared
 // memory, more bytes in flight, measured slower: docs/marlin.md.)
 template <bool FP4> constexpr int kBatch = FP4 ? 4 : 8;
-constexpr int kMaxGemvM = 8; // one n8 token tile
+constexpr int kMaxGemvM = 16; // two n8 token tiles
 constexpr int kMinUnitsPerWarp = 8;
 
 // Weights are read once: no L1 allocation, non-coherent path.
@@ -37,29 +38,39 @@ __device__ __forceinline__ uint4 ld_weights(const uint8_t *p)
     return v;
 }
 
-// Two BF16 activations x[m][k], x[m][k+1] (k even) as one register; 0 past the real tokens.
-__device__ __forceinline__ uint32_t x_pair(const Params &p, int m, int k)
+// 16 bytes of activations (8 BF16, k-contiguous) through L1: every warp of the SM reads the same
+// few KB; zeros for token rows past M (row == nullptr).
+__device__ __forceinline__ uint4 ld_x16(const __nv_bfloat16 *row, int k)
 {
-    return m < p.M ? __ldg((const unsigned int *)(p.x + (size_t)m * p.XS + k)) : 0u;
+    return row ? __ldg((const uint4 *)(row + k)) : make_uint4(0, 0, 0, 0);
 }
 
-// One batch of a lane's weights in registers, and for NVFP4 its scale codes of rows r and r+8.
+// One batch of a lane's weights in registers, and for NVFP4 its scale codes (rows r, r+8).
 template <bool FP4> struct Batch {
     uint4 w[kBatch<FP4>];
-    uint32_t s_r[FP4 ? kBatch<FP4> : 1], s_r8[FP4 ? kBatch<FP4> : 1];
+    uint32_t sc[FP4 ? kBatch<FP4> : 1];
 };
 
-template <bool FP4> __global__ void __launch_bounds__(kGemvThreads, 2) marlin_gemv_kernel(const Params p)
+// MT: n8 token tiles (1: up to 8 tokens, 2: up to 16).
+template <bool FP4, int MT> __global__ void __launch_bounds__(kGemvThreads, 2) marlin_gemv_kernel(const Params p)
 {
     constexpr int B = kBatch<FP4>;
     constexpr int UNIT_K = FP4 ? kFp4UnitK : kFp8UnitK;
-    __shared__ float red[kGemvWarps][4][32];
+    constexpr int SLOTS = MT * 4; // accumulators per lane
+    __shared__ float red[kGemvWarps][SLOTS][32];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, r = lane >> 2, c = lane & 3;
-    const int strip = blockIdx.x % p.strips, split = blockIdx.x / p.strips;
-    const int cta_u0 = (int)((long long)split * p.units_k / p.splits);
-    const int cta_n = (int)((long long)(split + 1) * p.units_k / p.splits) - cta_u0;
+    // Grid: x = the strip, y = the k slice. 32-bit index arithmetic only: with 16-unit warps a
+    // 64-bit division here was a noticeable share of the kernel's instructions.
+    const int strip = blockIdx.x, split = blockIdx.y;
+    const int cta_u0 = split * p.units_k / p.splits;
+    const int cta_n = (split + 1) * p.units_k / p.splits - cta_u0;
     const int u0 = cta_u0 + warp * cta_n / kGemvWarps, u1 = cta_u0 + (warp + 1) * cta_n / kGemvWarps;
     const uint8_t *wp = p.w + (size_t)strip * p.units_k * kUnitBytes + lane * 16;
+    // The activation rows this lane feeds (token r of each tile), from its k chunk on.
+    const __nv_bfloat16 *xrow[MT];
+#pragma unroll
+    for (int t = 0; t < MT; t++)
+        xrow[t] = 8 * t + r < p.M ? p.x + (size_t)(8 * t + r) * p.XS + (FP4 ? 16 : 8) * c : nullptr;
 
     auto load = [&](Batch<FP4> &b, int j) {
 #pragma unroll
@@ -67,16 +78,19 @@ template <bool FP4> __global__ void __launch_bounds__(kGemvThreads, 2) marlin_ge
             const int u = j + i;
             b.w[i] = u < u1 ? ld_weights(wp + (size_t)u * kUnitBytes) : make_uint4(0, 0, 0, 0);
             if (FP4) {
-                // scales of (strip, 256-k step u/4): 16 rows x 16 bytes, unit u%4's 4 bytes per row
-                const uint8_t *sc = p.sc + ((size_t)strip * p.ksteps + u / 4) * kFp4ScaleStepBytes + (u % 4) * 4;
-                b.s_r[i] = u < u1 ? __ldg((const unsigned int *)(sc + r * 16)) : 0u;
-                b.s_r8[i] = u < u1 ? __ldg((const unsigned int *)(sc + (r + 8) * 16)) : 0u;
+                // codes of (row r, block c) and (row r+8, block c) of unit u in its 256-k step
+                const uint8_t *sc = p.sc + ((size_t)strip * p.ksteps + (unsigned)u / 4) * kFp4ScaleStepBytes +
+                                    fp4_scale_byte(lane, (unsigned)u % 4, 0);
+                b.sc[i] = u < u1 ? __ldg((const unsigned short *)sc) : 0u;
             }
         }
     };
-    float acc[4] = {0.f, 0.f, 0.f, 0.f};
-    // One k16 tile: A from the weights, B = x[r][k0 + 2c, +1] and x[r][k0 + 8 + 2c, +1].
-    auto tile = [&](const uint32_t a[4], int k0) { mma(acc, a, x_pair(p, r, k0 + 2 * c), x_pair(p, r, k0 + 8 + 2 * c)); };
+    float acc[MT][4];
+#pragma unroll
+    for (int t = 0; t < MT; t++)
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            acc[t][e] = 0.f;
     auto compute = [&](const Batch<FP4> &b, int j) {
 #pragma unroll
         for (int i = 0; i < B; i++) {
@@ -90,15 +104,29 @@ template <bool FP4> __global__ void __launch_bounds__(kGemvThreads, 2) marlin_ge
                 dequant_fp8(v.y, a[2], a[3]);
                 dequant_fp8(v.z, a[4], a[5]);
                 dequant_fp8(v.w, a[6], a[7]);
-                tile(a, k0);
-                tile(a + 4, k0 + 16);
+#pragma unroll
+                for (int t = 0; t < MT; t++) {
+                    const uint4 xa = ld_x16(xrow[t], k0);
+                    mma(acc[t], a, xa.x, xa.y);
+                    mma(acc[t], a + 4, xa.z, xa.w);
+                }
             } else {
+                uint32_t xb[MT][8];
+#pragma unroll
+                for (int t = 0; t < MT; t++) {
+                    const uint4 lo = ld_x16(xrow[t], k0), hi = ld_x16(xrow[t], k0 + 8);
+                    xb[t][0] = lo.x, xb[t][1] = lo.y, xb[t][2] = lo.z, xb[t][3] = lo.w;
+                    xb[t][4] = hi.x, xb[t][5] = hi.y, xb[t][6] = hi.z, xb[t][7] = hi.w;
+                }
+                const uint32_t s_r = scale_bf16x2(b.sc[i], 0), s_r8 = scale_bf16x2(b.sc[i], 1);
                 const uint32_t words[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
                 for (int q = 0; q < 4; q++) {
                     uint32_t a[4];
-                    dequant_fp4(words[q], scale_bf16x2(b.s_r[i], q), scale_bf16x2(b.s_r8[i], q), a);
-                    tile(a, k0 + 16 * q);
+                    dequant_fp4(words[q], s_r, s_r8, a);
+#pragma unroll
+                    for (int t = 0; t < MT; t++)
+                        mma(acc[t], a, xb[t][2 * q], xb[t][2 * q + 1]);
                 }
             }
         }
@@ -121,19 +149,21 @@ template <bool FP4> __global__ void __launch_bounds__(kGemvThreads, 2) marlin_ge
         compute(b1, j + B);
     }
 
-    // Sum the warps: the first four warps each own one accumulator slot of every lane.
+    // Sum the warps: warp s (< SLOTS) owns accumulator slot s of every lane.
 #pragma unroll
-    for (int e = 0; e < 4; e++)
-        red[warp][e][lane] = acc[e];
+    for (int t = 0; t < MT; t++)
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            red[warp][4 * t + e][lane] = acc[t][e];
     __syncthreads();
-    const int e = warp;
-    const int m = 2 * c + (e & 1), n = strip * 16 + r + (e >> 1) * 8;
-    const bool owner = warp < 4 && m < p.M;
+    const int s = warp, e = s & 3;
+    const int m = (s >> 2) * 8 + 2 * c + (e & 1), n = strip * 16 + r + (e >> 1) * 8;
+    const bool owner = s < SLOTS && m < p.M;
     float v = 0.f;
-    if (warp < 4)
+    if (s < SLOTS)
 #pragma unroll
         for (int w = 0; w < kGemvWarps; w++)
-            v += red[w][e][lane];
+            v += red[w][s][lane];
     if (p.splits > 1) {
         if (owner)
             __stcg(partial_at(p, split, m, n), v);
@@ -146,14 +176,26 @@ template <bool FP4> __global__ void __launch_bounds__(kGemvThreads, 2) marlin_ge
         store_output(p, v, m, n);
 }
 
-// k slices per strip (CTAs = strips x slices): when the strips do not fill one wave of resident
-// CTAs (two per SM), k is split to fill it, keeping at least kMinUnitsPerWarp units per warp.
+// k slices per strip (CTAs = strips x slices). Time goes as the number of waves of resident CTAs
+// (two per SM) over the slices, each slice 1/s of a strip's work: the s in 1..16 with the fewest
+// waves per slice, the smallest on ties, keeping at least kMinUnitsPerWarp units per warp. Few
+// strips split to fill one wave; 6144 rows (384 strips on 264 slots: 2 waves, the second 45%
+// full) split in two (3 waves of half the work).
 int gemv_splits(const Layer &l, int sms)
 {
     const int64_t strips = l.n_pad / 16, units_k = l.k_pad / (l.fp4 ? kFp4UnitK : kFp8UnitK);
     const int64_t wave = (int64_t)sms * 2; // __launch_bounds__(256, 2)
-    int64_t s = std::min<int64_t>(wave / strips, units_k / (kGemvWarps * kMinUnitsPerWarp));
-    return (int)std::max<int64_t>(1, std::min<int64_t>(s, 16));
+    const int64_t most = std::max<int64_t>(1, std::min<int64_t>(16, units_k / (kGemvWarps * kMinUnitsPerWarp)));
+    int best = 1;
+    double best_cost = 1e30;
+    for (int s = 1; s <= most; s++) {
+        const double cost = (double)((strips * s + wave - 1) / wave) / s;
+        if (cost < best_cost - 1e-9) {
+            best_cost = cost;
+            best = s;
+        }
+    }
+    return best;
 }
 
 // The split-K partials (one per k slice, token and padded output) and tickets (one per strip).
@@ -166,14 +208,14 @@ void workspace_for(const Layer &l, int splits, int64_t m, size_t *floats, size_t
 } // namespace
 
 // FP8 with per-tensor or per-channel scales and NVFP4; 128x128-block FP8 stays on the GEMM.
-// QSERVE_MARLIN_GEMV=0 turns the kernel off (for measurements).
+// QSERVE_MARLIN_GEMV=N caps the tokens it takes (0 turns it off; for measurements).
 int64_t gemv_max_m(const Layer &l)
 {
-    static const bool off = [] {
+    static const int64_t cap = [] {
         const char *e = getenv("QSERVE_MARLIN_GEMV");
-        return e && *e == '0';
+        return e && *e ? std::min<int64_t>(std::max(0, atoi(e)), kMaxGemvM) : (int64_t)kMaxGemvM;
     }();
-    return (l.block || off) ? 0 : kMaxGemvM;
+    return l.block ? 0 : cap;
 }
 
 void gemv_workspace(const Layer &l, int64_t m, size_t *floats, size_t *counters)
@@ -196,9 +238,12 @@ int gemv(const Layer &l, Params &p, cudaStream_t s, qs_err *err)
     workspace_for(l, p.splits, p.M, &floats, &counters);
     if (p.splits > 1 && split_workspace(floats, counters, p, err))
         return -1;
-    const unsigned grid = (unsigned)(p.strips * p.splits);
-    return l.fp4 ? launch_kernel(marlin_gemv_kernel<true>, grid, kGemvThreads, 0, rt.pdl, s, p, err)
-                 : launch_kernel(marlin_gemv_kernel<false>, grid, kGemvThreads, 0, rt.pdl, s, p, err);
+    const dim3 grid((unsigned)p.strips, (unsigned)p.splits);
+    if (p.M <= 8)
+        return l.fp4 ? launch_kernel(marlin_gemv_kernel<true, 1>, grid, kGemvThreads, 0, rt.pdl, s, p, err)
+                     : launch_kernel(marlin_gemv_kernel<false, 1>, grid, kGemvThreads, 0, rt.pdl, s, p, err);
+    return l.fp4 ? launch_kernel(marlin_gemv_kernel<true, 2>, grid, kGemvThreads, 0, rt.pdl, s, p, err)
+                 : launch_kernel(marlin_gemv_kernel<false, 2>, grid, kGemvThreads, 0, rt.pdl, s, p, err);
 }
 
 } // namespace qs_marlin

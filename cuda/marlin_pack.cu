@@ -1,43 +1,77 @@
 // marlin_pack.cu — host-side repacking of FP8 and NVFP4 weights into the `marlin` kernel's
-// layout (marlin.h), done once per layer at prepare time.
+// layout, done once per layer at prepare time. marlin_layout.h defines the layout (which weight
+// each lane's 16 bytes of a 512-byte unit hold, k permuted inside the unit, and the bit
+// extraction of each register); the packer takes its bit placement from probing that
+// extraction, so the two cannot disagree.
 //
-// mma.m16n8k16 A fragment (W rows = mma rows): lane l has r = l/4, c = l%4 and four registers
-// per 16x16 tile: reg0 = row r, k 2c..2c+1; reg1 = row r+8, same k; reg2 = row r, k 2c+8..9;
-// reg3 = row r+8, k 2c+8..9 (low half = lower k).
-//
-// FP8 unit (16 rows x 32 k = two k16 tiles, 8 registers R = 4*tile + reg): lane bytes
-// 4w..4w+3 hold registers 2w and 2w+1: register 2w's two elements in bytes 0 and 2, register
-// 2w+1's in bytes 1 and 3 — so the kernel builds 2w from the low byte of each half and 2w+1
-// from the high byte, with shifts and masks only.
-//
-// NVFP4 unit (16 rows x 64 k = four k16 tiles): lane word j is tile j; its low half holds the
-// first (lower-k) element of each of the four registers, its high half the second. Inside a
-// half the E2M1 bits (m, e0, e1, s) of register q sit at
-//   q0: 6,7,8,15   q1: 3,4,5,12   q2: 0,1,2,9   q3: 10,11,13,14
-// so reg0 = v & M, reg1 = (v << 3) & M, reg2 = (v << 6) & M with M = 0x81C081C0 (a BF16 with
-// the E2M1 exponent in its low exponent bits: value * 2^-126), and reg3 takes three masks.
-// Scales: per 16 rows x 256 k, 256 bytes [row][group]; each an E5M3 code (below).
+// FP8 unit (16 rows x 32 k): lane word w holds registers 2w and 2w+1 (fp8_bits_lo / _hi).
+// NVFP4 unit (16 rows x 64 k): lane word t is tile t, its registers fp4_bits(word, q).
+// Scales (NVFP4): E5M3 codes (below), 256 bytes per 16 rows x 256 k in fp4_scale_byte order.
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "marlin.h"
+#include "marlin_layout.h"
 
 namespace qs_marlin {
 
+// For each bit p of an extracted register, the bit of the packed word it comes from: probes
+// the extraction with single-bit words, so the packer follows the kernel's code exactly. A
+// register bit no word bit reaches, or one reached twice, is a layout bug: aborts.
+template <typename Extract> static void source_bits(Extract extract, int src[32])
+{
+    for (int p = 0; p < 32; p++)
+        src[p] = -1;
+    for (int s = 0; s < 32; s++) {
+        uint32_t out = extract(1u << s);
+        for (int p = 0; p < 32; p++)
+            if (out & (1u << p)) {
+                if (src[p] >= 0)
+                    abort();
+                src[p] = s;
+            }
+    }
+}
+
+// Places value bit i (of `bits` bits) at BF16 bit target[i] of element e of a register whose
+// word bits are given by src.
+static uint32_t place(uint32_t value, int bits, const int *target, int e, const int src[32])
+{
+    uint32_t word = 0;
+    for (int i = 0; i < bits; i++)
+        if (value & (1u << i)) {
+            int s = src[target[i] + 16 * e];
+            if (s < 0)
+                abort();
+            word |= 1u << s;
+        }
+    return word;
+}
+
 void pack_fp8(const uint8_t *w, int64_t n, int64_t k, uint8_t *dst)
 {
+    static const int TARGET[8] = {4, 5, 6, 7, 8, 9, 10, 15}; // E4M3 bits -> BF16 bits (value * 2^-120)
+    int src[2][32];
+    source_bits(fp8_bits_lo, src[0]);
+    source_bits(fp8_bits_hi, src[1]);
     const int64_t units_k = k / kFp8UnitK;
     for (int64_t nb = 0; nb < n / 16; nb++)
         for (int64_t ku = 0; ku < units_k; ku++) {
             uint8_t *out = dst + (nb * units_k + ku) * kUnitBytes;
             for (int lane = 0; lane < 32; lane++) {
-                int r = lane >> 2, c = lane & 3;
-                for (int R = 0; R < 8; R++) {
-                    int t = R >> 2, q = R & 3;
-                    int64_t row = nb * 16 + r + 8 * (q & 1);
-                    int64_t col = ku * kFp8UnitK + 16 * t + 2 * c + 8 * (q >> 1);
-                    for (int e = 0; e < 2; e++)
-                        out[lane * 16 + (R >> 1) * 4 + (R & 1) + 2 * e] = w[row * k + col + e];
+                const int r = lane >> 2, c = lane & 3;
+                for (int word_i = 0; word_i < 4; word_i++) {
+                    uint32_t word = 0;
+                    for (int half = 0; half < 2; half++) {
+                        const int R = 2 * word_i + half, t = R >> 2, q = R & 3;
+                        const int64_t row = nb * 16 + unit_row(r, q);
+                        for (int e = 0; e < 2; e++) {
+                            const int64_t col = ku * kFp8UnitK + fp8_unit_k(c, t, q, e);
+                            word |= place(w[row * k + col], 8, TARGET, e, src[half]);
+                        }
+                    }
+                    memcpy(out + lane * 16 + word_i * 4, &word, 4);
                 }
             }
         }
@@ -61,18 +95,14 @@ uint8_t e5m3_code(uint8_t a)
     return (uint8_t)(((E + 3 + 9) << 3) | (m - 8));
 }
 
-static inline uint32_t place_e2m1(uint8_t code, int q)
-{
-    static const int POS[4][4] = {{6, 7, 8, 15}, {3, 4, 5, 12}, {0, 1, 2, 9}, {10, 11, 13, 14}};
-    uint32_t v = 0;
-    for (int b = 0; b < 4; b++)
-        if (code & (1u << b))
-            v |= 1u << POS[q][b];
-    return v;
-}
-
 void pack_nvfp4(const uint8_t *w, const uint8_t *scale_e4m3, int64_t n, int64_t k, uint8_t *dst_w, uint8_t *dst_sc)
 {
+    static const int TARGET[4] = {6, 7, 8, 15}; // E2M1 bits m, e0, e1, s -> BF16 bits (code * 2^-126)
+    int src[4][32];
+    source_bits([](uint32_t v) { return fp4_bits(v, 0); }, src[0]);
+    source_bits([](uint32_t v) { return fp4_bits(v, 1); }, src[1]);
+    source_bits([](uint32_t v) { return fp4_bits(v, 2); }, src[2]);
+    source_bits([](uint32_t v) { return fp4_bits(v, 3); }, src[3]);
     const int64_t units_k = k / kFp4UnitK, steps = k / kFp4StepK, groups = k / 16;
     // Code of element (row, col) after folding a zero / negative block scale into it.
     auto code_at = [&](int64_t row, int64_t col) -> uint8_t {
@@ -89,26 +119,29 @@ void pack_nvfp4(const uint8_t *w, const uint8_t *scale_e4m3, int64_t n, int64_t 
         for (int64_t ku = 0; ku < units_k; ku++) {
             uint8_t *out = dst_w + (nb * units_k + ku) * kUnitBytes;
             for (int lane = 0; lane < 32; lane++) {
-                int r = lane >> 2, c = lane & 3;
-                for (int j = 0; j < 4; j++) {
+                const int r = lane >> 2, c = lane & 3;
+                for (int t = 0; t < 4; t++) {
                     uint32_t word = 0;
                     for (int q = 0; q < 4; q++)
                         for (int e = 0; e < 2; e++) {
-                            int64_t row = nb * 16 + r + 8 * (q & 1);
-                            int64_t col = ku * kFp4UnitK + 16 * j + 2 * c + 8 * (q >> 1) + e;
-                            word |= place_e2m1(code_at(row, col), q) << (16 * e);
+                            const int64_t row = nb * 16 + unit_row(r, q);
+                            const int64_t col = ku * kFp4UnitK + fp4_unit_k(c, t, q, e);
+                            word |= place(code_at(row, col), 4, TARGET, e, src[q]);
                         }
-                    memcpy(out + lane * 16 + j * 4, &word, 4);
+                    memcpy(out + lane * 16 + t * 4, &word, 4);
                 }
             }
         }
         for (int64_t st = 0; st < steps; st++) {
             uint8_t *out = dst_sc + (nb * steps + st) * kFp4ScaleStepBytes;
-            for (int rr = 0; rr < 16; rr++)
-                for (int g = 0; g < 16; g++) {
-                    uint8_t s = scale_e4m3[(nb * 16 + rr) * groups + st * 16 + g] & 0x7F;
-                    out[rr * 16 + g] = (s == 0 || s == 0x7F) ? 0 : e5m3_code(s);
-                }
+            for (int lane = 0; lane < 32; lane++)
+                for (int u = 0; u < 4; u++)
+                    for (int upper = 0; upper < 2; upper++) {
+                        const int64_t row = nb * 16 + (lane >> 2) + 8 * upper;
+                        const int64_t group = st * 16 + u * 4 + (lane & 3);
+                        const uint8_t s = scale_e4m3[row * groups + group] & 0x7F;
+                        out[fp4_scale_byte(lane, u, upper)] = (s == 0 || s == 0x7F) ? 0 : e5m3_code(s);
+                    }
         }
     }
 }
