@@ -11,6 +11,7 @@
 // sums meet in shared memory; when one CTA per strip would not fill the GPU, k is also split
 // across CTAs and their partials summed by the last one (marlin_device.cuh), deterministically.
 #include <algorithm>
+#include <type_traits>
 #include <stdlib.h>
 
 #include "marlin.h"
@@ -38,13 +39,6 @@ __device__ __forceinline__ uint4 ld_weights(const uint8_t *p)
     return v;
 }
 
-// 16 bytes of activations (8 BF16, k-contiguous) through L1: every warp of the SM reads the same
-// few KB; zeros for token rows past M (row == nullptr).
-__device__ __forceinline__ uint4 ld_x16(const __nv_bfloat16 *row, int k)
-{
-    return row ? __ldg((const uint4 *)(row + k)) : make_uint4(0, 0, 0, 0);
-}
-
 // One batch of a lane's weights in registers, and for NVFP4 its scale codes (rows r, r+8).
 template <bool FP4> struct Batch {
     uint4 w[kBatch<FP4>];
@@ -66,22 +60,28 @@ template <bool FP4, int MT> __global__ void __launch_bounds__(kGemvThreads, 2) m
     const int cta_n = (split + 1) * p.units_k / p.splits - cta_u0;
     const int u0 = cta_u0 + warp * cta_n / kGemvWarps, u1 = cta_u0 + (warp + 1) * cta_n / kGemvWarps;
     const uint8_t *wp = p.w + (size_t)strip * p.units_k * kUnitBytes + lane * 16;
-    // The activation rows this lane feeds (token r of each tile), from its k chunk on.
+    // The activation rows this lane feeds (token r of each tile), from its k chunk on. Rows past M
+    // read row M-1 instead: they only feed accumulator columns that are never stored.
     const __nv_bfloat16 *xrow[MT];
 #pragma unroll
     for (int t = 0; t < MT; t++)
-        xrow[t] = 8 * t + r < p.M ? p.x + (size_t)(8 * t + r) * p.XS + (FP4 ? 16 : 8) * c : nullptr;
+        xrow[t] = p.x + (size_t)min(8 * t + r, p.M - 1) * p.XS + (FP4 ? 16 : 8) * c;
 
-    auto load = [&](Batch<FP4> &b, int j) {
+    // CHECKED: the batch may run past u1 (the warp's last, partial batch); else it is whole and
+    // the loads and the loop need no per-unit test.
+    auto load = [&](Batch<FP4> &b, int j, auto checked) {
+        const uint8_t *wj = wp + (size_t)j * kUnitBytes;
+        const uint8_t *scj = FP4 ? p.sc + ((size_t)strip * p.ksteps) * kFp4ScaleStepBytes + fp4_scale_byte(lane, 0, 0) : nullptr;
 #pragma unroll
         for (int i = 0; i < B; i++) {
-            const int u = j + i;
-            b.w[i] = u < u1 ? ld_weights(wp + (size_t)u * kUnitBytes) : make_uint4(0, 0, 0, 0);
+            const bool in = !decltype(checked)::value || j + i < u1;
+            b.w[i] = in ? ld_weights(wj + i * kUnitBytes) : make_uint4(0, 0, 0, 0);
             if (FP4) {
                 // codes of (row r, block c) and (row r+8, block c) of unit u in its 256-k step
-                const uint8_t *sc = p.sc + ((size_t)strip * p.ksteps + (unsigned)u / 4) * kFp4ScaleStepBytes +
-                                    fp4_scale_byte(lane, (unsigned)u % 4, 0);
-                b.sc[i] = u < u1 ? __ldg((const unsigned short *)sc) : 0u;
+                const unsigned u = (unsigned)(j + i);
+                b.sc[i] = in ? __ldg((const unsigned short *)(scj + (u / 4) * kFp4ScaleStepBytes +
+                                                              fp4_scale_byte(0, u % 4, 0)))
+                             : 0u;
             }
         }
     };
@@ -91,12 +91,15 @@ template <bool FP4, int MT> __global__ void __launch_bounds__(kGemvThreads, 2) m
 #pragma unroll
         for (int e = 0; e < 4; e++)
             acc[t][e] = 0.f;
-    auto compute = [&](const Batch<FP4> &b, int j) {
+    auto compute = [&](const Batch<FP4> &b, int j, auto checked) {
+        const __nv_bfloat16 *xj[MT];
+#pragma unroll
+        for (int t = 0; t < MT; t++)
+            xj[t] = xrow[t] + j * UNIT_K;
 #pragma unroll
         for (int i = 0; i < B; i++) {
-            if (j + i >= u1)
+            if (decltype(checked)::value && j + i >= u1)
                 break;
-            const int k0 = (j + i) * UNIT_K;
             const uint4 v = b.w[i];
             if (!FP4) {
                 uint32_t a[8];
@@ -106,7 +109,7 @@ template <bool FP4, int MT> __global__ void __launch_bounds__(kGemvThreads, 2) m
                 dequant_fp8(v.w, a[6], a[7]);
 #pragma unroll
                 for (int t = 0; t < MT; t++) {
-                    const uint4 xa = ld_x16(xrow[t], k0);
+                    const uint4 xa = __ldg((const uint4 *)(xj[t] + i * UNIT_K));
                     mma(acc[t], a, xa.x, xa.y);
                     mma(acc[t], a + 4, xa.z, xa.w);
                 }
@@ -114,7 +117,8 @@ template <bool FP4, int MT> __global__ void __launch_bounds__(kGemvThreads, 2) m
                 uint32_t xb[MT][8];
 #pragma unroll
                 for (int t = 0; t < MT; t++) {
-                    const uint4 lo = ld_x16(xrow[t], k0), hi = ld_x16(xrow[t], k0 + 8);
+                    const uint4 lo = __ldg((const uint4 *)(xj[t] + i * UNIT_K));
+                    const uint4 hi = __ldg((const uint4 *)(xj[t] + i * UNIT_K + 8));
                     xb[t][0] = lo.x, xb[t][1] = lo.y, xb[t][2] = lo.z, xb[t][3] = lo.w;
                     xb[t][4] = hi.x, xb[t][5] = hi.y, xb[t][6] = hi.z, xb[t][7] = hi.w;
                 }
@@ -131,22 +135,35 @@ template <bool FP4, int MT> __global__ void __launch_bounds__(kGemvThreads, 2) m
             }
         }
     };
+    const std::true_type checked;
+    const std::false_type whole;
 
     // The weights do not depend on the previous kernel: the first batch is requested before
-    // waiting for it (programmatic dependent launch); the activations are read after.
+    // waiting for it (programmatic dependent launch); the activations are read after. Two
+    // batches in flight: while one is expanded and multiplied, the next one's loads are out.
     Batch<FP4> b0, b1;
-    load(b0, u0);
+    int j = u0;
+    if (j + B <= u1)
+        load(b0, j, whole);
+    else
+        load(b0, j, checked);
     wait_for_previous_grid();
     allow_next_grid();
-    for (int j = u0; j < u1; j += 2 * B) {
+    for (; j + 2 * B <= u1; j += 2 * B) {
+        load(b1, j + B, whole);
+        compute(b0, j, whole);
+        if (j + 3 * B <= u1)
+            load(b0, j + 2 * B, whole);
+        else if (j + 2 * B < u1)
+            load(b0, j + 2 * B, checked);
+        compute(b1, j + B, whole);
+    }
+    if (j < u1) { // the tail: b0 holds batch j, at most two partial batches left
         if (j + B < u1)
-            load(b1, j + B);
-        compute(b0, j);
-        if (j + B >= u1)
-            break;
-        if (j + 2 * B < u1)
-            load(b0, j + 2 * B);
-        compute(b1, j + B);
+            load(b1, j + B, checked);
+        compute(b0, j, checked);
+        if (j + B < u1)
+            compute(b1, j + B, checked);
     }
 
     // Sum the warps: warp s (< SLOTS) owns accumulator slot s of every lane.
