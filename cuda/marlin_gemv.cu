@@ -26,7 +26,8 @@ constexpr int kGemvThreads = kGemvWarps * 32;
 // needs more registers) per warp. (A variant streaming through per-warp cp.async rings in shared
 // memory, more bytes in flight, measured slower: docs/marlin.md.)
 template <bool FP4> constexpr int kBatch = FP4 ? 4 : 8;
-constexpr int kMaxGemvM = 16; // two n8 token tiles
+constexpr int kMaxGemvM = 32;     // up to four n8 token tiles
+constexpr int kDefaultGemvM = 16; // measured: docs/marlin.md
 constexpr int kMinUnitsPerWarp = 8;
 
 // Weights are read once: no L1 allocation, non-coherent path.
@@ -45,7 +46,7 @@ template <bool FP4> struct Batch {
     uint32_t sc[FP4 ? kBatch<FP4> : 1];
 };
 
-// MT: n8 token tiles (1: up to 8 tokens, 2: up to 16).
+// MT: n8 token tiles (1: up to 8 tokens, 2: up to 16, 4: up to 32).
 template <bool FP4, int MT> __global__ void __launch_bounds__(kGemvThreads, 2) marlin_gemv_kernel(const Params p)
 {
     constexpr int B = kBatch<FP4>;
@@ -166,31 +167,45 @@ template <bool FP4, int MT> __global__ void __launch_bounds__(kGemvThreads, 2) m
             compute(b1, j + B, checked);
     }
 
-    // Sum the warps: warp s (< SLOTS) owns accumulator slot s of every lane.
+    // Sum the warps: warp w owns accumulator slots w and w + 8 (MT = 4) of every lane.
 #pragma unroll
     for (int t = 0; t < MT; t++)
 #pragma unroll
         for (int e = 0; e < 4; e++)
             red[warp][4 * t + e][lane] = acc[t][e];
     __syncthreads();
-    const int s = warp, e = s & 3;
-    const int m = (s >> 2) * 8 + 2 * c + (e & 1), n = strip * 16 + r + (e >> 1) * 8;
-    const bool owner = s < SLOTS && m < p.M;
-    float v = 0.f;
-    if (s < SLOTS)
+    constexpr int OWNED = (SLOTS + kGemvWarps - 1) / kGemvWarps;
+    float v[OWNED];
+    int m[OWNED], n[OWNED];
+    bool owner[OWNED];
 #pragma unroll
-        for (int w = 0; w < kGemvWarps; w++)
-            v += red[w][s][lane];
+    for (int o = 0; o < OWNED; o++) {
+        const int s = warp + o * kGemvWarps, e = s & 3;
+        m[o] = (s >> 2) * 8 + 2 * c + (e & 1);
+        n[o] = strip * 16 + r + (e >> 1) * 8;
+        owner[o] = s < SLOTS && m[o] < p.M;
+        v[o] = 0.f;
+        if (s < SLOTS)
+#pragma unroll
+            for (int w = 0; w < kGemvWarps; w++)
+                v[o] += red[w][s][lane];
+    }
     if (p.splits > 1) {
-        if (owner)
-            __stcg(partial_at(p, split, m, n), v);
+#pragma unroll
+        for (int o = 0; o < OWNED; o++)
+            if (owner[o])
+                __stcg(partial_at(p, split, m[o], n[o]), v[o]);
         if (!last_of_tile(p, strip))
             return;
-        if (owner)
-            v = sum_partials(p, m, n);
+#pragma unroll
+        for (int o = 0; o < OWNED; o++)
+            if (owner[o])
+                v[o] = sum_partials(p, m[o], n[o]);
     }
-    if (owner)
-        store_output(p, v, m, n);
+#pragma unroll
+    for (int o = 0; o < OWNED; o++)
+        if (owner[o])
+            store_output(p, v[o], m[o], n[o]);
 }
 
 // k slices per strip (CTAs = strips x slices). Time goes as the number of waves of resident CTAs
@@ -230,7 +245,7 @@ int64_t gemv_max_m(const Layer &l)
 {
     static const int64_t cap = [] {
         const char *e = getenv("QSERVE_MARLIN_GEMV");
-        return e && *e ? std::min<int64_t>(std::max(0, atoi(e)), kMaxGemvM) : (int64_t)kMaxGemvM;
+        return e && *e ? std::min<int64_t>(std::max(0, atoi(e)), kMaxGemvM) : (int64_t)kDefaultGemvM;
     }();
     return l.block ? 0 : cap;
 }
@@ -259,8 +274,11 @@ int gemv(const Layer &l, Params &p, cudaStream_t s, qs_err *err)
     if (p.M <= 8)
         return l.fp4 ? launch_kernel(marlin_gemv_kernel<true, 1>, grid, kGemvThreads, 0, rt.pdl, s, p, err)
                      : launch_kernel(marlin_gemv_kernel<false, 1>, grid, kGemvThreads, 0, rt.pdl, s, p, err);
-    return l.fp4 ? launch_kernel(marlin_gemv_kernel<true, 2>, grid, kGemvThreads, 0, rt.pdl, s, p, err)
-                 : launch_kernel(marlin_gemv_kernel<false, 2>, grid, kGemvThreads, 0, rt.pdl, s, p, err);
+    if (p.M <= 16)
+        return l.fp4 ? launch_kernel(marlin_gemv_kernel<true, 2>, grid, kGemvThreads, 0, rt.pdl, s, p, err)
+                     : launch_kernel(marlin_gemv_kernel<false, 2>, grid, kGemvThreads, 0, rt.pdl, s, p, err);
+    return l.fp4 ? launch_kernel(marlin_gemv_kernel<true, 4>, grid, kGemvThreads, 0, rt.pdl, s, p, err)
+                 : launch_kernel(marlin_gemv_kernel<false, 4>, grid, kGemvThreads, 0, rt.pdl, s, p, err);
 }
 
 } // namespace qs_marlin
