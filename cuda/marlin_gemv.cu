@@ -22,12 +22,14 @@ namespace {
 
 constexpr int kGemvWarps = 8;
 constexpr int kGemvThreads = kGemvWarps * 32;
-// Units per batch, two batches in flight per warp: 8 KB (FP8) / 4 KB (NVFP4, whose expansion
-// needs more registers) per warp. (A variant streaming through per-warp cp.async rings in shared
-// memory, more bytes in flight, measured slower: docs/marlin.md.)
-template <bool FP4> constexpr int kBatch = FP4 ? 4 : 8;
-constexpr int kMaxGemvM = 32;     // up to four n8 token tiles
-constexpr int kDefaultGemvM = 16; // measured: docs/marlin.md
+// OCC: CTAs per SM the kernel is built for (__launch_bounds__), 2 or 3. Units per batch, two
+// batches in flight per warp: 8 KB (FP8) / 4 KB (NVFP4, whose expansion needs more registers)
+// per warp at OCC 2, half that at OCC 3 (fewer registers). (A variant streaming through per-warp
+// cp.async rings in shared memory, more bytes in flight, measured slower: docs/marlin.md.)
+template <bool FP4, int OCC> constexpr int kBatch = (FP4 ? 4 : 8) / (OCC == 3 ? 2 : 1);
+constexpr int kBlockTokens = 32;  // tokens per CTA (four n8 tiles); more tokens: more token blocks
+constexpr int kMaxGemvM = 64;     // the most tokens the kernel is used for (QSERVE_MARLIN_GEMV)
+constexpr int kDefaultGemvM = 32; // measured: docs/marlin.md
 constexpr int kMinUnitsPerWarp = 8;
 
 // Weights are read once: no L1 allocation, non-coherent path.
@@ -41,22 +43,24 @@ __device__ __forceinline__ uint4 ld_weights(const uint8_t *p)
 }
 
 // One batch of a lane's weights in registers, and for NVFP4 its scale codes (rows r, r+8).
-template <bool FP4> struct Batch {
-    uint4 w[kBatch<FP4>];
-    uint32_t sc[FP4 ? kBatch<FP4> : 1];
+template <bool FP4, int B> struct Batch {
+    uint4 w[B];
+    uint32_t sc[FP4 ? B : 1];
 };
 
-// MT: n8 token tiles (1: up to 8 tokens, 2: up to 16, 4: up to 32).
-template <bool FP4, int MT> __global__ void __launch_bounds__(kGemvThreads, 2) marlin_gemv_kernel(const Params p)
+// MT: n8 token tiles per CTA (1: up to 8 tokens, 2: up to 16, 4: 32 per token block).
+template <bool FP4, int MT, int OCC>
+__global__ void __launch_bounds__(kGemvThreads, OCC) marlin_gemv_kernel(const Params p)
 {
-    constexpr int B = kBatch<FP4>;
+    constexpr int B = kBatch<FP4, OCC>;
     constexpr int UNIT_K = FP4 ? kFp4UnitK : kFp8UnitK;
     constexpr int SLOTS = MT * 4; // accumulators per lane
     __shared__ float red[kGemvWarps][SLOTS][32];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, r = lane >> 2, c = lane & 3;
-    // Grid: x = the strip, y = the k slice. 32-bit index arithmetic only: with 16-unit warps a
+    // Grid: x = the token block (the blocks of one strip run side by side and share its weights
+    // in L2), y = the strip, z = the k slice. 32-bit index arithmetic only: with 16-unit warps a
     // 64-bit division here was a noticeable share of the kernel's instructions.
-    const int strip = blockIdx.x, split = blockIdx.y;
+    const int mb = blockIdx.x, strip = blockIdx.y, split = blockIdx.z, m0 = mb * kBlockTokens;
     const int cta_u0 = split * p.units_k / p.splits;
     const int cta_n = (split + 1) * p.units_k / p.splits - cta_u0;
     const int u0 = cta_u0 + warp * cta_n / kGemvWarps, u1 = cta_u0 + (warp + 1) * cta_n / kGemvWarps;
@@ -66,11 +70,11 @@ template <bool FP4, int MT> __global__ void __launch_bounds__(kGemvThreads, 2) m
     const __nv_bfloat16 *xrow[MT];
 #pragma unroll
     for (int t = 0; t < MT; t++)
-        xrow[t] = p.x + (size_t)min(8 * t + r, p.M - 1) * p.XS + (FP4 ? 16 : 8) * c;
+        xrow[t] = p.x + (size_t)min(m0 + 8 * t + r, p.M - 1) * p.XS + (FP4 ? 16 : 8) * c;
 
     // CHECKED: the batch may run past u1 (the warp's last, partial batch); else it is whole and
     // the loads and the loop need no per-unit test.
-    auto load = [&](Batch<FP4> &b, int j, auto checked) {
+    auto load = [&](Batch<FP4, B> &b, int j, auto checked) {
         const uint8_t *wj = wp + (size_t)j * kUnitBytes;
         const uint8_t *scj = FP4 ? p.sc + ((size_t)strip * p.ksteps) * kFp4ScaleStepBytes + fp4_scale_byte(lane, 0, 0) : nullptr;
 #pragma unroll
@@ -92,7 +96,7 @@ template <bool FP4, int MT> __global__ void __launch_bounds__(kGemvThreads, 2) m
 #pragma unroll
         for (int e = 0; e < 4; e++)
             acc[t][e] = 0.f;
-    auto compute = [&](const Batch<FP4> &b, int j, auto checked) {
+    auto compute = [&](const Batch<FP4, B> &b, int j, auto checked) {
         const __nv_bfloat16 *xj[MT];
 #pragma unroll
         for (int t = 0; t < MT; t++)
@@ -142,7 +146,7 @@ template <bool FP4, int MT> __global__ void __launch_bounds__(kGemvThreads, 2) m
     // The weights do not depend on the previous kernel: the first batch is requested before
     // waiting for it (programmatic dependent launch); the activations are read after. Two
     // batches in flight: while one is expanded and multiplied, the next one's loads are out.
-    Batch<FP4> b0, b1;
+    Batch<FP4, B> b0, b1;
     int j = u0;
     if (j + B <= u1)
         load(b0, j, whole);
@@ -181,7 +185,7 @@ template <bool FP4, int MT> __global__ void __launch_bounds__(kGemvThreads, 2) m
 #pragma unroll
     for (int o = 0; o < OWNED; o++) {
         const int s = warp + o * kGemvWarps, e = s & 3;
-        m[o] = (s >> 2) * 8 + 2 * c + (e & 1);
+        m[o] = m0 + (s >> 2) * 8 + 2 * c + (e & 1);
         n[o] = strip * 16 + r + (e >> 1) * 8;
         owner[o] = s < SLOTS && m[o] < p.M;
         v[o] = 0.f;
@@ -195,7 +199,7 @@ template <bool FP4, int MT> __global__ void __launch_bounds__(kGemvThreads, 2) m
         for (int o = 0; o < OWNED; o++)
             if (owner[o])
                 __stcg(partial_at(p, split, m[o], n[o]), v[o]);
-        if (!last_of_tile(p, strip))
+        if (!last_of_tile(p, strip * p.mblocks + mb))
             return;
 #pragma unroll
         for (int o = 0; o < OWNED; o++)
@@ -208,20 +212,20 @@ template <bool FP4, int MT> __global__ void __launch_bounds__(kGemvThreads, 2) m
             store_output(p, v[o], m[o], n[o]);
 }
 
-// k slices per strip (CTAs = strips x slices). Time goes as the number of waves of resident CTAs
-// (two per SM) over the slices, each slice 1/s of a strip's work: the s in 1..16 with the fewest
-// waves per slice, the smallest on ties, keeping at least kMinUnitsPerWarp units per warp. Few
-// strips split to fill one wave; 6144 rows (384 strips on 264 slots: 2 waves, the second 45%
-// full) split in two (3 waves of half the work).
-int gemv_splits(const Layer &l, int sms)
+// k slices per strip (CTAs = token blocks x strips x slices). Time goes as the number of waves
+// of resident CTAs over the slices, each slice 1/s of a strip's work: the s in 1..16 with the
+// fewest waves per slice, the smallest on ties, keeping at least kMinUnitsPerWarp units per warp.
+// Few strips split to fill one wave; 6144 rows at two CTAs per SM (384 strips on 264 slots: 2
+// waves, the second 45% full) split in two (3 waves of half the work).
+int gemv_splits(const Layer &l, int64_t mblocks, int sms, int occ)
 {
-    const int64_t strips = l.n_pad / 16, units_k = l.k_pad / (l.fp4 ? kFp4UnitK : kFp8UnitK);
-    const int64_t wave = (int64_t)sms * 2; // __launch_bounds__(256, 2)
+    const int64_t ctas = l.n_pad / 16 * mblocks, units_k = l.k_pad / (l.fp4 ? kFp4UnitK : kFp8UnitK);
+    const int64_t wave = (int64_t)sms * occ;
     const int64_t most = std::max<int64_t>(1, std::min<int64_t>(16, units_k / (kGemvWarps * kMinUnitsPerWarp)));
     int best = 1;
     double best_cost = 1e30;
     for (int s = 1; s <= most; s++) {
-        const double cost = (double)((strips * s + wave - 1) / wave) / s;
+        const double cost = (double)((ctas * s + wave - 1) / wave) / s;
         if (cost < best_cost - 1e-9) {
             best_cost = cost;
             best = s;
@@ -230,12 +234,47 @@ int gemv_splits(const Layer &l, int sms)
     return best;
 }
 
-// The split-K partials (one per k slice, token and padded output) and tickets (one per strip).
+int64_t token_blocks(int64_t m) { return (m + kBlockTokens - 1) / kBlockTokens; }
+
+// QSERVE_MARLIN_GEMV_OCC=3: the kernels built for three CTAs per SM (half the batch), for
+// measurements; 2 by default.
+int occupancy_choice()
+{
+    static const int occ = [] {
+        const char *e = getenv("QSERVE_MARLIN_GEMV_OCC");
+        return e && atoi(e) == 3 ? 3 : 2;
+    }();
+    return occ;
+}
+
+// The split-K partials (one per k slice, token and padded output) and tickets (one per token
+// block and strip).
 void workspace_for(const Layer &l, int splits, int64_t m, size_t *floats, size_t *counters)
 {
     *floats = splits > 1 ? (size_t)splits * m * l.n_pad : 0;
-    *counters = splits > 1 ? (size_t)(l.n_pad / 16) : 0;
+    *counters = splits > 1 ? (size_t)(l.n_pad / 16 * token_blocks(m)) : 0;
 }
+
+template <bool FP4, int MT>
+int launch_tiles(const Params &p, dim3 grid, int occ, bool pdl, cudaStream_t s, qs_err *err)
+{
+    if constexpr (MT <= 2)
+        if (occ == 3)
+            return launch_kernel(marlin_gemv_kernel<FP4, MT, 3>, grid, kGemvThreads, 0, pdl, s, p, err);
+    return launch_kernel(marlin_gemv_kernel<FP4, MT, 2>, grid, kGemvThreads, 0, pdl, s, p, err);
+}
+
+template <bool FP4> int launch_gemv(const Params &p, dim3 grid, int occ, bool pdl, cudaStream_t s, qs_err *err)
+{
+    if (p.M <= 8)
+        return launch_tiles<FP4, 1>(p, grid, occ, pdl, s, err);
+    if (p.M <= 16)
+        return launch_tiles<FP4, 2>(p, grid, occ, pdl, s, err);
+    return launch_tiles<FP4, 4>(p, grid, occ, pdl, s, err);
+}
+
+// The occupancy the launch will have: OCC 3 only exists for up to 16 tokens.
+int occupancy_for(int64_t m) { return m <= 16 ? occupancy_choice() : 2; }
 
 } // namespace
 
@@ -254,7 +293,8 @@ void gemv_workspace(const Layer &l, int64_t m, size_t *floats, size_t *counters)
 {
     Runtime rt;
     qs_err err;
-    workspace_for(l, runtime(&rt, &err) ? 1 : gemv_splits(l, rt.sms), m, floats, counters);
+    const int splits = runtime(&rt, &err) ? 1 : gemv_splits(l, token_blocks(m), rt.sms, occupancy_for(m));
+    workspace_for(l, splits, m, floats, counters);
 }
 
 int gemv(const Layer &l, Params &p, cudaStream_t s, qs_err *err)
@@ -262,23 +302,18 @@ int gemv(const Layer &l, Params &p, cudaStream_t s, qs_err *err)
     Runtime rt;
     if (runtime(&rt, err))
         return -1;
+    const int occ = occupancy_for(p.M);
     p.strips = (int)(l.n_pad / 16);
+    p.mblocks = (int)token_blocks(p.M);
     p.units_k = (int)(l.k_pad / (l.fp4 ? kFp4UnitK : kFp8UnitK));
     p.ksteps = (int)(l.k_pad / (l.fp4 ? kFp4StepK : kFp8StepK));
-    p.splits = gemv_splits(l, rt.sms);
+    p.splits = gemv_splits(l, p.mblocks, rt.sms, occ);
     size_t floats, counters;
     workspace_for(l, p.splits, p.M, &floats, &counters);
     if (p.splits > 1 && split_workspace(floats, counters, p, err))
         return -1;
-    const dim3 grid((unsigned)p.strips, (unsigned)p.splits);
-    if (p.M <= 8)
-        return l.fp4 ? launch_kernel(marlin_gemv_kernel<true, 1>, grid, kGemvThreads, 0, rt.pdl, s, p, err)
-                     : launch_kernel(marlin_gemv_kernel<false, 1>, grid, kGemvThreads, 0, rt.pdl, s, p, err);
-    if (p.M <= 16)
-        return l.fp4 ? launch_kernel(marlin_gemv_kernel<true, 2>, grid, kGemvThreads, 0, rt.pdl, s, p, err)
-                     : launch_kernel(marlin_gemv_kernel<false, 2>, grid, kGemvThreads, 0, rt.pdl, s, p, err);
-    return l.fp4 ? launch_kernel(marlin_gemv_kernel<true, 4>, grid, kGemvThreads, 0, rt.pdl, s, p, err)
-                 : launch_kernel(marlin_gemv_kernel<false, 4>, grid, kGemvThreads, 0, rt.pdl, s, p, err);
+    const dim3 grid((unsigned)p.mblocks, (unsigned)p.strips, (unsigned)p.splits);
+    return l.fp4 ? launch_gemv<true>(p, grid, occ, rt.pdl, s, err) : launch_gemv<false>(p, grid, occ, rt.pdl, s, err);
 }
 
 } // namespace qs_marlin
