@@ -55,6 +55,12 @@ void pack_fp8(const uint8_t *w, int64_t n, int64_t k, uint8_t *dst)
     int src[2][32];
     source_bits(fp8_bits_lo, src[0]);
     source_bits(fp8_bits_hi, src[1]);
+    // Word bits of each byte value per (register half, element): one lookup per weight.
+    uint32_t lut[2][2][256];
+    for (int half = 0; half < 2; half++)
+        for (int e = 0; e < 2; e++)
+            for (int v = 0; v < 256; v++)
+                lut[half][e][v] = place((uint32_t)v, 8, TARGET, e, src[half]);
     const int64_t units_k = k / kFp8UnitK;
     for (int64_t nb = 0; nb < n / 16; nb++)
         for (int64_t ku = 0; ku < units_k; ku++) {
@@ -68,7 +74,7 @@ void pack_fp8(const uint8_t *w, int64_t n, int64_t k, uint8_t *dst)
                         const int64_t row = nb * 16 + unit_row(r, q);
                         for (int e = 0; e < 2; e++) {
                             const int64_t col = ku * kFp8UnitK + fp8_unit_k(c, t, q, e);
-                            word |= place(w[row * k + col], 8, TARGET, e, src[half]);
+                            word |= lut[half][e][w[row * k + col]];
                         }
                     }
                     memcpy(out + lane * 16 + word_i * 4, &word, 4);
@@ -103,6 +109,11 @@ void pack_nvfp4(const uint8_t *w, const uint8_t *scale_e4m3, int64_t n, int64_t 
     source_bits([](uint32_t v) { return fp4_bits(v, 1); }, src[1]);
     source_bits([](uint32_t v) { return fp4_bits(v, 2); }, src[2]);
     source_bits([](uint32_t v) { return fp4_bits(v, 3); }, src[3]);
+    uint32_t lut[4][2][16]; // word bits of each code per (register, element)
+    for (int q = 0; q < 4; q++)
+        for (int e = 0; e < 2; e++)
+            for (int v = 0; v < 16; v++)
+                lut[q][e][v] = place((uint32_t)v, 4, TARGET, e, src[q]);
     const int64_t units_k = k / kFp4UnitK, steps = k / kFp4StepK, groups = k / 16;
     // Code of element (row, col) after folding a zero / negative block scale into it.
     auto code_at = [&](int64_t row, int64_t col) -> uint8_t {
@@ -126,7 +137,7 @@ void pack_nvfp4(const uint8_t *w, const uint8_t *scale_e4m3, int64_t n, int64_t 
                         for (int e = 0; e < 2; e++) {
                             const int64_t row = nb * 16 + unit_row(r, q);
                             const int64_t col = ku * kFp4UnitK + fp4_unit_k(c, t, q, e);
-                            word |= place(code_at(row, col), 4, TARGET, e, src[q]);
+                            word |= lut[q][e][code_at(row, col)];
                         }
                     memcpy(out + lane * 16 + t * 4, &word, 4);
                 }
