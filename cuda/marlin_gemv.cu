@@ -28,8 +28,8 @@ constexpr int kGemvThreads = kGemvWarps * 32;
 // cp.async rings in shared memory, more bytes in flight, measured slower: docs/marlin.md.)
 template <bool FP4, int OCC> constexpr int kBatch = (FP4 ? 4 : 8) / (OCC == 3 ? 2 : 1);
 constexpr int kBlockTokens = 32;  // tokens per CTA (four n8 tiles); more tokens: more token blocks
-constexpr int kMaxGemvM = 64;     // the most tokens the kernel is used for (QSERVE_MARLIN_GEMV)
-constexpr int kDefaultGemvM = 32; // measured: docs/marlin.md
+constexpr int kMaxGemvM = 64;     // the most tokens the kernel takes (QSERVE_MARLIN_GEMV lowers it)
+constexpr int kDefaultGemvM = 64; // measured faster than the pipelined kernel per layer: docs/marlin.md
 constexpr int kMinUnitsPerWarp = 8;
 
 // Weights are read once: no L1 allocation, non-coherent path.
@@ -236,15 +236,22 @@ int gemv_splits(const Layer &l, int64_t mblocks, int sms, int occ)
 
 int64_t token_blocks(int64_t m) { return (m + kBlockTokens - 1) / kBlockTokens; }
 
-// QSERVE_MARLIN_GEMV_OCC=3: the kernels built for three CTAs per SM (half the batch), for
-// measurements; 2 by default.
-int occupancy_choice()
+// CTAs per SM to build for. Measured (docs/marlin.md, session 5): when the CTAs do not fit one
+// wave at two per SM, three per SM (half batches, 80 registers) is faster — 6144x4096 FP8 at M = 1
+// 15.5 -> 7.4 us, 28672x4096 32.9 -> 30.7 — and when they fit, two per SM with twice the bytes in
+// flight per warp is (4096x14336 17.7 against 19.1). Three exists up to 16 tokens (two tiles).
+// QSERVE_MARLIN_GEMV_OCC=2 or 3 forces one (for measurements).
+int occupancy_for(int64_t m, int64_t ctas, int sms)
 {
-    static const int occ = [] {
+    static const int forced = [] {
         const char *e = getenv("QSERVE_MARLIN_GEMV_OCC");
-        return e && atoi(e) == 3 ? 3 : 2;
+        return e && (atoi(e) == 2 || atoi(e) == 3) ? atoi(e) : 0;
     }();
-    return occ;
+    if (m > 16)
+        return 2;
+    if (forced)
+        return forced;
+    return ctas > (int64_t)sms * 2 ? 3 : 2;
 }
 
 // The split-K partials (one per k slice, token and padded output) and tickets (one per token
@@ -273,9 +280,6 @@ template <bool FP4> int launch_gemv(const Params &p, dim3 grid, int occ, bool pd
     return launch_tiles<FP4, 4>(p, grid, occ, pdl, s, err);
 }
 
-// The occupancy the launch will have: OCC 3 only exists for up to 16 tokens.
-int occupancy_for(int64_t m) { return m <= 16 ? occupancy_choice() : 2; }
-
 } // namespace
 
 // FP8 with per-tensor or per-channel scales and NVFP4; 128x128-block FP8 stays on the GEMM.
@@ -293,7 +297,12 @@ void gemv_workspace(const Layer &l, int64_t m, size_t *floats, size_t *counters)
 {
     Runtime rt;
     qs_err err;
-    const int splits = runtime(&rt, &err) ? 1 : gemv_splits(l, token_blocks(m), rt.sms, occupancy_for(m));
+    if (runtime(&rt, &err)) {
+        workspace_for(l, 1, m, floats, counters);
+        return;
+    }
+    const int64_t ctas = l.n_pad / 16 * token_blocks(m);
+    const int splits = gemv_splits(l, token_blocks(m), rt.sms, occupancy_for(m, ctas, rt.sms));
     workspace_for(l, splits, m, floats, counters);
 }
 
@@ -302,9 +311,9 @@ int gemv(const Layer &l, Params &p, cudaStream_t s, qs_err *err)
     Runtime rt;
     if (runtime(&rt, err))
         return -1;
-    const int occ = occupancy_for(p.M);
     p.strips = (int)(l.n_pad / 16);
     p.mblocks = (int)token_blocks(p.M);
+    const int occ = occupancy_for(p.M, (int64_t)p.strips * p.mblocks, rt.sms);
     p.units_k = (int)(l.k_pad / (l.fp4 ? kFp4UnitK : kFp8UnitK));
     p.ksteps = (int)(l.k_pad / (l.fp4 ? kFp4StepK : kFp8StepK));
     p.splits = gemv_splits(l, p.mblocks, rt.sms, occ);
