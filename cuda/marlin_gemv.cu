@@ -215,8 +215,8 @@ __global__ void __launch_bounds__(kGemvThreads, OCC) marlin_gemv_kernel(const Pa
 // k slices per strip (CTAs = token blocks x strips x slices). Time goes as the number of waves
 // of resident CTAs over the slices, each slice 1/s of a strip's work: the s in 1..16 with the
 // fewest waves per slice, the smallest on ties, keeping at least kMinUnitsPerWarp units per warp.
-// Few strips split to fill one wave; 6144 rows at two CTAs per SM (384 strips on 264 slots: 2
-// waves, the second 45% full) split in two (3 waves of half the work).
+// Few strips split to fill one wave (4096 rows at M = 1: 256 strips on 264 slots stay whole; the
+// 1024-row k/v projections of a GQA model split).
 int gemv_splits(const Layer &l, int64_t mblocks, int sms, int occ)
 {
     const int64_t ctas = l.n_pad / 16 * mblocks, units_k = l.k_pad / (l.fp4 ? kFp4UnitK : kFp8UnitK);
@@ -321,6 +321,9 @@ int gemv(const Layer &l, Params &p, cudaStream_t s, qs_err *err)
     workspace_for(l, p.splits, p.M, &floats, &counters);
     if (p.splits > 1 && split_workspace(floats, counters, p, err))
         return -1;
+    if (p.strips > 65535)
+        return qs_errf(err, "marlin: %lld output rows are more than the small-M kernel's grid takes (1048560)",
+                       (long long)l.n);
     const dim3 grid((unsigned)p.mblocks, (unsigned)p.strips, (unsigned)p.splits);
     return l.fp4 ? launch_gemv<true>(p, grid, occ, rt.pdl, s, err) : launch_gemv<false>(p, grid, occ, rt.pdl, s, err);
 }
