@@ -130,11 +130,14 @@ static void select_row(const backends_args *a, const qs_device_caps *dev, qs_lay
         row->failed = 1;
         snprintf(row->error, sizeof row->error, "%s", e.msg);
     }
-    bool any_layer = n == 0; /* no model: the scheme's rule alone */
-    for (int i = 0; i < n && kind == QS_KIND_LINEAR && !any_layer; i++)
-        any_layer = qs_step_dispatch_layer(lin[i]);
-    if (!any_layer)
-        tokens = 0;
+    if (n > 0 && kind == QS_KIND_LINEAR && tokens > 0) { /* with a model: the largest per-layer limit */
+        int most = 0;
+        for (int i = 0; i < n; i++) {
+            int t = qs_step_dispatch_layer_tokens(lin[i], tokens);
+            most = t > most ? t : most;
+        }
+        tokens = most;
+    }
     row->small_step_tokens = tokens > 0 ? tokens : 0;
 }
 

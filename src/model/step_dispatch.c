@@ -4,13 +4,15 @@
  * tokens per step and far slower above. So when auto picks cublaslt for fp8_w8a8 or
  * fp8_block_w8a8, the layers also get a marlin copy of their weights, and qs_linear_apply takes
  * marlin for steps of at most QSERVE_SMALL_STEP_TOKENS tokens (decode), cublaslt for the rest
- * (prefill). Layers with one scale for the whole weight and one for the whole input keep
- * cublaslt at every step: its scalar-scale FP8 GEMM was faster than marlin at every M measured
- * (72 against 84 us per decoder layer at M = 1, docs/marlin.md). The price is a second copy of
- * the other layers' weights, logged at start-up. An explicit backend, --batch-invariant, a
+ * (prefill). Layers with one scale for the whole weight and one for the whole input join for steps
+ * of at most QS_SCALAR_SCALE_STEP_TOKENS: cuBLASLt's scalar-scale FP8 GEMM is faster than the
+ * per-channel one, and marlin (session 5 kernel) beats it up to 8 tokens per decoder layer (62.2
+ * against 71.2 us at M = 1, 64.2 against 72.1 at 8) but not at 16 (73.9 against 73.2). The price
+ * is a second copy of the weights, logged at start-up. An explicit backend, --batch-invariant, a
  * disabled marlin, or QSERVE_SMALL_STEP_TOKENS=0 leave one kernel. */
 #include "model/step_dispatch.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,11 +56,11 @@ int qs_step_dispatch_tokens(const qs_kernel_config *kc, const qs_device_caps *de
     return max_tokens;
 }
 
-bool qs_step_dispatch_layer(const qs_linear_desc *d)
+int qs_step_dispatch_layer_tokens(const qs_linear_desc *d, int max_tokens)
 {
     bool scalar_scales = d->wscale == QS_WSCALE_TENSOR &&
                          (d->aquant == QS_AQUANT_STATIC_TENSOR || d->aquant == QS_AQUANT_DYNAMIC_TENSOR);
-    return !scalar_scales;
+    return scalar_scales && max_tokens > QS_SCALAR_SCALE_STEP_TOKENS ? QS_SCALAR_SCALE_STEP_TOKENS : max_tokens;
 }
 
 int qs_step_dispatch_prepare(const qs_model *m, const qs_config *cfg, const qs_selection *sel, qs_scheme scheme,
@@ -69,23 +71,28 @@ int qs_step_dispatch_prepare(const qs_model *m, const qs_config *cfg, const qs_s
         return max_tokens;
     const qs_kernel *marlin = qs_registry_find_for_scheme("marlin", QS_PLATFORM_CUDA, QS_KIND_LINEAR, scheme);
     char why[QS_REASON_MAX] = "";
-    int prepared = 0;
+    int prepared = 0, most = 0, fewest = max_tokens;
     double bytes = 0;
     for (int i = 0; i < n; i++) {
         qs_linear *l = layers[i];
-        if (!qs_step_dispatch_layer(&l->desc) || !marlin->can_implement_linear(&l->desc, why, sizeof why))
+        if (!marlin->can_implement_linear(&l->desc, why, sizeof why))
             continue;
         if (marlin->prepare_linear(&l->desc, &l->small_state, err) != 0)
             return qs_err_prefix(err, "kernel marlin (per-step dispatch) preparing %s: ", l->desc.name);
         l->small_kernel = marlin;
-        l->small_max_rows = max_tokens;
+        l->small_max_rows = qs_step_dispatch_layer_tokens(&l->desc, max_tokens);
+        most = l->small_max_rows > most ? l->small_max_rows : most;
+        fewest = l->small_max_rows < fewest ? l->small_max_rows : fewest;
         prepared++;
         bytes += (double)l->desc.n * (double)l->desc.k;
     }
+    char scalar_note[96] = "";
+    if (prepared && fewest < most)
+        snprintf(scalar_note, sizeof scalar_note, " (layers with one weight and one input scale: at most %d)", fewest);
     if (prepared)
-        qs_info("kernel linear %s: steps of at most %d tokens run on marlin, larger ones on cublaslt (auto, per-step "
+        qs_info("kernel linear %s: steps of at most %d tokens%s run on marlin, larger ones on cublaslt (auto, per-step "
                 "dispatch; QSERVE_SMALL_STEP_TOKENS=0 keeps cublaslt only); %d of %d layers hold a second, marlin-packed "
                 "copy of their weights (+%.2f GB)",
-                qs_scheme_name(scheme), max_tokens, prepared, n, n ? bytes / 1e9 : 0.0);
+                qs_scheme_name(scheme), most, scalar_note, prepared, n, n ? bytes / 1e9 : 0.0);
     return 0;
 }

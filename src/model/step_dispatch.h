@@ -18,9 +18,12 @@ int qs_small_step_tokens(qs_err *err);
 int qs_step_dispatch_tokens(const qs_kernel_config *kc, const qs_device_caps *dev, const qs_selection *sel,
                             qs_scheme scheme, qs_err *err);
 
-/* Whether a layer takes part at all: not when cublaslt would run it with scalar scales only (one
- * for the weight, one for the input), where it beat marlin at every step size measured. */
-bool qs_step_dispatch_layer(const qs_linear_desc *d);
+/* Layers cublaslt would run with scalar scales only (one for the weight, one for the input) join
+ * for steps of at most this many tokens: measured, marlin beats that GEMM up to 8 tokens only. */
+#define QS_SCALAR_SCALE_STEP_TOKENS 8
+
+/* The tokens per step up to which one layer runs on marlin, given the scheme's max_tokens. */
+int qs_step_dispatch_layer_tokens(const qs_linear_desc *d, int max_tokens);
 
 /* After `sel` chose the kernel for the layers of one scheme (already prepared): when the rule
  * above applies, also prepares marlin for every layer it can run and logs the choice once. */

@@ -1,7 +1,7 @@
 /* test_step_dispatch.c — the per-step kernel choice (model/step_dispatch.c) with stand-in kernels
  * named like the real ones: under `auto`, W8A8 FP8 layers that selection gave to cublaslt also get
  * marlin, and qs_linear_apply takes marlin up to QSERVE_SMALL_STEP_TOKENS tokens and cublaslt
- * above; an explicit backend, --batch-invariant, a disabled marlin, another scheme, a layer marlin
+ * above (layers with scalar weight and input scales up to 8 tokens); an explicit backend, --batch-invariant, a disabled marlin, another scheme, a layer marlin
  * cannot run, or QSERVE_SMALL_STEP_TOKENS=0 leave one kernel; a bad value is an error naming it. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -127,9 +127,10 @@ static void test_small_steps_take_marlin(void **st)
     teardown_fixture(&f);
 }
 
-/* One weight scale and one input scale: cuBLASLt's scalar-scale FP8 GEMM beat marlin at every M
- * measured, so those layers get no marlin copy; a per-token input still does. */
-static void test_scalar_scale_layers_stay_on_cublaslt(void **st)
+/* One weight scale and one input scale: cuBLASLt's scalar-scale FP8 GEMM is faster than its
+ * per-channel one, and marlin beat it only up to 8 tokens per step, so those layers take marlin up
+ * to 8 tokens; a per-token input keeps the scheme's 32. */
+static void test_scalar_scale_layers_join_up_to_8_tokens(void **st)
 {
     unsetenv("QSERVE_SMALL_STEP_TOKENS");
     fixture f;
@@ -139,9 +140,20 @@ static void test_scalar_scale_layers_stay_on_cublaslt(void **st)
     f.lin[1].desc.wscale = QS_WSCALE_TENSOR;
     f.lin[1].desc.aquant = QS_AQUANT_DYNAMIC_TOKEN;
     assert_int_equal(prepare(&f, QS_SCHEME_FP8_W8A8), 0);
-    assert_null(f.lin[0].small_kernel);
+    assert_ptr_equal(f.lin[0].small_kernel, &MARLIN);
+    assert_int_equal(f.lin[0].small_max_rows, QS_SCALAR_SCALE_STEP_TOKENS);
+    assert_int_equal(f.lin[0].small_max_rows, 8);
     assert_ptr_equal(f.lin[1].small_kernel, &MARLIN);
-    assert_int_equal(g_prepared_marlin, 1);
+    assert_int_equal(f.lin[1].small_max_rows, 32);
+    assert_int_equal(g_prepared_marlin, 2);
+    qs_err err;
+    assert_int_equal(qs_linear_apply(&f.model, &f.lin[0], NULL, NULL, 8, &err), 0);
+    assert_int_equal(qs_linear_apply(&f.model, &f.lin[0], NULL, NULL, 9, &err), 0);
+    assert_int_equal(g_calls_marlin, 1);
+    assert_int_equal(g_calls_cublaslt, 1);
+    /* a lower QSERVE_SMALL_STEP_TOKENS still caps them */
+    assert_int_equal(qs_step_dispatch_layer_tokens(&f.lin[0].desc, 4), 4);
+    assert_int_equal(qs_step_dispatch_layer_tokens(&f.lin[1].desc, 4), 4);
     teardown_fixture(&f);
 }
 
@@ -203,7 +215,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_small_steps_take_marlin),
-        cmocka_unit_test(test_scalar_scale_layers_stay_on_cublaslt),
+        cmocka_unit_test(test_scalar_scale_layers_join_up_to_8_tokens),
         cmocka_unit_test(test_threshold_from_environment),
         cmocka_unit_test(test_one_kernel_otherwise),
     };
