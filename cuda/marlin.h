@@ -5,8 +5,9 @@
 //  - Weights are repacked once (marlin_pack.cu) into 512-byte units, one per (16 rows, 32 k)
 //    for FP8 and (16 rows, 64 k) for NVFP4: lane l's 16 bytes of a unit are exactly the bits of
 //    its mma fragments, so one 16-byte load per lane per unit is coalesced and needs no shuffles;
-//    the bit order inside each 32-bit word makes the in-register BF16 expansion a few shifts and
-//    masks (see the dequant functions in marlin_gemm.cu).
+//    k is permuted inside a unit so that a lane's activations for it are one vector load, and
+//    the bit order inside each 32-bit word makes the in-register BF16 expansion a few masks,
+//    shifts and one multiply (marlin_layout.h: the one definition of all of it).
 //  - NVFP4 block scales are re-encoded to an unsigned E5M3 byte that becomes a BF16 with one
 //    integer multiply-add; blocks with a zero or negative scale are folded into their codes.
 #ifndef QS_CUDA_MARLIN_H
