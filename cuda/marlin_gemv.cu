@@ -28,8 +28,9 @@ constexpr int kGemvThreads = kGemvWarps * 32;
 // cp.async rings in shared memory, more bytes in flight, measured slower: docs/marlin.md.)
 template <bool FP4, int OCC> constexpr int kBatch = (FP4 ? 4 : 8) / (OCC == 3 ? 2 : 1);
 constexpr int kBlockTokens = 32;  // tokens per CTA (four n8 tiles); more tokens: more token blocks
-constexpr int kMaxGemvM = 64;     // the most tokens the kernel takes (QSERVE_MARLIN_GEMV lowers it)
-constexpr int kDefaultGemvM = 64; // measured faster than the pipelined kernel per layer: docs/marlin.md
+// The most tokens the kernel takes (QSERVE_MARLIN_GEMV lowers it): at 64 it measured faster per
+// decoder layer than the pipelined kernel (docs/marlin.md).
+constexpr int kMaxGemvM = 64;
 constexpr int kMinUnitsPerWarp = 8;
 
 // Weights are read once: no L1 allocation, non-coherent path.
@@ -70,12 +71,13 @@ __global__ void __launch_bounds__(kGemvThreads, OCC) marlin_gemv_kernel(const Pa
     const __nv_bfloat16 *xrow[MT];
 #pragma unroll
     for (int t = 0; t < MT; t++)
-        xrow[t] = p.x + (size_t)min(m0 + 8 * t + r, p.M - 1) * p.XS + (FP4 ? 16 : 8) * c;
+        xrow[t] = p.x + (size_t)min(m0 + 8 * t + r, p.M - 1) * p.XS + (FP4 ? fp4_unit_k(c, 0, 0, 0) : fp8_unit_k(c, 0, 0, 0));
 
     // CHECKED: the batch may run past u1 (the warp's last, partial batch); else it is whole and
     // the loads and the loop need no per-unit test.
     auto load = [&](Batch<FP4, B> &b, int j, auto checked) {
         const uint8_t *wj = wp + (size_t)j * kUnitBytes;
+        // this lane's codes of the strip; per unit, its step and place in the step are added
         const uint8_t *scj = FP4 ? p.sc + ((size_t)strip * p.ksteps) * kFp4ScaleStepBytes + fp4_scale_byte(lane, 0, 0) : nullptr;
 #pragma unroll
         for (int i = 0; i < B; i++) {
@@ -288,22 +290,31 @@ int64_t gemv_max_m(const Layer &l)
 {
     static const int64_t cap = [] {
         const char *e = getenv("QSERVE_MARLIN_GEMV");
-        return e && *e ? std::min<int64_t>(std::max(0, atoi(e)), kMaxGemvM) : (int64_t)kDefaultGemvM;
+        return e && *e ? std::min<int64_t>(std::max(0, atoi(e)), kMaxGemvM) : (int64_t)kMaxGemvM;
     }();
     return l.block ? 0 : cap;
 }
+
+namespace {
+// How a step of m tokens runs: token blocks, CTAs per SM, k slices.
+struct GemvPlan {
+    int mblocks, occ, splits;
+};
+GemvPlan plan_gemv(const Layer &l, int64_t m, int sms)
+{
+    GemvPlan g;
+    g.mblocks = (int)token_blocks(m);
+    g.occ = occupancy_for(m, l.n_pad / 16 * g.mblocks, sms);
+    g.splits = gemv_splits(l, g.mblocks, sms, g.occ);
+    return g;
+}
+} // namespace
 
 void gemv_workspace(const Layer &l, int64_t m, size_t *floats, size_t *counters)
 {
     Runtime rt;
     qs_err err;
-    if (runtime(&rt, &err)) {
-        workspace_for(l, 1, m, floats, counters);
-        return;
-    }
-    const int64_t ctas = l.n_pad / 16 * token_blocks(m);
-    const int splits = gemv_splits(l, token_blocks(m), rt.sms, occupancy_for(m, ctas, rt.sms));
-    workspace_for(l, splits, m, floats, counters);
+    workspace_for(l, runtime(&rt, &err) ? 1 : plan_gemv(l, m, rt.sms).splits, m, floats, counters);
 }
 
 int gemv(const Layer &l, Params &p, cudaStream_t s, qs_err *err)
@@ -311,12 +322,12 @@ int gemv(const Layer &l, Params &p, cudaStream_t s, qs_err *err)
     Runtime rt;
     if (runtime(&rt, err))
         return -1;
+    const GemvPlan g = plan_gemv(l, p.M, rt.sms);
     p.strips = (int)(l.n_pad / 16);
-    p.mblocks = (int)token_blocks(p.M);
-    const int occ = occupancy_for(p.M, (int64_t)p.strips * p.mblocks, rt.sms);
+    p.mblocks = g.mblocks;
     p.units_k = (int)(l.k_pad / (l.fp4 ? kFp4UnitK : kFp8UnitK));
     p.ksteps = (int)(l.k_pad / (l.fp4 ? kFp4StepK : kFp8StepK));
-    p.splits = gemv_splits(l, p.mblocks, rt.sms, occ);
+    p.splits = g.splits;
     size_t floats, counters;
     workspace_for(l, p.splits, p.M, &floats, &counters);
     if (p.splits > 1 && split_workspace(floats, counters, p, err))
@@ -325,7 +336,8 @@ int gemv(const Layer &l, Params &p, cudaStream_t s, qs_err *err)
         return qs_errf(err, "marlin: %lld output rows are more than the small-M kernel's grid takes (1048560)",
                        (long long)l.n);
     const dim3 grid((unsigned)p.mblocks, (unsigned)p.strips, (unsigned)p.splits);
-    return l.fp4 ? launch_gemv<true>(p, grid, occ, rt.pdl, s, err) : launch_gemv<false>(p, grid, occ, rt.pdl, s, err);
+    return l.fp4 ? launch_gemv<true>(p, grid, g.occ, rt.pdl, s, err)
+                 : launch_gemv<false>(p, grid, g.occ, rt.pdl, s, err);
 }
 
 } // namespace qs_marlin
