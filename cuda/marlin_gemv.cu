@@ -27,6 +27,9 @@ constexpr int kGemvThreads = kGemvWarps * 32;
 // per warp at OCC 2, half that at OCC 3 (fewer registers). (A variant streaming through per-warp
 // cp.async rings in shared memory, more bytes in flight, measured slower: docs/marlin.md.)
 template <bool FP4, int OCC> constexpr int kBatch = (FP4 ? 4 : 8) / (OCC == 3 ? 2 : 1);
+// Eight or more strip-tiles of accumulators (32+ registers) with two batches in flight do not fit
+// 128 registers without spilling: those are built for one CTA per SM.
+template <int MT, int ST> constexpr int kOccupancy = MT * ST >= 8 ? 1 : 2;
 constexpr int kBlockTokens = 32;  // tokens per CTA (four n8 tiles); more tokens: more token blocks
 // The most tokens the kernel takes (QSERVE_MARLIN_GEMV lowers it): at 64 it measured faster per
 // decoder layer than the pipelined kernel (docs/marlin.md).
@@ -43,29 +46,44 @@ __device__ __forceinline__ uint4 ld_weights(const uint8_t *p)
     return v;
 }
 
-// One batch of a lane's weights in registers, and for NVFP4 its scale codes (rows r, r+8).
-template <bool FP4, int B> struct Batch {
-    uint4 w[B];
-    uint32_t sc[FP4 ? B : 1];
+// One batch of a lane's weights in registers, B units of each of ST strips, and for NVFP4 their
+// scale codes (rows r, r+8).
+template <bool FP4, int ST, int B> struct Batch {
+    uint4 w[ST][B];
+    uint32_t sc[ST][FP4 ? B : 1];
 };
 
-// MT: n8 token tiles per CTA (1: up to 8 tokens, 2: up to 16, 4: 32 per token block).
-template <bool FP4, int MT, int OCC>
+// MT: n8 token tiles per CTA (1: up to 8 tokens, 2: up to 16, 4: 32 per token block). ST: 16-row
+// strips per CTA; each warp runs all ST strips over its k units, so every activation load feeds
+// ST strips' mma (above 8 tokens the activations, re-read per strip from L2, cost more than the
+// weights: docs/marlin.md).
+template <bool FP4, int MT, int ST, int OCC>
 __global__ void __launch_bounds__(kGemvThreads, OCC) marlin_gemv_kernel(const Params p)
 {
-    constexpr int B = kBatch<FP4, OCC>;
+    constexpr int B = kBatch<FP4, OCC> / ST > 0 ? kBatch<FP4, OCC> / ST : 1;
     constexpr int UNIT_K = FP4 ? kFp4UnitK : kFp8UnitK;
-    constexpr int SLOTS = MT * 4; // accumulators per lane
-    __shared__ float red[kGemvWarps][SLOTS][32];
+    constexpr int TILE_SLOTS = MT * 4;         // accumulators per lane and strip
+    constexpr int SLOTS = ST * TILE_SLOTS;     // accumulators per lane
+    constexpr int RED = SLOTS < 16 ? SLOTS : 16; // slots summed across warps per round
+    __shared__ float red[kGemvWarps][RED][32];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, r = lane >> 2, c = lane & 3;
-    // Grid: x = the token block (the blocks of one strip run side by side and share its weights
-    // in L2), y = the strip, z = the k slice. 32-bit index arithmetic only: with 16-unit warps a
-    // 64-bit division here was a noticeable share of the kernel's instructions.
-    const int mb = blockIdx.x, strip = blockIdx.y, split = blockIdx.z, m0 = mb * kBlockTokens;
+    // Grid: x = the token block (the blocks of one strip group run side by side and share its
+    // weights in L2), y = the group of ST strips, z = the k slice. 32-bit index arithmetic only:
+    // with 16-unit warps a 64-bit division here was a noticeable share of the kernel's instructions.
+    const int mb = blockIdx.x, group = blockIdx.y, split = blockIdx.z, m0 = mb * kBlockTokens;
     const int cta_u0 = split * p.units_k / p.splits;
     const int cta_n = (split + 1) * p.units_k / p.splits - cta_u0;
     const int u0 = cta_u0 + warp * cta_n / kGemvWarps, u1 = cta_u0 + (warp + 1) * cta_n / kGemvWarps;
-    const uint8_t *wp = p.w + (size_t)strip * p.units_k * kUnitBytes + lane * 16;
+    // A group past the last strip reads the last one again; its outputs are never stored.
+    const uint8_t *wp[ST];
+    const uint8_t *scp[ST];
+#pragma unroll
+    for (int s = 0; s < ST; s++) {
+        const int strip = min(group * ST + s, p.strips - 1);
+        wp[s] = p.w + (size_t)strip * p.units_k * kUnitBytes + lane * 16;
+        // this lane's codes of the strip; per unit, its step and place in the step are added
+        scp[s] = FP4 ? p.sc + ((size_t)strip * p.ksteps) * kFp4ScaleStepBytes + fp4_scale_byte(lane, 0, 0) : nullptr;
+    }
     // The activation rows this lane feeds (token r of each tile), from its k chunk on. Rows past M
     // read row M-1 instead: they only feed accumulator columns that are never stored.
     const __nv_bfloat16 *xrow[MT];
@@ -75,30 +93,31 @@ __global__ void __launch_bounds__(kGemvThreads, OCC) marlin_gemv_kernel(const Pa
 
     // CHECKED: the batch may run past u1 (the warp's last, partial batch); else it is whole and
     // the loads and the loop need no per-unit test.
-    auto load = [&](Batch<FP4, B> &b, int j, auto checked) {
-        const uint8_t *wj = wp + (size_t)j * kUnitBytes;
-        // this lane's codes of the strip; per unit, its step and place in the step are added
-        const uint8_t *scj = FP4 ? p.sc + ((size_t)strip * p.ksteps) * kFp4ScaleStepBytes + fp4_scale_byte(lane, 0, 0) : nullptr;
+    auto load = [&](Batch<FP4, ST, B> &b, int j, auto checked) {
 #pragma unroll
         for (int i = 0; i < B; i++) {
             const bool in = !decltype(checked)::value || j + i < u1;
-            b.w[i] = in ? ld_weights(wj + i * kUnitBytes) : make_uint4(0, 0, 0, 0);
-            if (FP4) {
+            const unsigned u = (unsigned)(j + i);
+#pragma unroll
+            for (int s = 0; s < ST; s++) {
+                b.w[s][i] = in ? ld_weights(wp[s] + (size_t)u * kUnitBytes) : make_uint4(0, 0, 0, 0);
                 // codes of (row r, block c) and (row r+8, block c) of unit u in its 256-k step
-                const unsigned u = (unsigned)(j + i);
-                b.sc[i] = in ? __ldg((const unsigned short *)(scj + (u / 4) * kFp4ScaleStepBytes +
-                                                              fp4_scale_byte(0, u % 4, 0)))
-                             : 0u;
+                if (FP4)
+                    b.sc[s][i] = in ? __ldg((const unsigned short *)(scp[s] + (u / 4) * kFp4ScaleStepBytes +
+                                                                     fp4_scale_byte(0, u % 4, 0)))
+                                    : 0u;
             }
         }
     };
-    float acc[MT][4];
+    float acc[ST][MT][4];
 #pragma unroll
-    for (int t = 0; t < MT; t++)
+    for (int s = 0; s < ST; s++)
 #pragma unroll
-        for (int e = 0; e < 4; e++)
-            acc[t][e] = 0.f;
-    auto compute = [&](const Batch<FP4, B> &b, int j, auto checked) {
+        for (int t = 0; t < MT; t++)
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                acc[s][t][e] = 0.f;
+    auto compute = [&](const Batch<FP4, ST, B> &b, int j, auto checked) {
         const __nv_bfloat16 *xj[MT];
 #pragma unroll
         for (int t = 0; t < MT; t++)
@@ -107,18 +126,24 @@ __global__ void __launch_bounds__(kGemvThreads, OCC) marlin_gemv_kernel(const Pa
         for (int i = 0; i < B; i++) {
             if (decltype(checked)::value && j + i >= u1)
                 break;
-            const uint4 v = b.w[i];
             if (!FP4) {
-                uint32_t a[8];
-                dequant_fp8(v.x, a[0], a[1]);
-                dequant_fp8(v.y, a[2], a[3]);
-                dequant_fp8(v.z, a[4], a[5]);
-                dequant_fp8(v.w, a[6], a[7]);
+                uint4 xa[MT];
 #pragma unroll
-                for (int t = 0; t < MT; t++) {
-                    const uint4 xa = __ldg((const uint4 *)(xj[t] + i * UNIT_K));
-                    mma(acc[t], a, xa.x, xa.y);
-                    mma(acc[t], a + 4, xa.z, xa.w);
+                for (int t = 0; t < MT; t++)
+                    xa[t] = __ldg((const uint4 *)(xj[t] + i * UNIT_K));
+#pragma unroll
+                for (int s = 0; s < ST; s++) {
+                    const uint4 v = b.w[s][i];
+                    uint32_t a[8];
+                    dequant_fp8(v.x, a[0], a[1]);
+                    dequant_fp8(v.y, a[2], a[3]);
+                    dequant_fp8(v.z, a[4], a[5]);
+                    dequant_fp8(v.w, a[6], a[7]);
+#pragma unroll
+                    for (int t = 0; t < MT; t++) {
+                        mma(acc[s][t], a, xa[t].x, xa[t].y);
+                        mma(acc[s][t], a + 4, xa[t].z, xa[t].w);
+                    }
                 }
             } else {
                 uint32_t xb[MT][8];
@@ -129,15 +154,19 @@ __global__ void __launch_bounds__(kGemvThreads, OCC) marlin_gemv_kernel(const Pa
                     xb[t][0] = lo.x, xb[t][1] = lo.y, xb[t][2] = lo.z, xb[t][3] = lo.w;
                     xb[t][4] = hi.x, xb[t][5] = hi.y, xb[t][6] = hi.z, xb[t][7] = hi.w;
                 }
-                const uint32_t s_r = scale_bf16x2(b.sc[i], 0), s_r8 = scale_bf16x2(b.sc[i], 1);
-                const uint32_t words[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
-                for (int q = 0; q < 4; q++) {
-                    uint32_t a[4];
-                    dequant_fp4(words[q], s_r, s_r8, a);
+                for (int s = 0; s < ST; s++) {
+                    const uint4 v = b.w[s][i];
+                    const uint32_t s_r = scale_bf16x2(b.sc[s][i], 0), s_r8 = scale_bf16x2(b.sc[s][i], 1);
+                    const uint32_t words[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
-                    for (int t = 0; t < MT; t++)
-                        mma(acc[t], a, xb[t][2 * q], xb[t][2 * q + 1]);
+                    for (int q = 0; q < 4; q++) {
+                        uint32_t a[4];
+                        dequant_fp4(words[q], s_r, s_r8, a);
+#pragma unroll
+                        for (int t = 0; t < MT; t++)
+                            mma(acc[s][t], a, xb[t][2 * q], xb[t][2 * q + 1]);
+                    }
                 }
             }
         }
@@ -148,7 +177,7 @@ __global__ void __launch_bounds__(kGemvThreads, OCC) marlin_gemv_kernel(const Pa
     // The weights do not depend on the previous kernel: the first batch is requested before
     // waiting for it (programmatic dependent launch); the activations are read after. Two
     // batches in flight: while one is expanded and multiplied, the next one's loads are out.
-    Batch<FP4, B> b0, b1;
+    Batch<FP4, ST, B> b0, b1;
     int j = u0;
     if (j + B <= u1)
         load(b0, j, whole);
@@ -173,55 +202,64 @@ __global__ void __launch_bounds__(kGemvThreads, OCC) marlin_gemv_kernel(const Pa
             compute(b1, j + B, checked);
     }
 
-    // Sum the warps: warp w owns accumulator slots w and w + 8 (MT = 4) of every lane.
+    // Sum the warps, RED slots per round: in each round warp w owns slots w and w + 8 of every
+    // lane. Slot q of the CTA is strip q / TILE_SLOTS, tile (q / 4) % MT, accumulator q % 4.
+    constexpr int OWNED = (RED + kGemvWarps - 1) / kGemvWarps;
 #pragma unroll
-    for (int t = 0; t < MT; t++)
+    for (int q0 = 0; q0 < SLOTS; q0 += RED) {
+        if (q0 > 0)
+            __syncthreads();
 #pragma unroll
-        for (int e = 0; e < 4; e++)
-            red[warp][4 * t + e][lane] = acc[t][e];
-    __syncthreads();
-    constexpr int OWNED = (SLOTS + kGemvWarps - 1) / kGemvWarps;
-    float v[OWNED];
-    int m[OWNED], n[OWNED];
-    bool owner[OWNED];
+        for (int q = 0; q < RED; q++)
+            red[warp][q][lane] = acc[(q0 + q) / TILE_SLOTS][((q0 + q) / 4) % MT][(q0 + q) & 3];
+        __syncthreads();
+        float v[OWNED];
+        int m[OWNED], n[OWNED];
+        bool owner[OWNED];
 #pragma unroll
-    for (int o = 0; o < OWNED; o++) {
-        const int s = warp + o * kGemvWarps, e = s & 3;
-        m[o] = m0 + (s >> 2) * 8 + 2 * c + (e & 1);
-        n[o] = strip * 16 + r + (e >> 1) * 8;
-        owner[o] = s < SLOTS && m[o] < p.M;
-        v[o] = 0.f;
-        if (s < SLOTS)
+        for (int o = 0; o < OWNED; o++) {
+            const int q = warp + o * kGemvWarps, slot = q0 + q, e = slot & 3;
+            const int strip = group * ST + slot / TILE_SLOTS;
+            m[o] = m0 + ((slot / 4) % MT) * 8 + 2 * c + (e & 1);
+            n[o] = strip * 16 + r + (e >> 1) * 8;
+            owner[o] = q < RED && m[o] < p.M && strip < p.strips;
+            v[o] = 0.f;
+            if (q < RED)
 #pragma unroll
-            for (int w = 0; w < kGemvWarps; w++)
-                v[o] += red[w][s][lane];
+                for (int w = 0; w < kGemvWarps; w++)
+                    v[o] += red[w][q][lane];
+        }
+        if (p.splits > 1) {
+#pragma unroll
+            for (int o = 0; o < OWNED; o++)
+                if (owner[o])
+                    __stcg(partial_at(p, split, m[o], n[o]), v[o]);
+        }
+        if (p.splits == 1)
+#pragma unroll
+            for (int o = 0; o < OWNED; o++)
+                if (owner[o])
+                    store_output(p, v[o], m[o], n[o]);
     }
-    if (p.splits > 1) {
-#pragma unroll
-        for (int o = 0; o < OWNED; o++)
-            if (owner[o])
-                __stcg(partial_at(p, split, m[o], n[o]), v[o]);
-        if (!last_of_tile(p, strip * p.mblocks + mb))
-            return;
-#pragma unroll
-        for (int o = 0; o < OWNED; o++)
-            if (owner[o])
-                v[o] = sum_partials(p, m[o], n[o]);
+    if (p.splits == 1 || !last_of_tile(p, group * p.mblocks + mb))
+        return;
+    // The last k slice of this tile: sum every slice's partials, in slice order.
+    for (int q = threadIdx.x; q < SLOTS * 32; q += kGemvThreads) {
+        const int slot = q / 32, ln = q % 32, e = slot & 3, strip = group * ST + slot / TILE_SLOTS;
+        const int m = m0 + ((slot / 4) % MT) * 8 + 2 * (ln & 3) + (e & 1), n = strip * 16 + (ln >> 2) + (e >> 1) * 8;
+        if (m < p.M && strip < p.strips)
+            store_output(p, sum_partials(p, m, n), m, n);
     }
-#pragma unroll
-    for (int o = 0; o < OWNED; o++)
-        if (owner[o])
-            store_output(p, v[o], m[o], n[o]);
 }
 
-// k slices per strip (CTAs = token blocks x strips x slices). Time goes as the number of waves
+// k slices per strip group (CTAs = token blocks x strip groups x slices). Time goes as the number of waves
 // of resident CTAs over the slices, each slice 1/s of a strip's work: the s in 1..16 with the
 // fewest waves per slice, the smallest on ties, keeping at least kMinUnitsPerWarp units per warp.
 // Few strips split to fill one wave (4096 rows at M = 1: 256 strips on 264 slots stay whole; the
 // 1024-row k/v projections of a GQA model split).
-int gemv_splits(const Layer &l, int64_t mblocks, int sms, int occ)
+int gemv_splits(const Layer &l, int64_t ctas, int sms, int occ)
 {
-    const int64_t ctas = l.n_pad / 16 * mblocks, units_k = l.k_pad / (l.fp4 ? kFp4UnitK : kFp8UnitK);
+    const int64_t units_k = l.k_pad / (l.fp4 ? kFp4UnitK : kFp8UnitK);
     const int64_t wave = (int64_t)sms * occ;
     const int64_t most = std::max<int64_t>(1, std::min<int64_t>(16, units_k / (kGemvWarps * kMinUnitsPerWarp)));
     int best = 1;
@@ -241,19 +279,33 @@ int64_t token_blocks(int64_t m) { return (m + kBlockTokens - 1) / kBlockTokens; 
 // CTAs per SM to build for. Measured (docs/marlin.md, session 5): when the CTAs do not fit one
 // wave at two per SM, three per SM (half batches, 80 registers) is faster — 6144x4096 FP8 at M = 1
 // 15.5 -> 7.4 us, 28672x4096 32.9 -> 30.7 — and when they fit, two per SM with twice the bytes in
-// flight per warp is (4096x14336 17.7 against 19.1). Three exists up to 16 tokens (two tiles).
-// QSERVE_MARLIN_GEMV_OCC=2 or 3 forces one (for measurements).
-int occupancy_for(int64_t m, int64_t ctas, int sms)
+// flight per warp is (4096x14336 17.7 against 19.1). Three exists up to 16 tokens (two tiles) and
+// one strip per CTA. QSERVE_MARLIN_GEMV_OCC=2 or 3 forces one (for measurements).
+int occupancy_for(int64_t m, int st, int64_t ctas, int sms)
 {
     static const int forced = [] {
         const char *e = getenv("QSERVE_MARLIN_GEMV_OCC");
         return e && (atoi(e) == 2 || atoi(e) == 3) ? atoi(e) : 0;
     }();
-    if (m > 16)
+    if (m > 16 || st > 1)
         return 2;
     if (forced)
         return forced;
     return ctas > (int64_t)sms * 2 ? 3 : 2;
+}
+
+// Strips per CTA: one up to 8 tokens (the activations of one tile cost less than the weights),
+// two up to 16, four above. QSERVE_MARLIN_GEMV_STRIPS=1, 2 or 4 forces one (for measurements).
+int strips_for(int64_t m)
+{
+    static const int forced = [] {
+        const char *e = getenv("QSERVE_MARLIN_GEMV_STRIPS");
+        const int v = e ? atoi(e) : 0;
+        return v == 1 || v == 2 || v == 4 ? v : 0;
+    }();
+    if (forced)
+        return forced;
+    return m <= 8 ? 1 : m <= 16 ? 2 : 4;
 }
 
 // The split-K partials (one per k slice, token and padded output) and tickets (one per token
@@ -264,22 +316,34 @@ void workspace_for(const Layer &l, int splits, int64_t m, size_t *floats, size_t
     *counters = splits > 1 ? (size_t)(l.n_pad / 16 * token_blocks(m)) : 0;
 }
 
-template <bool FP4, int MT>
-int launch_tiles(const Params &p, dim3 grid, int occ, bool pdl, cudaStream_t s, qs_err *err)
+template <bool FP4, int MT, int ST>
+int launch_strips(const Params &p, dim3 grid, int occ, bool pdl, cudaStream_t s, qs_err *err)
 {
-    if constexpr (MT <= 2)
+    if constexpr (MT <= 2 && ST == 1)
         if (occ == 3)
-            return launch_kernel(marlin_gemv_kernel<FP4, MT, 3>, grid, kGemvThreads, 0, pdl, s, p, err);
-    return launch_kernel(marlin_gemv_kernel<FP4, MT, 2>, grid, kGemvThreads, 0, pdl, s, p, err);
+            return launch_kernel(marlin_gemv_kernel<FP4, MT, ST, 3>, grid, kGemvThreads, 0, pdl, s, p, err);
+    constexpr int occ_built = kOccupancy<MT, ST>;
+    return launch_kernel(marlin_gemv_kernel<FP4, MT, ST, occ_built>, grid, kGemvThreads, 0, pdl, s, p, err);
 }
 
-template <bool FP4> int launch_gemv(const Params &p, dim3 grid, int occ, bool pdl, cudaStream_t s, qs_err *err)
+template <bool FP4, int MT>
+int launch_tiles(const Params &p, dim3 grid, int st, int occ, bool pdl, cudaStream_t s, qs_err *err)
+{
+    if (st == 4)
+        return launch_strips<FP4, MT, 4>(p, grid, occ, pdl, s, err);
+    if (st == 2)
+        return launch_strips<FP4, MT, 2>(p, grid, occ, pdl, s, err);
+    return launch_strips<FP4, MT, 1>(p, grid, occ, pdl, s, err);
+}
+
+template <bool FP4>
+int launch_gemv(const Params &p, dim3 grid, int st, int occ, bool pdl, cudaStream_t s, qs_err *err)
 {
     if (p.M <= 8)
-        return launch_tiles<FP4, 1>(p, grid, occ, pdl, s, err);
+        return launch_tiles<FP4, 1>(p, grid, st, occ, pdl, s, err);
     if (p.M <= 16)
-        return launch_tiles<FP4, 2>(p, grid, occ, pdl, s, err);
-    return launch_tiles<FP4, 4>(p, grid, occ, pdl, s, err);
+        return launch_tiles<FP4, 2>(p, grid, st, occ, pdl, s, err);
+    return launch_tiles<FP4, 4>(p, grid, st, occ, pdl, s, err);
 }
 
 } // namespace
@@ -296,16 +360,19 @@ int64_t gemv_max_m(const Layer &l)
 }
 
 namespace {
-// How a step of m tokens runs: token blocks, CTAs per SM, k slices.
+// How a step of m tokens runs: token blocks, strips per CTA, CTAs per SM, k slices.
 struct GemvPlan {
-    int mblocks, occ, splits;
+    int mblocks, st, groups, occ, splits;
 };
 GemvPlan plan_gemv(const Layer &l, int64_t m, int sms)
 {
     GemvPlan g;
     g.mblocks = (int)token_blocks(m);
-    g.occ = occupancy_for(m, l.n_pad / 16 * g.mblocks, sms);
-    g.splits = gemv_splits(l, g.mblocks, sms, g.occ);
+    g.st = strips_for(m);
+    g.groups = (int)((l.n_pad / 16 + g.st - 1) / g.st);
+    const int64_t ctas = (int64_t)g.groups * g.mblocks;
+    g.occ = occupancy_for(m, g.st, ctas, sms);
+    g.splits = gemv_splits(l, ctas, sms, g.occ);
     return g;
 }
 } // namespace
@@ -332,12 +399,12 @@ int gemv(const Layer &l, Params &p, cudaStream_t s, qs_err *err)
     workspace_for(l, p.splits, p.M, &floats, &counters);
     if (p.splits > 1 && split_workspace(floats, counters, p, err))
         return -1;
-    if (p.strips > 65535)
-        return qs_errf(err, "marlin: %lld output rows are more than the small-M kernel's grid takes (1048560)",
-                       (long long)l.n);
-    const dim3 grid((unsigned)p.mblocks, (unsigned)p.strips, (unsigned)p.splits);
-    return l.fp4 ? launch_gemv<true>(p, grid, g.occ, rt.pdl, s, err)
-                 : launch_gemv<false>(p, grid, g.occ, rt.pdl, s, err);
+    if (g.groups > 65535)
+        return qs_errf(err, "marlin: %lld output rows are more than the small-M kernel's grid takes (%d)",
+                       (long long)l.n, 65535 * 16 * g.st);
+    const dim3 grid((unsigned)p.mblocks, (unsigned)g.groups, (unsigned)p.splits);
+    return l.fp4 ? launch_gemv<true>(p, grid, g.st, g.occ, rt.pdl, s, err)
+                 : launch_gemv<false>(p, grid, g.st, g.occ, rt.pdl, s, err);
 }
 
 } // namespace qs_marlin
