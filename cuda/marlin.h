@@ -61,6 +61,7 @@ struct Params; // marlin_device.cuh
 struct Runtime {
     int sms;      // multiprocessors
     bool pdl;     // launch with programmatic dependent launch (sm_90+, QSERVE_MARLIN_PDL)
+    bool sm90;    // compute capability 9.0: the wgmma kernel (built for sm_90a) runs
 };
 int runtime(Runtime *rt, qs_err *err);
 // Makes the workspace hold `floats` partial sums and `counters` tickets; fills p.ws and p.cnt.
@@ -70,6 +71,18 @@ int split_workspace(size_t floats, size_t counters, Params &p, qs_err *err);
 int64_t gemv_max_m(const Layer &l);
 void gemv_workspace(const Layer &l, int64_t m, size_t *floats, size_t *counters);
 int gemv(const Layer &l, Params &p, cudaStream_t s, qs_err *err);
+// k slices for `ctas` CTAs on `wave` resident CTA slots: the count in 1..most (at most 16) with
+// the fewest waves per slice, the smallest on ties (marlin_gemv.cu).
+int split_by_waves(int64_t ctas, int64_t wave, int64_t most);
+// The wgmma kernel (marlin_wgmma.cu, sm_90): whether it takes a step of m tokens, the workspace
+// it needs (split-K partials, tickets, permuted activations), and the launch (p filled by gemm();
+// x: the unpadded activations, row stride xs).
+bool wgmma_takes(const Layer &l, int64_t m, const Runtime &rt);
+void wgmma_workspace(const Layer &l, int64_t m, int sms, size_t *floats, size_t *counters, size_t *permuted);
+int wgmma(const Layer &l, Params &p, const __nv_bfloat16 *x, int64_t xs, cudaStream_t s, qs_err *err);
+// A device buffer of at least n BF16 for the wgmma kernel's permuted activations (NULL and err set
+// when it would have to grow during a CUDA graph capture).
+__nv_bfloat16 *permuted_activations(size_t n, qs_err *err);
 
 // Grows the split-K workspace so that a layer of n outputs can run up to m_max tokens with split-K.
 int reserve_workspace(const Layer &l, int64_t m_max, qs_err *err);

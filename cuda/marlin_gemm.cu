@@ -258,13 +258,19 @@ __global__ void __launch_bounds__(NW * 32) marlin_kernel(const Params p)
 
 int g_sms = 0;
 bool g_pdl = false;
+bool g_sm90 = false;
 float *g_ws = nullptr;
 size_t g_ws_floats = 0;
 int *g_cnt = nullptr;
 size_t g_cnt_n = 0;
 
-__nv_bfloat16 *g_xpad = nullptr;
-size_t g_xpad_n = 0;
+// A device buffer of BF16 activations that only grows (never during a CUDA graph capture).
+struct ActBuffer {
+    __nv_bfloat16 *p = nullptr;
+    size_t n = 0;
+};
+ActBuffer g_xpad;     // zero-padded activations (k not a multiple of the k step)
+ActBuffer g_xperm;    // the wgmma kernel's permuted activations
 
 __global__ void pad_rows_kernel(const __nv_bfloat16 *x, __nv_bfloat16 *out, int64_t m, int64_t k, int64_t k_pad)
 {
@@ -274,18 +280,18 @@ __global__ void pad_rows_kernel(const __nv_bfloat16 *x, __nv_bfloat16 *out, int6
     }
 }
 
-int ensure_xpad(size_t n, qs_err *err)
+int ensure_act_buffer(ActBuffer &b, size_t n, const char *what, qs_err *err)
 {
-    if (n > g_xpad_n) {
+    if (n > b.n) {
         if (qs_cuda_capturing())
-            return qs_errf(err, "marlin: the padded activation copy would grow during a CUDA graph capture");
+            return qs_errf(err, "marlin: the %s would grow during a CUDA graph capture", what);
         qs_cuda_buffers_moved();
         QS_CUDA_TRY(cudaDeviceSynchronize(), err);
-        cudaFree(g_xpad);
-        g_xpad = nullptr;
-        g_xpad_n = 0;
-        QS_CUDA_TRY(cudaMalloc(&g_xpad, n * sizeof(__nv_bfloat16)), err);
-        g_xpad_n = n;
+        cudaFree(b.p);
+        b.p = nullptr;
+        b.n = 0;
+        QS_CUDA_TRY(cudaMalloc(&b.p, n * sizeof(__nv_bfloat16)), err);
+        b.n = n;
     }
     return 0;
 }
@@ -307,6 +313,9 @@ int device_sms(qs_err *err)
         QS_CUDA_TRY(cudaDeviceGetAttribute(&g_sms, cudaDevAttrMultiProcessorCount, dev), err);
         QS_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev), err);
         g_pdl = major >= 9 && env_flag("QSERVE_MARLIN_PDL", 1) != 0;
+        int minor;
+        QS_CUDA_TRY(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev), err);
+        g_sm90 = major == 9 && minor == 0;
     }
     return 0;
 }
@@ -481,7 +490,13 @@ int runtime(Runtime *rt, qs_err *err)
         return -1;
     rt->sms = g_sms;
     rt->pdl = g_pdl;
+    rt->sm90 = g_sm90;
     return 0;
+}
+
+__nv_bfloat16 *permuted_activations(size_t n, qs_err *err)
+{
+    return ensure_act_buffer(g_xperm, n, "permuted activation copy", err) ? nullptr : g_xperm.p;
 }
 
 int split_workspace(size_t floats, size_t counters, Params &p, qs_err *err)
@@ -498,10 +513,16 @@ int reserve_workspace(const Layer &l, int64_t m_max, qs_err *err)
     if (device_sms(err))
         return -1;
     int64_t m = std::min<int64_t>(m_max, kMaxSplitM);
-    size_t floats = 0, counters = 0;
+    size_t floats = 0, counters = 0, permuted = 0;
+    Runtime rt;
+    runtime(&rt, err);
     for (int64_t mm = 1; mm <= m; mm = mm < 8 ? mm + 1 : mm + 8) {
         size_t f = 0, c = 0;
-        if (mm <= gemv_max_m(l)) {
+        if (wgmma_takes(l, mm, rt)) {
+            size_t pa;
+            wgmma_workspace(l, mm, g_sms, &f, &c, &pa);
+            permuted = std::max(permuted, pa);
+        } else if (mm <= gemv_max_m(l)) {
             gemv_workspace(l, mm, &f, &c);
         } else {
             Plan pl = make_plan(l, mm);
@@ -511,6 +532,8 @@ int reserve_workspace(const Layer &l, int64_t m_max, qs_err *err)
         floats = std::max(floats, f);
         counters = std::max(counters, c);
     }
+    if (permuted && ensure_act_buffer(g_xperm, permuted, "permuted activation copy", err))
+        return -1;
     return ensure_workspace(floats, counters, err);
 }
 
@@ -537,13 +560,18 @@ int gemm(const Layer &l, const __nv_bfloat16 *x, __nv_bfloat16 *y, int64_t m, cu
     p.NP = (int)l.n_pad;
     p.K = (int)l.k_pad;
     p.XS = (int)l.k;
+    Runtime rt;
+    if (runtime(&rt, err))
+        return -1;
+    if (wgmma_takes(l, m, rt)) // its activation copy pads k too
+        return wgmma(l, p, x, l.k, s, err);
     if (l.k_pad != l.k) {
         // The kernel reads whole 16-byte chunks of k steps: give it a zero-padded copy.
-        if (ensure_xpad((size_t)m * l.k_pad, err))
+        if (ensure_act_buffer(g_xpad, (size_t)m * l.k_pad, "padded activation copy", err))
             return -1;
-        pad_rows_kernel<<<(unsigned)std::min<int64_t>(m * l.k_pad / 256 + 1, 65535), 256, 0, s>>>(x, g_xpad, m, l.k, l.k_pad);
+        pad_rows_kernel<<<(unsigned)std::min<int64_t>(m * l.k_pad / 256 + 1, 65535), 256, 0, s>>>(x, g_xpad.p, m, l.k, l.k_pad);
         QS_LAUNCH_CHECK(err);
-        p.x = g_xpad;
+        p.x = g_xpad.p;
         p.XS = (int)l.k_pad;
     }
     if (m <= gemv_max_m(l))

@@ -260,18 +260,7 @@ __global__ void __launch_bounds__(kGemvThreads, OCC) marlin_gemv_kernel(const Pa
 int gemv_splits(const Layer &l, int64_t ctas, int sms, int occ)
 {
     const int64_t units_k = l.k_pad / (l.fp4 ? kFp4UnitK : kFp8UnitK);
-    const int64_t wave = (int64_t)sms * occ;
-    const int64_t most = std::max<int64_t>(1, std::min<int64_t>(16, units_k / (kGemvWarps * kMinUnitsPerWarp)));
-    int best = 1;
-    double best_cost = 1e30;
-    for (int s = 1; s <= most; s++) {
-        const double cost = (double)((ctas * s + wave - 1) / wave) / s;
-        if (cost < best_cost - 1e-9) {
-            best_cost = cost;
-            best = s;
-        }
-    }
-    return best;
+    return split_by_waves(ctas, (int64_t)sms * occ, units_k / (kGemvWarps * kMinUnitsPerWarp));
 }
 
 int64_t token_blocks(int64_t m) { return (m + kBlockTokens - 1) / kBlockTokens; }
@@ -347,6 +336,21 @@ int launch_gemv(const Params &p, dim3 grid, int st, int occ, bool pdl, cudaStrea
 }
 
 } // namespace
+
+int split_by_waves(int64_t ctas, int64_t wave, int64_t most)
+{
+    most = std::max<int64_t>(1, std::min<int64_t>(16, most));
+    int best = 1;
+    double best_cost = 1e30;
+    for (int s = 1; s <= most; s++) {
+        const double cost = (double)((ctas * s + wave - 1) / wave) / s;
+        if (cost < best_cost - 1e-9) {
+            best_cost = cost;
+            best = s;
+        }
+    }
+    return best;
+}
 
 // FP8 with per-tensor or per-channel scales and NVFP4; 128x128-block FP8 stays on the GEMM.
 // QSERVE_MARLIN_GEMV=N caps the tokens it takes (0 turns it off; for measurements).

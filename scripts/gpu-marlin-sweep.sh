@@ -2,7 +2,8 @@
 # Runs on the GPU machine (device tool, carry ["out/device"]): the marlin tuning sweep. Each
 # tuning switch (QSERVE_MARLIN_*, docs/marlin.md) is first checked for correctness with the quick
 # GPU test (4096x4096 and the odd shapes, every scheme, M 1..256), then timed on the Llama-3.1-8B
-# shapes beside the default. Output: $OUT/sweep.txt; one summary line per variant on stdout.
+# shapes beside the default. A variant sets one or more variables, comma-separated
+# (QSERVE_MARLIN_WGMMA_MIN=1,QSERVE_MARLIN_WGMMA_MAX=256). Output: $OUT/sweep.txt; one summary line per variant on stdout.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 D=${DEST:-out/device}
@@ -16,8 +17,8 @@ for v in $VARIANTS; do
   [ "$v" = default ] && v=QSERVE_MARLIN_DEFAULT=1
   {
     echo "=== marlin: $v"
-    env "$v" timeout 60 "$D/cuda-tests/test_marlin_cuda" --quick | grep -E "FAIL|passed"
-    env "$v" timeout 100 "$D/bench_kernels" --kernels "$K" --m "$M"
+    env ${v//,/ } timeout 60 "$D/cuda-tests/test_marlin_cuda" --quick | grep -E "FAIL|passed"
+    env ${v//,/ } timeout 100 "$D/bench_kernels" --kernels "$K" --m "$M"
   } >>"$OUT/sweep.txt" 2>&1
   echo "$v: $(grep -A1 "=== marlin: $v" "$OUT/sweep.txt" | tail -1)"
 done

@@ -1,0 +1,353 @@
+// marlin_wgmma.cu — the `marlin` kernel on Hopper (sm_90a) for steps of a few dozen tokens, where
+// the small-M kernel's per-token-tile work (an activation load and two mma.sync per 8 tokens and
+// unit) stops scaling: warpgroup MMA (wgmma.mma_async) with the weights as the register A operand
+// and the activations as the shared-memory B operand.
+//
+// A CTA is two warpgroups (8 warps) on 8 strips (128 output rows) and one block of up to 64
+// tokens. Each warp loads its strip's packed units straight into registers and expands them with
+// the small-M kernel's functions: a warp's expanded unit is exactly its 16 rows of the wgmma A
+// fragment (the same per-warp layout as mma.m16n8k16). The activations are staged by all 256
+// threads with cp.async into a 4-deep ring of 128-k stages laid out as wgmma's K-major core
+// matrices (8 tokens x 16 bytes, no swizzle), shared by all 8 warps. The packed layout permutes k
+// inside a unit (marlin_layout.h); wgmma reads B in its own k order, so the activations are first
+// copied once per call into that permuted order (permute_kernel: tokens x k, a few hundred KB).
+// Partial k slices meet as in the other kernels (marlin_device.cuh), deterministically.
+#include <algorithm>
+#include <stdlib.h>
+
+#include "marlin.h"
+#include "marlin_device.cuh"
+
+namespace qs_marlin {
+namespace {
+
+constexpr int kWgWarps = 8;
+constexpr int kWgThreads = kWgWarps * 32;
+constexpr int kStageK = 128;  // k per shared-memory stage (4 FP8 units, 2 NVFP4 units)
+constexpr int kStages = 4;    // ring depth
+constexpr int kAhead = 2;     // stages requested ahead: one spare buffer, because the wgmma
+                              // reading a stage may still run while the next stage starts
+constexpr int kWgMaxTokens = 64;
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define QS_WGMMA 1
+#endif
+
+// Shared-memory matrix descriptor of one k16 slice of a stage (no swizzle, K-major): LBO = the
+// step between the two 8-k core matrices of a token group, SBO = the step between token groups.
+__device__ __forceinline__ uint64_t slice_descriptor(const void *smem, int swap)
+{
+    const uint64_t addr = (uint32_t)__cvta_generic_to_shared(smem);
+    const uint64_t lbo = swap ? 256 : 128, sbo = swap ? 128 : 256;
+    return ((addr >> 4) & 0x3FFF) | (((lbo >> 4) & 0x3FFF) << 16) | (((sbo >> 4) & 0x3FFF) << 32);
+}
+
+__device__ __forceinline__ void wgmma_fence()
+{
+#ifdef QS_WGMMA
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void wgmma_commit()
+{
+#ifdef QS_WGMMA
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+#endif
+}
+template <int N> __device__ __forceinline__ void wgmma_wait()
+{
+#ifdef QS_WGMMA
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+#endif
+}
+// Orders this thread's shared-memory writes (cp.async) before the async proxy's reads (wgmma).
+__device__ __forceinline__ void fence_async_shared()
+{
+#ifdef QS_WGMMA
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+}
+
+// d (64 x NT, this warp's 16 rows) += A (this warp's 16 rows x k16, registers) * B (k16 x NT, smem).
+template <int NT> __device__ __forceinline__ void wgmma_acc(float (&d)[NT / 2], const uint32_t a[4], uint64_t desc);
+
+template <> __device__ __forceinline__ void wgmma_acc<64>(float (&d)[32], const uint32_t a[4], uint64_t desc)
+{
+#ifdef QS_WGMMA
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+                 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
+                 "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, "
+                 "{%32,%33,%34,%35}, %36, p, 1, 1, 0;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]),
+                   "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]),
+                   "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]),
+                   "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
+#endif
+}
+
+template <> __device__ __forceinline__ void wgmma_acc<32>(float (&d)[16], const uint32_t a[4], uint64_t desc)
+{
+#ifdef QS_WGMMA
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 "
+                 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, "
+                 "{%16,%17,%18,%19}, %20, p, 1, 1, 0;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]),
+                   "+f"(d[15])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
+#endif
+}
+
+// Where logical k position j of a unit (the order wgmma reads: tile j / 16, tile k j % 16) takes
+// its activation from: the packer's k permutation (marlin_layout.h) read backwards.
+template <bool FP4> __host__ __device__ __forceinline__ int unit_source_k(int j)
+{
+    const int t = j / 16, tk = j % 16, c = (tk % 8) / 2, q = 2 * (tk / 8), e = tk % 2;
+    return FP4 ? fp4_unit_k(c, t, q, e) : fp8_unit_k(c, t, q, e);
+}
+
+// xp[m][j] = x[m][source of j] for the padded k (zeros past k): 8 outputs (16 bytes) a thread.
+template <bool FP4>
+__global__ void permute_kernel(const __nv_bfloat16 *x, int xs, __nv_bfloat16 *xp, int m, int k, int k_pad)
+{
+    constexpr int UNIT_K = FP4 ? kFp4UnitK : kFp8UnitK;
+    const int chunks = k_pad / 8;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (int64_t)m * chunks;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        const int row = (int)(i / chunks), j0 = (int)(i % chunks) * 8;
+        const int base = j0 / UNIT_K * UNIT_K;
+        __align__(16) __nv_bfloat16 v[8];
+#pragma unroll
+        for (int e = 0; e < 8; e++) {
+            const int src = base + unit_source_k<FP4>(j0 - base + e);
+            v[e] = src < k ? x[(size_t)row * xs + src] : __float2bfloat16_rn(0.f);
+        }
+        *(uint4 *)(xp + (size_t)row * k_pad + j0) = *(const uint4 *)v;
+    }
+}
+
+// A warp's packed weights of one stage (and, NVFP4, the scale codes of each unit).
+template <bool FP4> struct StageWeights {
+    static constexpr int UNITS = kStageK / (FP4 ? kFp4UnitK : kFp8UnitK);
+    uint4 w[UNITS];
+    uint32_t sc[FP4 ? UNITS : 1];
+};
+
+// NT: tokens per CTA (the wgmma N, 32 or 64).
+template <bool FP4, int NT>
+__global__ void __launch_bounds__(kWgThreads, 2) marlin_wgmma_kernel(const Params p)
+{
+    constexpr int UNIT_K = FP4 ? kFp4UnitK : kFp8UnitK;
+    constexpr int UNITS = StageWeights<FP4>::UNITS;
+    constexpr int SLICES_PER_UNIT = UNIT_K / 16;
+    constexpr int STAGE_BYTES = NT * kStageK * 2;
+    constexpr int SLICE_BYTES = NT * 32;
+#ifndef QS_WGMMA
+    __trap(); // built for sm_90a only: the host launches it on compute capability 9.0 alone
+#endif
+    extern __shared__ __align__(128) uint8_t ring[];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, r = lane >> 2, c = lane & 3;
+    const int mb = blockIdx.x, group = blockIdx.y, split = blockIdx.z, m0 = mb * NT;
+    const int nstages = p.K / kStageK;
+    const int s0 = split * nstages / p.splits, s1 = (split + 1) * nstages / p.splits;
+    // A group past the last strip reads the last one again; its outputs are never stored.
+    const int strip = min(group * kWgWarps + warp, p.strips - 1);
+    const uint8_t *wp = p.w + (size_t)strip * p.units_k * kUnitBytes + lane * 16;
+    const uint8_t *scp = FP4 ? p.sc + (size_t)strip * p.ksteps * kFp4ScaleStepBytes + fp4_scale_byte(lane, 0, 0) : nullptr;
+
+    auto load_weights = [&](StageWeights<FP4> &sw, int stage) {
+#pragma unroll
+        for (int i = 0; i < UNITS; i++) {
+            const unsigned u = (unsigned)(stage * UNITS + i);
+            asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];\n"
+                         : "=r"(sw.w[i].x), "=r"(sw.w[i].y), "=r"(sw.w[i].z), "=r"(sw.w[i].w)
+                         : "l"(wp + (size_t)u * kUnitBytes));
+            if (FP4)
+                sw.sc[i] = __ldg((const unsigned short *)(scp + (u / 4) * kFp4ScaleStepBytes + fp4_scale_byte(0, u % 4, 0)));
+        }
+    };
+    // Stage `stage` of the CTA's tokens into ring buffer b: 16-byte chunk (token n, k chunk kc)
+    // goes to slice kc/2, token group n/8, core matrix kc%2, row n%8. Tokens past M copy row M-1.
+    auto fill = [&](int stage, int b) {
+        uint8_t *dst = ring + b * STAGE_BYTES;
+#pragma unroll
+        for (int q = threadIdx.x; q < NT * 16; q += kWgThreads) {
+            const int n = q / 16, kc = q % 16;
+            const __nv_bfloat16 *src = p.x + (size_t)min(m0 + n, p.M - 1) * p.XS + stage * kStageK + kc * 8;
+            cp_async16(dst + (kc / 2) * SLICE_BYTES + (n / 8) * 256 + (kc % 2) * 128 + (n % 8) * 16, src);
+        }
+    };
+
+    float acc[NT / 2];
+#pragma unroll
+    for (int i = 0; i < NT / 2; i++)
+        acc[i] = 0.f;
+
+    StageWeights<FP4> cur, next;
+    if (s0 < s1)
+        load_weights(cur, s0);
+    wait_for_previous_grid();
+    allow_next_grid();
+#pragma unroll
+    for (int i = 0; i < kAhead; i++) {
+        if (s0 + i < s1)
+            fill(s0 + i, i);
+        cp_async_commit();
+    }
+    // Two A buffers: unit i's wgmma may still read its registers while unit i+1 is expanded.
+    uint32_t a[2][SLICES_PER_UNIT][4];
+    for (int st = s0; st < s1; st++) {
+        const int i = st - s0;
+        if (st + 1 < s1)
+            load_weights(next, st + 1);
+        cp_async_wait<kAhead - 1>();
+        fence_async_shared();
+        __syncthreads();
+        if (st + kAhead < s1)
+            fill(st + kAhead, (i + kAhead) % kStages);
+        cp_async_commit();
+        const uint8_t *stage_smem = ring + (i % kStages) * STAGE_BYTES;
+#pragma unroll
+        for (int u = 0; u < UNITS; u++) {
+            uint32_t(&au)[SLICES_PER_UNIT][4] = a[u & 1];
+            const uint4 v = cur.w[u];
+            if constexpr (!FP4) {
+                dequant_fp8(v.x, au[0][0], au[0][1]);
+                dequant_fp8(v.y, au[0][2], au[0][3]);
+                dequant_fp8(v.z, au[1][0], au[1][1]);
+                dequant_fp8(v.w, au[1][2], au[1][3]);
+            } else {
+                const uint32_t s_r = scale_bf16x2(cur.sc[u], 0), s_r8 = scale_bf16x2(cur.sc[u], 1);
+                dequant_fp4(v.x, s_r, s_r8, au[0]);
+                dequant_fp4(v.y, s_r, s_r8, au[1]);
+                dequant_fp4(v.z, s_r, s_r8, au[2]);
+                dequant_fp4(v.w, s_r, s_r8, au[3]);
+            }
+            wgmma_fence();
+#pragma unroll
+            for (int t = 0; t < SLICES_PER_UNIT; t++)
+                wgmma_acc<NT>(acc, au[t], slice_descriptor(stage_smem + (u * SLICES_PER_UNIT + t) * SLICE_BYTES, p.rotate));
+            wgmma_commit();
+            wgmma_wait<1>();
+        }
+        cur = next;
+    }
+    wgmma_wait<0>();
+    cp_async_wait<0>();
+
+    // Accumulator 4i+e of lane (r, c): row r + 8 (e / 2) of the warp's strip, token 8i + 2c + e % 2.
+    const bool real_strip = group * kWgWarps + warp < p.strips;
+    auto token_of = [&](int idx) { return m0 + 8 * (idx / 4) + 2 * c + (idx & 1); };
+    auto row_of = [&](int idx) { return strip * 16 + r + 8 * ((idx & 3) >> 1); };
+    if (p.splits > 1) {
+#pragma unroll
+        for (int idx = 0; idx < NT / 2; idx++)
+            if (real_strip && token_of(idx) < p.M)
+                __stcg(partial_at(p, split, token_of(idx), row_of(idx)), acc[idx]);
+        if (!last_of_tile(p, group * p.mblocks + mb))
+            return;
+#pragma unroll
+        for (int idx = 0; idx < NT / 2; idx++)
+            acc[idx] = real_strip && token_of(idx) < p.M ? sum_partials(p, token_of(idx), row_of(idx)) : 0.f;
+    }
+#pragma unroll
+    for (int idx = 0; idx < NT / 2; idx++)
+        if (real_strip && token_of(idx) < p.M)
+            store_output(p, acc[idx], token_of(idx), row_of(idx));
+}
+
+struct WgmmaPlan {
+    int nt, mblocks, groups, splits;
+};
+
+WgmmaPlan plan_wgmma(const Layer &l, int64_t m, int sms)
+{
+    WgmmaPlan g;
+    g.nt = m <= 32 ? 32 : 64;
+    g.mblocks = (int)((m + g.nt - 1) / g.nt);
+    g.groups = (int)((l.n_pad / 16 + kWgWarps - 1) / kWgWarps);
+    // at least 4 stages (512 k) per slice
+    g.splits = split_by_waves((int64_t)g.groups * g.mblocks, (int64_t)sms * 2, std::max<int64_t>(1, l.k_pad / kStageK / 4));
+    return g;
+}
+
+template <bool FP4, int NT> int launch_nt(const Params &p, dim3 grid, bool pdl, cudaStream_t s, qs_err *err)
+{
+    constexpr size_t smem = (size_t)kStages * NT * kStageK * 2;
+    static bool attr_set = false;
+    if (!attr_set) {
+        QS_CUDA_TRY(cudaFuncSetAttribute(marlin_wgmma_kernel<FP4, NT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem), err);
+        attr_set = true;
+    }
+    return launch_kernel(marlin_wgmma_kernel<FP4, NT>, grid, kWgThreads, smem, pdl, s, p, err);
+}
+
+int env_int(const char *name, int dflt)
+{
+    const char *e = getenv(name);
+    return e && *e ? atoi(e) : dflt;
+}
+
+} // namespace
+
+// sm_90 only (wgmma), FP8 with per-tensor or per-channel scales and NVFP4, from
+// QSERVE_MARLIN_WGMMA_MIN (17) to QSERVE_MARLIN_WGMMA_MAX (64) tokens; QSERVE_MARLIN_WGMMA=0 turns
+// it off (for measurements).
+bool wgmma_takes(const Layer &l, int64_t m, const Runtime &rt)
+{
+    static const int on = env_int("QSERVE_MARLIN_WGMMA", 1);
+    static const int lo = env_int("QSERVE_MARLIN_WGMMA_MIN", 17);
+    static const int hi = std::min(env_int("QSERVE_MARLIN_WGMMA_MAX", kWgMaxTokens), 256);
+    return on && rt.sm90 && !l.block && m >= lo && m <= hi && l.k_pad % kStageK == 0;
+}
+
+void wgmma_workspace(const Layer &l, int64_t m, int sms, size_t *floats, size_t *counters, size_t *permuted)
+{
+    const WgmmaPlan g = plan_wgmma(l, m, sms);
+    *floats = g.splits > 1 ? (size_t)g.splits * m * l.n_pad : 0;
+    *counters = g.splits > 1 ? (size_t)g.groups * g.mblocks : 0;
+    *permuted = (size_t)m * l.k_pad;
+}
+
+int wgmma(const Layer &l, Params &p, const __nv_bfloat16 *x, int64_t xs, cudaStream_t s, qs_err *err)
+{
+    Runtime rt;
+    if (runtime(&rt, err))
+        return -1;
+    const WgmmaPlan g = plan_wgmma(l, p.M, rt.sms);
+    size_t floats, counters, permuted;
+    wgmma_workspace(l, p.M, rt.sms, &floats, &counters, &permuted);
+    __nv_bfloat16 *xp = permuted_activations(permuted, err);
+    if (!xp)
+        return -1;
+    const int64_t chunks = (int64_t)p.M * (l.k_pad / 8);
+    const unsigned blocks = (unsigned)std::min<int64_t>((chunks + 255) / 256, 4096);
+    if (l.fp4)
+        permute_kernel<true><<<blocks, 256, 0, s>>>(x, (int)xs, xp, p.M, (int)l.k, (int)l.k_pad);
+    else
+        permute_kernel<false><<<blocks, 256, 0, s>>>(x, (int)xs, xp, p.M, (int)l.k, (int)l.k_pad);
+    QS_LAUNCH_CHECK(err);
+    p.x = xp;
+    p.XS = (int)l.k_pad;
+    p.strips = (int)(l.n_pad / 16);
+    p.mblocks = g.mblocks;
+    p.units_k = (int)(l.k_pad / (l.fp4 ? kFp4UnitK : kFp8UnitK));
+    p.ksteps = (int)(l.k_pad / (l.fp4 ? kFp4StepK : kFp8StepK));
+    p.splits = g.splits;
+    p.rotate = env_int("QSERVE_MARLIN_WG_SWAP", 0); // TEMPORARY: descriptor stride order probe
+    if (p.splits > 1 && split_workspace(floats, counters, p, err))
+        return -1;
+    if (g.groups > 65535 || g.mblocks > 65535)
+        return qs_errf(err, "marlin: a %lld x %lld step is more than the wgmma kernel's grid takes", (long long)p.M,
+                       (long long)l.n);
+    const dim3 grid((unsigned)g.mblocks, (unsigned)g.groups, (unsigned)g.splits);
+    if (l.fp4)
+        return g.nt == 32 ? launch_nt<true, 32>(p, grid, rt.pdl, s, err) : launch_nt<true, 64>(p, grid, rt.pdl, s, err);
+    return g.nt == 32 ? launch_nt<false, 32>(p, grid, rt.pdl, s, err) : launch_nt<false, 64>(p, grid, rt.pdl, s, err);
+}
+
+} // namespace qs_marlin
