@@ -35,10 +35,10 @@ constexpr int kWgMaxTokens = 64;
 
 // Shared-memory matrix descriptor of one k16 slice of a stage (no swizzle, K-major): LBO = the
 // step between the two 8-k core matrices of a token group, SBO = the step between token groups.
-__device__ __forceinline__ uint64_t slice_descriptor(const void *smem, int swap)
+__device__ __forceinline__ uint64_t slice_descriptor(const void *smem)
 {
     const uint64_t addr = (uint32_t)__cvta_generic_to_shared(smem);
-    const uint64_t lbo = swap ? 256 : 128, sbo = swap ? 128 : 256;
+    constexpr uint64_t lbo = 128, sbo = 256; // measured: swapped, every output is wrong
     return ((addr >> 4) & 0x3FFF) | (((lbo >> 4) & 0x3FFF) << 16) | (((sbo >> 4) & 0x3FFF) << 32);
 }
 
@@ -171,14 +171,19 @@ __global__ void __launch_bounds__(kWgThreads, 2) marlin_wgmma_kernel(const Param
         }
     };
     // Stage `stage` of the CTA's tokens into ring buffer b: 16-byte chunk (token n, k chunk kc)
-    // goes to slice kc/2, token group n/8, core matrix kc%2, row n%8. Tokens past M copy row M-1.
+    // goes to slice kc/2, token group n/8, core matrix kc%2, row n%8. Tokens past M are not
+    // copied: a column of the product depends on its own column of B alone, and those outputs
+    // are dropped. (Copying row M-1 there instead made every CTA read the same few L2 lines:
+    // M = 1 ran 4x slower than M = 32.)
+    const int real_tokens = min(NT, p.M - m0);
     auto fill = [&](int stage, int b) {
         uint8_t *dst = ring + b * STAGE_BYTES;
 #pragma unroll
         for (int q = threadIdx.x; q < NT * 16; q += kWgThreads) {
             const int n = q / 16, kc = q % 16;
-            const __nv_bfloat16 *src = p.x + (size_t)min(m0 + n, p.M - 1) * p.XS + stage * kStageK + kc * 8;
-            cp_async16(dst + (kc / 2) * SLICE_BYTES + (n / 8) * 256 + (kc % 2) * 128 + (n % 8) * 16, src);
+            if (n < real_tokens)
+                cp_async16(dst + (kc / 2) * SLICE_BYTES + (n / 8) * 256 + (kc % 2) * 128 + (n % 8) * 16,
+                           p.x + (size_t)(m0 + n) * p.XS + stage * kStageK + kc * 8);
         }
     };
 
@@ -187,28 +192,31 @@ __global__ void __launch_bounds__(kWgThreads, 2) marlin_wgmma_kernel(const Param
     for (int i = 0; i < NT / 2; i++)
         acc[i] = 0.f;
 
+    // The CTAs of a slice walk its stages from different starts (group mod stages), so that CTAs
+    // running together read different activations rather than all the same L2 lines.
+    const int n_st = s1 - s0, rot = n_st > 0 ? group % n_st : 0;
+    auto stage_at = [&](int i) { return s0 + (i + rot) % n_st; };
     StageWeights<FP4> cur, next;
-    if (s0 < s1)
-        load_weights(cur, s0);
+    if (n_st > 0)
+        load_weights(cur, stage_at(0));
     wait_for_previous_grid();
     allow_next_grid();
 #pragma unroll
     for (int i = 0; i < kAhead; i++) {
-        if (s0 + i < s1)
-            fill(s0 + i, i);
+        if (i < n_st)
+            fill(stage_at(i), i);
         cp_async_commit();
     }
     // Two A buffers: unit i's wgmma may still read its registers while unit i+1 is expanded.
     uint32_t a[2][SLICES_PER_UNIT][4];
-    for (int st = s0; st < s1; st++) {
-        const int i = st - s0;
-        if (st + 1 < s1)
-            load_weights(next, st + 1);
+    for (int i = 0; i < n_st; i++) {
+        if (i + 1 < n_st)
+            load_weights(next, stage_at(i + 1));
         cp_async_wait<kAhead - 1>();
         fence_async_shared();
         __syncthreads();
-        if (st + kAhead < s1)
-            fill(st + kAhead, (i + kAhead) % kStages);
+        if (i + kAhead < n_st)
+            fill(stage_at(i + kAhead), (i + kAhead) % kStages);
         cp_async_commit();
         const uint8_t *stage_smem = ring + (i % kStages) * STAGE_BYTES;
 #pragma unroll
@@ -230,7 +238,7 @@ __global__ void __launch_bounds__(kWgThreads, 2) marlin_wgmma_kernel(const Param
             wgmma_fence();
 #pragma unroll
             for (int t = 0; t < SLICES_PER_UNIT; t++)
-                wgmma_acc<NT>(acc, au[t], slice_descriptor(stage_smem + (u * SLICES_PER_UNIT + t) * SLICE_BYTES, p.rotate));
+                wgmma_acc<NT>(acc, au[t], slice_descriptor(stage_smem + (u * SLICES_PER_UNIT + t) * SLICE_BYTES));
             wgmma_commit();
             wgmma_wait<1>();
         }
@@ -338,7 +346,6 @@ int wgmma(const Layer &l, Params &p, const __nv_bfloat16 *x, int64_t xs, cudaStr
     p.units_k = (int)(l.k_pad / (l.fp4 ? kFp4UnitK : kFp8UnitK));
     p.ksteps = (int)(l.k_pad / (l.fp4 ? kFp4StepK : kFp8StepK));
     p.splits = g.splits;
-    p.rotate = env_int("QSERVE_MARLIN_WG_SWAP", 0); // TEMPORARY: descriptor stride order probe
     if (p.splits > 1 && split_workspace(floats, counters, p, err))
         return -1;
     if (g.groups > 65535 || g.mblocks > 65535)
