@@ -196,9 +196,13 @@ __global__ void __launch_bounds__(kWgThreads, 2) marlin_wgmma_kernel(const Param
     // running together read different activations rather than all the same L2 lines.
     const int n_st = s1 - s0, rot = n_st > 0 ? group % n_st : 0;
     auto stage_at = [&](int i) { return s0 + (i + rot) % n_st; };
-    StageWeights<FP4> cur, next;
+    // Weights: three stage buffers in registers, used in rotation with static names (a copy
+    // from one to another would wait for its loads to land), requested two stages ahead.
+    StageWeights<FP4> w0, w1, w2;
     if (n_st > 0)
-        load_weights(cur, stage_at(0));
+        load_weights(w0, stage_at(0));
+    if (n_st > 1)
+        load_weights(w1, stage_at(1));
     wait_for_previous_grid();
     allow_next_grid();
 #pragma unroll
@@ -209,9 +213,9 @@ __global__ void __launch_bounds__(kWgThreads, 2) marlin_wgmma_kernel(const Param
     }
     // Two A buffers: unit i's wgmma may still read its registers while unit i+1 is expanded.
     uint32_t a[2][SLICES_PER_UNIT][4];
-    for (int i = 0; i < n_st; i++) {
-        if (i + 1 < n_st)
-            load_weights(next, stage_at(i + 1));
+    auto run_stage = [&](int i, const StageWeights<FP4> &cur, StageWeights<FP4> &later) {
+        if (i + 2 < n_st)
+            load_weights(later, stage_at(i + 2));
         cp_async_wait<kAhead - 1>();
         fence_async_shared();
         __syncthreads();
@@ -242,7 +246,13 @@ __global__ void __launch_bounds__(kWgThreads, 2) marlin_wgmma_kernel(const Param
             wgmma_commit();
             wgmma_wait<1>();
         }
-        cur = next;
+    };
+    for (int i = 0; i < n_st; i += 3) {
+        run_stage(i, w0, w2);
+        if (i + 1 < n_st)
+            run_stage(i + 1, w1, w0);
+        if (i + 2 < n_st)
+            run_stage(i + 2, w2, w1);
     }
     wgmma_wait<0>();
     cp_async_wait<0>();
