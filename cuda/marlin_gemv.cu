@@ -126,7 +126,22 @@ __global__ void __launch_bounds__(kGemvThreads, OCC) marlin_gemv_kernel(const Pa
         for (int i = 0; i < B; i++) {
             if (decltype(checked)::value && j + i >= u1)
                 break;
-            if (!FP4) {
+            if (!FP4 && ST == 1) {
+                // one strip: each tile's activations loaded right before its two mma (loading
+                // them all first, as below, spilled registers at four tiles and ran 10-20% slower)
+                const uint4 v = b.w[0][i];
+                uint32_t a[8];
+                dequant_fp8(v.x, a[0], a[1]);
+                dequant_fp8(v.y, a[2], a[3]);
+                dequant_fp8(v.z, a[4], a[5]);
+                dequant_fp8(v.w, a[6], a[7]);
+#pragma unroll
+                for (int t = 0; t < MT; t++) {
+                    const uint4 xa = __ldg((const uint4 *)(xj[t] + i * UNIT_K));
+                    mma(acc[0][t], a, xa.x, xa.y);
+                    mma(acc[0][t], a + 4, xa.z, xa.w);
+                }
+            } else if (!FP4) {
                 uint4 xa[MT];
 #pragma unroll
                 for (int t = 0; t < MT; t++)
@@ -283,9 +298,11 @@ int occupancy_for(int64_t m, int st, int64_t ctas, int sms)
     return ctas > (int64_t)sms * 2 ? 3 : 2;
 }
 
-// Strips per CTA: one up to 8 tokens (the activations of one tile cost less than the weights),
-// two up to 16, four above. QSERVE_MARLIN_GEMV_STRIPS=1, 2 or 4 forces one (for measurements).
-int strips_for(int64_t m)
+// Strips per CTA, from the per-decoder-layer sums measured in session 6 (docs/marlin.md): FP8
+// one up to 32 tokens and two above (M = 64: 215 against 238 us); NVFP4, whose expansion costs
+// more per activation load it shares, one up to 8 tokens, two up to 32 and four above (M = 64:
+// 152 against 177 us). QSERVE_MARLIN_GEMV_STRIPS=1, 2 or 4 forces one (for measurements).
+int strips_for(bool fp4, int64_t m)
 {
     static const int forced = [] {
         const char *e = getenv("QSERVE_MARLIN_GEMV_STRIPS");
@@ -294,7 +311,9 @@ int strips_for(int64_t m)
     }();
     if (forced)
         return forced;
-    return m <= 8 ? 1 : m <= 16 ? 2 : 4;
+    if (!fp4)
+        return m <= 32 ? 1 : 2;
+    return m <= 8 ? 1 : m <= 32 ? 2 : 4;
 }
 
 // The split-K partials (one per k slice, token and padded output) and tickets (one per token
@@ -372,7 +391,7 @@ GemvPlan plan_gemv(const Layer &l, int64_t m, int sms)
 {
     GemvPlan g;
     g.mblocks = (int)token_blocks(m);
-    g.st = strips_for(m);
+    g.st = strips_for(l.fp4, m);
     g.groups = (int)((l.n_pad / 16 + g.st - 1) / g.st);
     const int64_t ctas = (int64_t)g.groups * g.mblocks;
     g.occ = occupancy_for(m, g.st, ctas, sms);
