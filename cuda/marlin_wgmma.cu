@@ -176,7 +176,9 @@ __global__ void __launch_bounds__(kWgThreads, 2) marlin_wgmma_kernel(const Param
         }
     };
     // Stage `stage` of the CTA's tokens into ring buffer b: 16-byte chunk (token n, k chunk kc)
-    // goes to slice kc/2, token group n/8, core matrix kc%2, row n%8. Tokens past M are not
+    // goes to slice kc/2, token group n/8, core matrix kc%2, row n%8. Consecutive threads take
+    // consecutive rows of a core matrix, so a warp writes four whole 128-byte rows (no bank
+    // conflicts) and reads 64 contiguous bytes of each of 8 tokens. Tokens past M are not
     // copied: a column of the product depends on its own column of B alone, and those outputs
     // are dropped. (Copying row M-1 there instead made every CTA read the same few L2 lines:
     // M = 1 ran 4x slower than M = 32.)
@@ -185,7 +187,7 @@ __global__ void __launch_bounds__(kWgThreads, 2) marlin_wgmma_kernel(const Param
         uint8_t *dst = ring + b * STAGE_BYTES;
 #pragma unroll
         for (int q = threadIdx.x; q < NT * 16; q += kWgThreads) {
-            const int n = q / 16, kc = q % 16;
+            const int n = (q / 128) * 8 + q % 8, kc = (q / 8) % 16;
             if (n < real_tokens)
                 cp_async16(dst + (kc / 2) * SLICE_BYTES + (n / 8) * 256 + (kc % 2) * 128 + (n % 8) * 16,
                            p.x + (size_t)(m0 + n) * p.XS + stage * kStageK + kc * 8);
@@ -221,6 +223,12 @@ __global__ void __launch_bounds__(kWgThreads, 2) marlin_wgmma_kernel(const Param
     auto run_stage = [&](int i, const StageWeights<FP4> &cur, StageWeights<FP4> &later) {
         if (i + 2 < n_st)
             load_weights(later, stage_at(i + 2));
+        // The register buffers reach two stages ahead; asking L2 for the weights further ahead
+        // turns the loads above into L2 hits (one prefetch per 128-byte line of the warp's units).
+        if (p.l2_ahead > 2 && i + p.l2_ahead < n_st && (lane & 7) == 0)
+#pragma unroll
+            for (int u = 0; u < UNITS; u++)
+                asm volatile("prefetch.global.L2 [%0];\n" ::"l"(wp + (size_t)((unsigned)(stage_at(i + p.l2_ahead) * UNITS + u)) * kUnitBytes));
         cp_async_wait<kAhead - 1>();
         fence_async_shared();
         __syncthreads();
@@ -362,6 +370,8 @@ int wgmma(const Layer &l, Params &p, const __nv_bfloat16 *x, int64_t xs, cudaStr
     p.units_k = (int)(l.k_pad / (l.fp4 ? kFp4UnitK : kFp8UnitK));
     p.ksteps = (int)(l.k_pad / (l.fp4 ? kFp4StepK : kFp8StepK));
     p.splits = g.splits;
+    static const int l2_ahead = env_int("QSERVE_MARLIN_WG_L2AHEAD", 4);
+    p.l2_ahead = l2_ahead;
     if (p.splits > 1 && split_workspace(floats, counters, p, err))
         return -1;
     if (g.groups > 65535 || g.mblocks > 65535)
