@@ -26,8 +26,9 @@
 namespace qs_marlin {
 namespace {
 
-constexpr int kWgWarps = 8;
-constexpr int kWgThreads = kWgWarps * 32;
+// Warps per CTA: 8 (two warpgroups sharing each activation stage) or 4 (one warpgroup, twice
+// the activation copies but twice the CTAs per SM); QSERVE_MARLIN_WG_WARPS=4 picks 4.
+template <int WARPS> constexpr int kCtasPerSm = WARPS == 8 ? 2 : 4;
 constexpr int kStageK = 128;  // k per shared-memory stage (4 FP8 units, 2 NVFP4 units)
 constexpr int kStages = 4;    // ring depth
 constexpr int kAhead = 2;     // stages requested ahead: one spare buffer, because the wgmma
@@ -40,6 +41,8 @@ constexpr int kWgMaxTokens = 64;
 
 // Shared-memory matrix descriptor of one k16 slice of a stage (no swizzle, K-major): LBO = the
 // step between the two 8-k core matrices of a token group, SBO = the step between token groups.
+// The descriptor of any other slice is this one plus its byte offset / 16 (the address field is
+// the low 14 bits; shared memory stays below 2^18 bytes, so no carry leaves the field).
 __device__ __forceinline__ uint64_t slice_descriptor(const void *smem)
 {
     const uint64_t addr = (uint32_t)__cvta_generic_to_shared(smem);
@@ -143,8 +146,8 @@ template <bool FP4> struct StageWeights {
 };
 
 // NT: tokens per CTA (the wgmma N, 32 or 64).
-template <bool FP4, int NT>
-__global__ void __launch_bounds__(kWgThreads, 2) marlin_wgmma_kernel(const Params p)
+template <bool FP4, int NT, int WARPS>
+__global__ void __launch_bounds__(WARPS * 32, kCtasPerSm<WARPS>) marlin_wgmma_kernel(const Params p)
 {
     constexpr int UNIT_K = FP4 ? kFp4UnitK : kFp8UnitK;
     constexpr int UNITS = StageWeights<FP4>::UNITS;
@@ -160,7 +163,7 @@ __global__ void __launch_bounds__(kWgThreads, 2) marlin_wgmma_kernel(const Param
     const int nstages = p.K / kStageK;
     const int s0 = split * nstages / p.splits, s1 = (split + 1) * nstages / p.splits;
     // A group past the last strip reads the last one again; its outputs are never stored.
-    const int strip = min(group * kWgWarps + warp, p.strips - 1);
+    const int strip = min(group * WARPS + warp, p.strips - 1);
     const uint8_t *wp = p.w + (size_t)strip * p.units_k * kUnitBytes + lane * 16;
     const uint8_t *scp = FP4 ? p.sc + (size_t)strip * p.ksteps * kFp4ScaleStepBytes + fp4_scale_byte(lane, 0, 0) : nullptr;
 
@@ -186,7 +189,7 @@ __global__ void __launch_bounds__(kWgThreads, 2) marlin_wgmma_kernel(const Param
     auto fill = [&](int stage, int b) {
         uint8_t *dst = ring + b * STAGE_BYTES;
 #pragma unroll
-        for (int q = threadIdx.x; q < NT * 16; q += kWgThreads) {
+        for (int q = threadIdx.x; q < NT * 16; q += WARPS * 32) {
             const int n = (q / 128) * 8 + q % 8, kc = (q / 8) % 16;
             if (n < real_tokens)
                 cp_async16(dst + (kc / 2) * SLICE_BYTES + (n / 8) * 256 + (kc % 2) * 128 + (n % 8) * 16,
@@ -202,7 +205,14 @@ __global__ void __launch_bounds__(kWgThreads, 2) marlin_wgmma_kernel(const Param
     // The CTAs of a slice walk its stages from different starts (group mod stages), so that CTAs
     // running together read different activations rather than all the same L2 lines.
     const int n_st = s1 - s0, rot = n_st > 0 ? group % n_st : 0;
-    auto stage_at = [&](int i) { return s0 + (i + rot) % n_st; };
+    // i + rot + 2 < 2 n_st + 2 for the look-ahead of at most two: two conditional subtractions
+    // (a runtime division here was a noticeable share of the loop's instructions).
+    auto stage_at = [&](int i) {
+        int v = i + rot;
+        v -= v >= n_st ? n_st : 0;
+        v -= v >= n_st ? n_st : 0;
+        return s0 + v;
+    };
     // Weights: three stage buffers in registers, used in rotation with static names (a copy
     // from one to another would wait for its loads to land), requested two stages ahead.
     StageWeights<FP4> w0, w1, w2;
@@ -220,22 +230,17 @@ __global__ void __launch_bounds__(kWgThreads, 2) marlin_wgmma_kernel(const Param
     }
     // Two A buffers: unit i's wgmma may still read its registers while unit i+1 is expanded.
     uint32_t a[2][SLICES_PER_UNIT][4];
+    const uint64_t ring_desc = slice_descriptor(ring);
     auto run_stage = [&](int i, const StageWeights<FP4> &cur, StageWeights<FP4> &later) {
         if (i + 2 < n_st)
             load_weights(later, stage_at(i + 2));
-        // The register buffers reach two stages ahead; asking L2 for the weights further ahead
-        // turns the loads above into L2 hits (one prefetch per 128-byte line of the warp's units).
-        if (p.l2_ahead > 2 && i + p.l2_ahead < n_st && (lane & 7) == 0)
-#pragma unroll
-            for (int u = 0; u < UNITS; u++)
-                asm volatile("prefetch.global.L2 [%0];\n" ::"l"(wp + (size_t)((unsigned)(stage_at(i + p.l2_ahead) * UNITS + u)) * kUnitBytes));
         cp_async_wait<kAhead - 1>();
         fence_async_shared();
         __syncthreads();
         if (i + kAhead < n_st)
             fill(stage_at(i + kAhead), (i + kAhead) % kStages);
         cp_async_commit();
-        const uint8_t *stage_smem = ring + (i % kStages) * STAGE_BYTES;
+        const uint64_t stage_desc = ring_desc + (uint64_t)((i % kStages) * STAGE_BYTES >> 4);
 #pragma unroll
         for (int u = 0; u < UNITS; u++) {
             uint32_t(&au)[SLICES_PER_UNIT][4] = a[u & 1];
@@ -255,7 +260,7 @@ __global__ void __launch_bounds__(kWgThreads, 2) marlin_wgmma_kernel(const Param
             wgmma_fence();
 #pragma unroll
             for (int t = 0; t < SLICES_PER_UNIT; t++)
-                wgmma_acc<NT>(acc, au[t], slice_descriptor(stage_smem + (u * SLICES_PER_UNIT + t) * SLICE_BYTES));
+                wgmma_acc<NT>(acc, au[t], stage_desc + (uint64_t)((u * SLICES_PER_UNIT + t) * SLICE_BYTES >> 4));
             wgmma_commit();
             wgmma_wait<1>();
         }
@@ -271,7 +276,7 @@ __global__ void __launch_bounds__(kWgThreads, 2) marlin_wgmma_kernel(const Param
     cp_async_wait<0>();
 
     // Accumulator 4i+e of lane (r, c): row r + 8 (e / 2) of the warp's strip, token 8i + 2c + e % 2.
-    const bool real_strip = group * kWgWarps + warp < p.strips;
+    const bool real_strip = group * WARPS + warp < p.strips;
     auto token_of = [&](int idx) { return m0 + 8 * (idx / 4) + 2 * c + (idx & 1); };
     auto row_of = [&](int idx) { return strip * 16 + r + 8 * ((idx & 3) >> 1); };
     if (p.splits > 1) {
@@ -291,37 +296,91 @@ __global__ void __launch_bounds__(kWgThreads, 2) marlin_wgmma_kernel(const Param
             store_output(p, acc[idx], token_of(idx), row_of(idx));
 }
 
-struct WgmmaPlan {
-    int nt, mblocks, groups, splits;
-};
-
-WgmmaPlan plan_wgmma(const Layer &l, int64_t m, int sms)
-{
-    WgmmaPlan g;
-    g.nt = m <= 32 ? 32 : 64;
-    g.mblocks = (int)((m + g.nt - 1) / g.nt);
-    g.groups = (int)((l.n_pad / 16 + kWgWarps - 1) / kWgWarps);
-    // at least 4 stages (512 k) per slice
-    g.splits = split_by_waves((int64_t)g.groups * g.mblocks, (int64_t)sms * 2, std::max<int64_t>(1, l.k_pad / kStageK / 4));
-    return g;
-}
-
-template <bool FP4, int NT> int launch_nt(const Params &p, dim3 grid, bool pdl, cudaStream_t s, qs_err *err)
-{
-    constexpr size_t smem = (size_t)kStages * NT * kStageK * 2;
-    static bool attr_set = false;
-    if (!attr_set) {
-        QS_CUDA_TRY(cudaFuncSetAttribute(marlin_wgmma_kernel<FP4, NT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem), err);
-        attr_set = true;
-    }
-    return launch_kernel(marlin_wgmma_kernel<FP4, NT>, grid, kWgThreads, smem, pdl, s, p, err);
-}
-
 int env_int(const char *name, int dflt)
 {
     const char *e = getenv(name);
     return e && *e ? atoi(e) : dflt;
 }
+
+int warps_per_cta()
+{
+    static const int w = env_int("QSERVE_MARLIN_WG_WARPS", 8) == 4 ? 4 : 8;
+    return w;
+}
+
+template <bool FP4, int NT, int WARPS> constexpr size_t kRingBytes = (size_t)kStages * NT * kStageK * 2;
+
+// CTAs of the kernel resident per SM (registers and shared memory), asked once per instance.
+template <bool FP4, int NT, int WARPS> int resident_ctas(qs_err *err)
+{
+    static int n = 0;
+    if (!n) {
+        QS_CUDA_TRY(cudaFuncSetAttribute(marlin_wgmma_kernel<FP4, NT, WARPS>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         (int)kRingBytes<FP4, NT, WARPS>),
+                    err);
+        QS_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, marlin_wgmma_kernel<FP4, NT, WARPS>, WARPS * 32,
+                                                                  kRingBytes<FP4, NT, WARPS>),
+                    err);
+        n = std::max(n, 1);
+    }
+    return n;
+}
+
+// Calls f.template operator()<FP4, NT, WARPS>() for the layer's format and the step's tile.
+template <typename F> int with_config(bool fp4, int nt, int warps, F &&f)
+{
+    if (fp4) {
+        if (nt == 32)
+            return warps == 4 ? f.template operator()<true, 32, 4>() : f.template operator()<true, 32, 8>();
+        return warps == 4 ? f.template operator()<true, 64, 4>() : f.template operator()<true, 64, 8>();
+    }
+    if (nt == 32)
+        return warps == 4 ? f.template operator()<false, 32, 4>() : f.template operator()<false, 32, 8>();
+    return warps == 4 ? f.template operator()<false, 64, 4>() : f.template operator()<false, 64, 8>();
+}
+
+struct ResidentCtas {
+    qs_err *err;
+    template <bool FP4, int NT, int WARPS> int operator()() { return resident_ctas<FP4, NT, WARPS>(err); }
+};
+
+struct Launch {
+    const Params &p;
+    dim3 grid;
+    bool pdl;
+    cudaStream_t s;
+    qs_err *err;
+    template <bool FP4, int NT, int WARPS> int operator()()
+    {
+        if (resident_ctas<FP4, NT, WARPS>(err) < 0)
+            return -1;
+        return launch_kernel(marlin_wgmma_kernel<FP4, NT, WARPS>, grid, WARPS * 32, kRingBytes<FP4, NT, WARPS>, pdl, s,
+                             p, err);
+    }
+};
+
+struct WgmmaPlan {
+    int nt, warps, mblocks, groups, splits;
+};
+
+int plan_wgmma(const Layer &l, int64_t m, int sms, WgmmaPlan *g, qs_err *err)
+{
+    g->nt = m <= 32 ? 32 : 64;
+    g->warps = warps_per_cta();
+    g->mblocks = (int)((m + g->nt - 1) / g->nt);
+    g->groups = (int)((l.n_pad / 16 + g->warps - 1) / g->warps);
+    const int per_sm = with_config(l.fp4, g->nt, g->warps, ResidentCtas{err});
+    if (per_sm < 0)
+        return -1;
+    // k slices only to fill one wave of resident CTAs, at least 4 stages (512 k) each: more
+    // slices of short CTAs measured slower (28672 rows at 32 tokens: 7 slices, each CTA paying
+    // its pipeline start, and 7 x 32 x 28672 FP32 partials).
+    const int64_t ctas = (int64_t)g->groups * g->mblocks, wave = (int64_t)sms * per_sm;
+    const int64_t most = std::max<int64_t>(1, std::min<int64_t>(16, l.k_pad / kStageK / 4));
+    g->splits = (int)std::max<int64_t>(1, std::min<int64_t>(most, wave / ctas));
+    return 0;
+}
+
 
 } // namespace
 
@@ -339,7 +398,10 @@ bool wgmma_takes(const Layer &l, int64_t m, const Runtime &rt)
 
 void wgmma_workspace(const Layer &l, int64_t m, int sms, size_t *floats, size_t *counters, size_t *permuted)
 {
-    const WgmmaPlan g = plan_wgmma(l, m, sms);
+    WgmmaPlan g;
+    qs_err err;
+    if (plan_wgmma(l, m, sms, &g, &err))
+        g.splits = 16, g.groups = (int)(l.n_pad / 16), g.mblocks = (int)m; // an upper bound
     *floats = g.splits > 1 ? (size_t)g.splits * m * l.n_pad : 0;
     *counters = g.splits > 1 ? (size_t)g.groups * g.mblocks : 0;
     *permuted = (size_t)m * l.k_pad;
@@ -350,7 +412,9 @@ int wgmma(const Layer &l, Params &p, const __nv_bfloat16 *x, int64_t xs, cudaStr
     Runtime rt;
     if (runtime(&rt, err))
         return -1;
-    const WgmmaPlan g = plan_wgmma(l, p.M, rt.sms);
+    WgmmaPlan g;
+    if (plan_wgmma(l, p.M, rt.sms, &g, err))
+        return -1;
     size_t floats, counters, permuted;
     wgmma_workspace(l, p.M, rt.sms, &floats, &counters, &permuted);
     __nv_bfloat16 *xp = permuted_activations(permuted, err);
@@ -370,17 +434,13 @@ int wgmma(const Layer &l, Params &p, const __nv_bfloat16 *x, int64_t xs, cudaStr
     p.units_k = (int)(l.k_pad / (l.fp4 ? kFp4UnitK : kFp8UnitK));
     p.ksteps = (int)(l.k_pad / (l.fp4 ? kFp4StepK : kFp8StepK));
     p.splits = g.splits;
-    static const int l2_ahead = env_int("QSERVE_MARLIN_WG_L2AHEAD", 4);
-    p.l2_ahead = l2_ahead;
     if (p.splits > 1 && split_workspace(floats, counters, p, err))
         return -1;
     if (g.groups > 65535 || g.mblocks > 65535)
         return qs_errf(err, "marlin: a %lld x %lld step is more than the wgmma kernel's grid takes", (long long)p.M,
                        (long long)l.n);
     const dim3 grid((unsigned)g.mblocks, (unsigned)g.groups, (unsigned)g.splits);
-    if (l.fp4)
-        return g.nt == 32 ? launch_nt<true, 32>(p, grid, rt.pdl, s, err) : launch_nt<true, 64>(p, grid, rt.pdl, s, err);
-    return g.nt == 32 ? launch_nt<false, 32>(p, grid, rt.pdl, s, err) : launch_nt<false, 64>(p, grid, rt.pdl, s, err);
+    return with_config(l.fp4, g.nt, g.warps, Launch{p, grid, rt.pdl, s, err});
 }
 
 } // namespace qs_marlin
