@@ -84,7 +84,8 @@ int wgmma(const Layer &l, Params &p, const __nv_bfloat16 *x, int64_t xs, cudaStr
 // when it would have to grow during a CUDA graph capture).
 __nv_bfloat16 *permuted_activations(size_t n, qs_err *err);
 
-// Grows the split-K workspace so that a layer of n outputs can run up to m_max tokens with split-K.
+// Grows the split-K workspace and the wgmma kernel's permuted activation copy so that a layer can run
+// steps of up to m_max tokens without growing them (no allocation during a CUDA graph capture).
 int reserve_workspace(const Layer &l, int64_t m_max, qs_err *err);
 
 } // namespace qs_marlin

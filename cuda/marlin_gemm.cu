@@ -512,11 +512,11 @@ int reserve_workspace(const Layer &l, int64_t m_max, qs_err *err)
 {
     if (device_sms(err))
         return -1;
-    int64_t m = std::min<int64_t>(m_max, kMaxSplitM);
     size_t floats = 0, counters = 0, permuted = 0;
     Runtime rt;
-    runtime(&rt, err);
-    for (int64_t mm = 1; mm <= m; mm = mm < 8 ? mm + 1 : mm + 8) {
+    if (runtime(&rt, err))
+        return -1;
+    for (int64_t mm = 1; mm <= m_max; mm = mm < 8 ? mm + 1 : mm + 8) {
         size_t f = 0, c = 0;
         if (wgmma_takes(l, mm, rt)) {
             size_t pa;
@@ -524,7 +524,7 @@ int reserve_workspace(const Layer &l, int64_t m_max, qs_err *err)
             permuted = std::max(permuted, pa);
         } else if (mm <= gemv_max_m(l)) {
             gemv_workspace(l, mm, &f, &c);
-        } else {
+        } else if (mm <= kMaxSplitM) {
             Plan pl = make_plan(l, mm);
             f = pl.splits > 1 ? (size_t)pl.splits * mm * l.n_pad : 0;
             c = (size_t)pl.mblocks * pl.tiles_n;

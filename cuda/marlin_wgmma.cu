@@ -13,10 +13,7 @@
 // copied once per call into that permuted order (permute_kernel: tokens x k, a few hundred KB).
 // Partial k slices meet as in the other kernels (marlin_device.cuh), deterministically.
 //
-// Status (session 6): correct (the quick GPU test, 380/380, at every M up to 256), but slower
-// than the small-M kernel everywhere; its time grows with the real token rows staged per CTA,
-// so the activation staging (two stages ahead, L2 latency exposed per stage) is the first suspect.
-// Opt-in with QSERVE_MARLIN_WGMMA=1 (wgmma_takes).
+// When it runs: wgmma_takes (measured rule).
 #include <algorithm>
 #include <stdlib.h>
 
@@ -33,7 +30,7 @@ constexpr int kStageK = 128;  // k per shared-memory stage (4 FP8 units, 2 NVFP4
 constexpr int kStages = 4;    // ring depth
 constexpr int kAhead = 2;     // stages requested ahead: one spare buffer, because the wgmma
                               // reading a stage may still run while the next stage starts
-constexpr int kWgMaxTokens = 64;
+constexpr int kWgMaxTokens = 128;
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define QS_WGMMA 1
@@ -286,9 +283,16 @@ __global__ void __launch_bounds__(WARPS * 32, kCtasPerSm<WARPS>) marlin_wgmma_ke
                 __stcg(partial_at(p, split, token_of(idx), row_of(idx)), acc[idx]);
         if (!last_of_tile(p, group * p.mblocks + mb))
             return;
+        // The slices' partials in slice order (as sum_partials), all of a thread's outputs per
+        // slice at once: one output at a time left the last CTA waiting on L2 latency per output.
 #pragma unroll
         for (int idx = 0; idx < NT / 2; idx++)
-            acc[idx] = real_strip && token_of(idx) < p.M ? sum_partials(p, token_of(idx), row_of(idx)) : 0.f;
+            acc[idx] = 0.f;
+        for (int sp = 0; sp < p.splits; sp++)
+#pragma unroll
+            for (int idx = 0; idx < NT / 2; idx++)
+                if (real_strip && token_of(idx) < p.M)
+                    acc[idx] += __ldcg(partial_at(p, sp, token_of(idx), row_of(idx)));
     }
 #pragma unroll
     for (int idx = 0; idx < NT / 2; idx++)
@@ -384,16 +388,21 @@ int plan_wgmma(const Layer &l, int64_t m, int sms, WgmmaPlan *g, qs_err *err)
 
 } // namespace
 
-// Opt-in (QSERVE_MARLIN_WGMMA=1) until it beats the small-M kernel: correct on the H200 but
-// slower at every M measured (docs/marlin.md, session 6). sm_90 only, FP8 with per-tensor or
-// per-channel scales and NVFP4, from QSERVE_MARLIN_WGMMA_MIN (17) to QSERVE_MARLIN_WGMMA_MAX (64)
-// tokens.
+// Measured (docs/marlin.md, session 6): faster than the small-M kernel from 17 tokens on layers
+// whose 128-row groups fill the SMs without k slices (28672x4096 at 32 tokens: 50 against 64 us;
+// at 64: 81 against 107), slower on smaller layers (they need k slices of a few stages each);
+// faster than the pipelined kernel at 65..128 tokens on every Llama-3.1-8B shape. sm_90 only; FP8
+// with per-tensor or per-channel scales and NVFP4. QSERVE_MARLIN_WGMMA=0 turns it off, =2 takes
+// every step from QSERVE_MARLIN_WGMMA_MIN (17) to QSERVE_MARLIN_WGMMA_MAX (128) tokens (for
+// measurements).
 bool wgmma_takes(const Layer &l, int64_t m, const Runtime &rt)
 {
-    static const int on = env_int("QSERVE_MARLIN_WGMMA", 0);
+    static const int mode = env_int("QSERVE_MARLIN_WGMMA", 1);
     static const int lo = env_int("QSERVE_MARLIN_WGMMA_MIN", 17);
     static const int hi = std::min(env_int("QSERVE_MARLIN_WGMMA_MAX", kWgMaxTokens), 256);
-    return on && rt.sm90 && !l.block && m >= lo && m <= hi && l.k_pad % kStageK == 0;
+    if (!mode || !rt.sm90 || l.block || m < lo || m > hi || l.k_pad % kStageK != 0)
+        return false;
+    return mode == 2 || m > 64 || l.n_pad / (16 * 8) >= rt.sms;
 }
 
 void wgmma_workspace(const Layer &l, int64_t m, int sms, size_t *floats, size_t *counters, size_t *permuted)
