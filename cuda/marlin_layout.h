@@ -32,6 +32,12 @@ QS_HD int fp8_unit_k(int c, int t, int q, int e) { return 8 * c + 4 * t + 2 * (q
 // The same for an NVFP4 unit (64 k, tiles t = 0..3): lane c's chunk is x[16c .. 16c+15], and
 // every weight of the lane in the unit is in 16-k scale block c.
 QS_HD int fp4_unit_k(int c, int t, int q, int e) { return 16 * c + 4 * t + 2 * (q >> 1) + e; }
+// The inverse, for an operand read in the mma's own k order (the wgmma kernel's shared-memory
+// activations): logical position j of a unit (tile j / 16, tile k j % 16, where tile k 2c + e
+// is register q0/q1 of lane column c and 2c + 8 + e is q2/q3) takes the unit's k
+// fp8/fp4_unit_k of that slot.
+QS_HD int fp8_logical_source_k(int j) { return fp8_unit_k((j % 8) / 2, j / 16, 2 * ((j % 16) / 8), j % 2); }
+QS_HD int fp4_logical_source_k(int j) { return fp4_unit_k((j % 8) / 2, j / 16, 2 * ((j % 16) / 8), j % 2); }
 // Row (inside the 16-row strip) of register q of lane row r.
 QS_HD int unit_row(int r, int q) { return r + 8 * (q & 1); }
 

@@ -1,8 +1,10 @@
 // marlin_selfcheck.cu — the `marlin` packed layout checked on the CPU: random FP8 and NVFP4
 // weights are packed by the real packer, expanded by the kernels' own bit extraction and scale
 // conversion (marlin_layout.h, host side), and fed as each lane's fragments to an emulated
-// mma.m16n8k16 (the PTX ISA's fragment definitions); the product must equal the plain one. Runs
-// without a GPU, so CI catches a layout bug before any device does.
+// mma.m16n8k16 (the PTX ISA's fragment definitions); the product must equal the plain one. The
+// activations come either as the small-M kernel reads them (each lane's k chunk of a unit) or
+// as the wgmma kernel does (a permuted copy read in the mma's own k order). Runs without a GPU,
+// so CI catches a layout bug before any device does.
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,6 +76,31 @@ uint32_t x_word(const std::vector<uint16_t> &x, int64_t K, int token, int64_t k,
     return (uint32_t)x[token * K + k + 2 * j] | ((uint32_t)x[token * K + k + 2 * j + 1] << 16);
 }
 
+// How the activations reach the B fragments: each lane's 16-byte chunk of the unit (the small-M
+// kernel), or the wgmma kernel's permuted copy read in logical k order.
+enum class Feed { LaneChunk, Permuted };
+
+// The permuted copy of x (tokens x K) for units of unit_k: position j of a unit holds x at the
+// unit's k source(j).
+std::vector<uint16_t> permuted(const std::vector<uint16_t> &x, int64_t K, int unit_k, int (*source)(int))
+{
+    std::vector<uint16_t> xp(x.size());
+    for (size_t t = 0; t < x.size() / (size_t)K; t++)
+        for (int64_t j = 0; j < K; j++)
+            xp[t * K + j] = x[t * K + j / unit_k * unit_k + source((int)(j % unit_k))];
+    return xp;
+}
+
+// B register j (0, 1) of lane (r, c) for tile t of unit u: tile k 2c + 8j and the next one.
+uint32_t b_word(Feed feed, const std::vector<uint16_t> &x, const std::vector<uint16_t> &xp, int64_t K, int unit_k,
+                int lane_chunk_k, int64_t u, int t, int lane, int j)
+{
+    const int r = lane >> 2, c = lane & 3;
+    if (feed == Feed::LaneChunk)
+        return x_word(x, K, r, u * unit_k + lane_chunk_k, 2 * t + j);
+    return x_word(xp, K, r, u * unit_k + 16 * t + 2 * c + 8 * j, 0);
+}
+
 double rel_err(const std::vector<double> &y, const std::vector<double> &ref)
 {
     double num = 0, den = 0;
@@ -97,7 +124,7 @@ std::vector<uint16_t> activations(Rng &rng, int64_t K)
 
 float xval(const std::vector<uint16_t> &x, int64_t K, int t, int64_t k) { return bf16_lo(x[t * K + k]); }
 
-double check_fp8(Rng &rng)
+double check_fp8(Rng &rng, Feed feed)
 {
     const int64_t N = 32, K = 128;
     std::vector<uint8_t> w((size_t)(N * K)), packed((size_t)(N * K));
@@ -107,7 +134,7 @@ double check_fp8(Rng &rng)
         while ((b & 0x7F) == 0x7F); // every E4M3 value but NaN, subnormals and zeros included
     }
     pack_fp8(w.data(), N, K, packed.data());
-    const std::vector<uint16_t> x = activations(rng, K);
+    const std::vector<uint16_t> x = activations(rng, K), xp = permuted(x, K, kFp8UnitK, fp8_logical_source_k);
     std::vector<double> y((size_t)(N * kTokens), 0.0), ref((size_t)(N * kTokens), 0.0);
     for (int64_t n = 0; n < N; n++)
         for (int t = 0; t < kTokens; t++)
@@ -122,11 +149,10 @@ double check_fp8(Rng &rng)
                 memcpy(v, &packed[(size_t)((strip * units_k + u) * kUnitBytes + lane * 16)], 16);
                 for (int i = 0; i < 4; i++)
                     dequant_fp8(v[i], regs[2 * i], regs[2 * i + 1]);
-                const int r = lane >> 2, c = lane & 3;
                 for (int t = 0; t < 2; t++) {
                     memcpy(a[t][lane], regs + 4 * t, 16);
                     for (int j = 0; j < 2; j++)
-                        b[t][lane][j] = x_word(x, K, r, u * kFp8UnitK + fp8_unit_k(c, 0, 0, 0), 2 * t + j);
+                        b[t][lane][j] = b_word(feed, x, xp, K, kFp8UnitK, fp8_unit_k(lane & 3, 0, 0, 0), u, t, lane, j);
                 }
             }
             double d[16][8] = {};
@@ -139,7 +165,7 @@ double check_fp8(Rng &rng)
     return rel_err(y, ref);
 }
 
-double check_nvfp4(Rng &rng)
+double check_nvfp4(Rng &rng, Feed feed)
 {
     const int64_t N = 32, K = 512, groups = K / 16;
     std::vector<uint8_t> w((size_t)(N * K / 2)), sc((size_t)(N * groups));
@@ -152,7 +178,7 @@ double check_nvfp4(Rng &rng)
     }
     std::vector<uint8_t> pw((size_t)(N * K / 2)), ps((size_t)(N * K / 16));
     pack_nvfp4(w.data(), sc.data(), N, K, pw.data(), ps.data());
-    const std::vector<uint16_t> x = activations(rng, K);
+    const std::vector<uint16_t> x = activations(rng, K), xp = permuted(x, K, kFp4UnitK, fp4_logical_source_k);
     std::vector<double> y((size_t)(N * kTokens), 0.0), ref((size_t)(N * kTokens), 0.0);
     for (int64_t n = 0; n < N; n++)
         for (int64_t k = 0; k < K; k++) {
@@ -167,7 +193,6 @@ double check_nvfp4(Rng &rng)
         for (int64_t u = 0; u < units_k; u++) {
             uint32_t a[4][32][4], b[4][32][2];
             for (int lane = 0; lane < 32; lane++) {
-                const int r = lane >> 2, c = lane & 3;
                 uint32_t v[4];
                 memcpy(v, &pw[(size_t)((strip * units_k + u) * kUnitBytes + lane * 16)], 16);
                 uint16_t codes;
@@ -178,7 +203,7 @@ double check_nvfp4(Rng &rng)
                 for (int t = 0; t < 4; t++) {
                     dequant_fp4(v[t], s_r, s_r8, a[t][lane]);
                     for (int j = 0; j < 2; j++)
-                        b[t][lane][j] = x_word(x, K, r, u * kFp4UnitK + fp4_unit_k(c, 0, 0, 0), 2 * t + j);
+                        b[t][lane][j] = b_word(feed, x, xp, K, kFp4UnitK, fp4_unit_k(lane & 3, 0, 0, 0), u, t, lane, j);
                 }
             }
             double d[16][8] = {};
@@ -193,10 +218,11 @@ double check_nvfp4(Rng &rng)
 
 } // namespace
 
-extern "C" int qs_marlin_layout_selfcheck(double *fp8_rel_err, double *nvfp4_rel_err)
+extern "C" int qs_marlin_layout_selfcheck(int wgmma_order, double *fp8_rel_err, double *nvfp4_rel_err)
 {
     Rng rng = {0x9E3779B97F4A7C15ull};
-    *fp8_rel_err = check_fp8(rng);
-    *nvfp4_rel_err = check_nvfp4(rng);
+    const Feed feed = wgmma_order ? Feed::Permuted : Feed::LaneChunk;
+    *fp8_rel_err = check_fp8(rng, feed);
+    *nvfp4_rel_err = check_nvfp4(rng, feed);
     return 0;
 }

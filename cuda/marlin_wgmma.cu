@@ -107,15 +107,8 @@ template <> __device__ __forceinline__ void wgmma_acc<32>(float (&d)[16], const 
 #endif
 }
 
-// Where logical k position j of a unit (the order wgmma reads: tile j / 16, tile k j % 16) takes
-// its activation from: the packer's k permutation (marlin_layout.h) read backwards.
-template <bool FP4> __host__ __device__ __forceinline__ int unit_source_k(int j)
-{
-    const int t = j / 16, tk = j % 16, c = (tk % 8) / 2, q = 2 * (tk / 8), e = tk % 2;
-    return FP4 ? fp4_unit_k(c, t, q, e) : fp8_unit_k(c, t, q, e);
-}
-
-// xp[m][j] = x[m][source of j] for the padded k (zeros past k): 8 outputs (16 bytes) a thread.
+// xp[m][j] = x[m][source of j] (marlin_layout.h) for the padded k (zeros past k): 8 outputs
+// (16 bytes) a thread.
 template <bool FP4>
 __global__ void permute_kernel(const __nv_bfloat16 *x, int xs, __nv_bfloat16 *xp, int m, int k, int k_pad)
 {
@@ -128,7 +121,7 @@ __global__ void permute_kernel(const __nv_bfloat16 *x, int xs, __nv_bfloat16 *xp
         __align__(16) __nv_bfloat16 v[8];
 #pragma unroll
         for (int e = 0; e < 8; e++) {
-            const int src = base + unit_source_k<FP4>(j0 - base + e);
+            const int src = base + (FP4 ? fp4_logical_source_k(j0 - base + e) : fp8_logical_source_k(j0 - base + e));
             v[e] = src < k ? x[(size_t)row * xs + src] : __float2bfloat16_rn(0.f);
         }
         *(uint4 *)(xp + (size_t)row * k_pad + j0) = *(const uint4 *)v;
