@@ -60,6 +60,15 @@ __device__ __forceinline__ void allow_next_grid()
 #endif
 }
 
+// A lane's 16 bytes of one FP8 unit -> its 8 A registers (tile 0: a[0..3], tile 1: a[4..7]).
+__device__ __forceinline__ void expand_fp8_unit(const uint4 &v, uint32_t a[8])
+{
+    dequant_fp8(v.x, a[0], a[1]);
+    dequant_fp8(v.y, a[2], a[3]);
+    dequant_fp8(v.z, a[4], a[5]);
+    dequant_fp8(v.w, a[6], a[7]);
+}
+
 __device__ __forceinline__ void mma(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1)
 {
     asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "

@@ -129,12 +129,8 @@ __global__ void __launch_bounds__(kGemvThreads, OCC) marlin_gemv_kernel(const Pa
             if (!FP4 && ST == 1) {
                 // one strip: each tile's activations loaded right before its two mma (loading
                 // them all first, as below, spilled registers at four tiles and ran 10-20% slower)
-                const uint4 v = b.w[0][i];
                 uint32_t a[8];
-                dequant_fp8(v.x, a[0], a[1]);
-                dequant_fp8(v.y, a[2], a[3]);
-                dequant_fp8(v.z, a[4], a[5]);
-                dequant_fp8(v.w, a[6], a[7]);
+                expand_fp8_unit(b.w[0][i], a);
 #pragma unroll
                 for (int t = 0; t < MT; t++) {
                     const uint4 xa = __ldg((const uint4 *)(xj[t] + i * UNIT_K));
@@ -148,12 +144,8 @@ __global__ void __launch_bounds__(kGemvThreads, OCC) marlin_gemv_kernel(const Pa
                     xa[t] = __ldg((const uint4 *)(xj[t] + i * UNIT_K));
 #pragma unroll
                 for (int s = 0; s < ST; s++) {
-                    const uint4 v = b.w[s][i];
                     uint32_t a[8];
-                    dequant_fp8(v.x, a[0], a[1]);
-                    dequant_fp8(v.y, a[2], a[3]);
-                    dequant_fp8(v.z, a[4], a[5]);
-                    dequant_fp8(v.w, a[6], a[7]);
+                    expand_fp8_unit(b.w[s][i], a);
 #pragma unroll
                     for (int t = 0; t < MT; t++) {
                         mma(acc[s][t], a, xa[t].x, xa[t].y);

@@ -236,10 +236,7 @@ __global__ void __launch_bounds__(WARPS * 32, kCtasPerSm<WARPS>) marlin_wgmma_ke
             uint32_t(&au)[SLICES_PER_UNIT][4] = a[u & 1];
             const uint4 v = cur.w[u];
             if constexpr (!FP4) {
-                dequant_fp8(v.x, au[0][0], au[0][1]);
-                dequant_fp8(v.y, au[0][2], au[0][3]);
-                dequant_fp8(v.z, au[1][0], au[1][1]);
-                dequant_fp8(v.w, au[1][2], au[1][3]);
+                expand_fp8_unit(v, &au[0][0]);
             } else {
                 const uint32_t s_r = scale_bf16x2(cur.sc[u], 0), s_r8 = scale_bf16x2(cur.sc[u], 1);
                 dequant_fp4(v.x, s_r, s_r8, au[0]);
