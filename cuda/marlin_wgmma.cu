@@ -23,9 +23,9 @@
 namespace qs_marlin {
 namespace {
 
-// Warps per CTA: 8 (two warpgroups sharing each activation stage) or 4 (one warpgroup, twice
-// the activation copies but twice the CTAs per SM); QSERVE_MARLIN_WG_WARPS=4 picks 4.
-template <int WARPS> constexpr int kCtasPerSm = WARPS == 8 ? 2 : 4;
+// Two warpgroups per CTA share each activation stage (one warpgroup, twice the CTAs per SM and
+// twice the activation copies, measured slower at every shape: docs/marlin.md).
+constexpr int kWarps = 8;
 constexpr int kStageK = 128;  // k per shared-memory stage (4 FP8 units, 2 NVFP4 units)
 constexpr int kStages = 4;    // ring depth
 constexpr int kAhead = 2;     // stages requested ahead: one spare buffer, because the wgmma
@@ -136,8 +136,8 @@ template <bool FP4> struct StageWeights {
 };
 
 // NT: tokens per CTA (the wgmma N, 32 or 64).
-template <bool FP4, int NT, int WARPS>
-__global__ void __launch_bounds__(WARPS * 32, kCtasPerSm<WARPS>) marlin_wgmma_kernel(const Params p)
+template <bool FP4, int NT>
+__global__ void __launch_bounds__(kWarps * 32, 2) marlin_wgmma_kernel(const Params p)
 {
     constexpr int UNIT_K = FP4 ? kFp4UnitK : kFp8UnitK;
     constexpr int UNITS = StageWeights<FP4>::UNITS;
@@ -153,7 +153,7 @@ __global__ void __launch_bounds__(WARPS * 32, kCtasPerSm<WARPS>) marlin_wgmma_ke
     const int nstages = p.K / kStageK;
     const int s0 = split * nstages / p.splits, s1 = (split + 1) * nstages / p.splits;
     // A group past the last strip reads the last one again; its outputs are never stored.
-    const int strip = min(group * WARPS + warp, p.strips - 1);
+    const int strip = min(group * kWarps + warp, p.strips - 1);
     const uint8_t *wp = p.w + (size_t)strip * p.units_k * kUnitBytes + lane * 16;
     const uint8_t *scp = FP4 ? p.sc + (size_t)strip * p.ksteps * kFp4ScaleStepBytes + fp4_scale_byte(lane, 0, 0) : nullptr;
 
@@ -179,7 +179,7 @@ __global__ void __launch_bounds__(WARPS * 32, kCtasPerSm<WARPS>) marlin_wgmma_ke
     auto fill = [&](int stage, int b) {
         uint8_t *dst = ring + b * STAGE_BYTES;
 #pragma unroll
-        for (int q = threadIdx.x; q < NT * 16; q += WARPS * 32) {
+        for (int q = threadIdx.x; q < NT * 16; q += kWarps * 32) {
             const int n = (q / 128) * 8 + q % 8, kc = (q / 8) % 16;
             if (n < real_tokens)
                 cp_async16(dst + (kc / 2) * SLICE_BYTES + (n / 8) * 256 + (kc % 2) * 128 + (n % 8) * 16,
@@ -263,7 +263,7 @@ __global__ void __launch_bounds__(WARPS * 32, kCtasPerSm<WARPS>) marlin_wgmma_ke
     cp_async_wait<0>();
 
     // Accumulator 4i+e of lane (r, c): row r + 8 (e / 2) of the warp's strip, token 8i + 2c + e % 2.
-    const bool real_strip = group * WARPS + warp < p.strips;
+    const bool real_strip = group * kWarps + warp < p.strips;
     auto token_of = [&](int idx) { return m0 + 8 * (idx / 4) + 2 * c + (idx & 1); };
     auto row_of = [&](int idx) { return strip * 16 + r + 8 * ((idx & 3) >> 1); };
     if (p.splits > 1) {
@@ -296,46 +296,35 @@ int env_int(const char *name, int dflt)
     return e && *e ? atoi(e) : dflt;
 }
 
-int warps_per_cta()
-{
-    static const int w = env_int("QSERVE_MARLIN_WG_WARPS", 8) == 4 ? 4 : 8;
-    return w;
-}
-
-template <bool FP4, int NT, int WARPS> constexpr size_t kRingBytes = (size_t)kStages * NT * kStageK * 2;
+template <int NT> constexpr size_t kRingBytes = (size_t)kStages * NT * kStageK * 2;
 
 // CTAs of the kernel resident per SM (registers and shared memory), asked once per instance.
-template <bool FP4, int NT, int WARPS> int resident_ctas(qs_err *err)
+template <bool FP4, int NT> int resident_ctas(qs_err *err)
 {
     static int n = 0;
     if (!n) {
-        QS_CUDA_TRY(cudaFuncSetAttribute(marlin_wgmma_kernel<FP4, NT, WARPS>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         (int)kRingBytes<FP4, NT, WARPS>),
+        QS_CUDA_TRY(cudaFuncSetAttribute(marlin_wgmma_kernel<FP4, NT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         (int)kRingBytes<NT>),
                     err);
-        QS_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, marlin_wgmma_kernel<FP4, NT, WARPS>, WARPS * 32,
-                                                                  kRingBytes<FP4, NT, WARPS>),
+        QS_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, marlin_wgmma_kernel<FP4, NT>, kWarps * 32,
+                                                                  kRingBytes<NT>),
                     err);
         n = std::max(n, 1);
     }
     return n;
 }
 
-// Calls f.template operator()<FP4, NT, WARPS>() for the layer's format and the step's tile.
-template <typename F> int with_config(bool fp4, int nt, int warps, F &&f)
+// Calls f.template operator()<FP4, NT>() for the layer's format and the step's token tile.
+template <typename F> int with_config(bool fp4, int nt, F &&f)
 {
-    if (fp4) {
-        if (nt == 32)
-            return warps == 4 ? f.template operator()<true, 32, 4>() : f.template operator()<true, 32, 8>();
-        return warps == 4 ? f.template operator()<true, 64, 4>() : f.template operator()<true, 64, 8>();
-    }
-    if (nt == 32)
-        return warps == 4 ? f.template operator()<false, 32, 4>() : f.template operator()<false, 32, 8>();
-    return warps == 4 ? f.template operator()<false, 64, 4>() : f.template operator()<false, 64, 8>();
+    if (fp4)
+        return nt == 32 ? f.template operator()<true, 32>() : f.template operator()<true, 64>();
+    return nt == 32 ? f.template operator()<false, 32>() : f.template operator()<false, 64>();
 }
 
 struct ResidentCtas {
     qs_err *err;
-    template <bool FP4, int NT, int WARPS> int operator()() { return resident_ctas<FP4, NT, WARPS>(err); }
+    template <bool FP4, int NT> int operator()() { return resident_ctas<FP4, NT>(err); }
 };
 
 struct Launch {
@@ -344,26 +333,24 @@ struct Launch {
     bool pdl;
     cudaStream_t s;
     qs_err *err;
-    template <bool FP4, int NT, int WARPS> int operator()()
+    template <bool FP4, int NT> int operator()()
     {
-        if (resident_ctas<FP4, NT, WARPS>(err) < 0)
+        if (resident_ctas<FP4, NT>(err) < 0)
             return -1;
-        return launch_kernel(marlin_wgmma_kernel<FP4, NT, WARPS>, grid, WARPS * 32, kRingBytes<FP4, NT, WARPS>, pdl, s,
-                             p, err);
+        return launch_kernel(marlin_wgmma_kernel<FP4, NT>, grid, kWarps * 32, kRingBytes<NT>, pdl, s, p, err);
     }
 };
 
 struct WgmmaPlan {
-    int nt, warps, mblocks, groups, splits;
+    int nt, mblocks, groups, splits;
 };
 
 int plan_wgmma(const Layer &l, int64_t m, int sms, WgmmaPlan *g, qs_err *err)
 {
     g->nt = m <= 32 ? 32 : 64;
-    g->warps = warps_per_cta();
     g->mblocks = (int)((m + g->nt - 1) / g->nt);
-    g->groups = (int)((l.n_pad / 16 + g->warps - 1) / g->warps);
-    const int per_sm = with_config(l.fp4, g->nt, g->warps, ResidentCtas{err});
+    g->groups = (int)((l.n_pad / 16 + kWarps - 1) / kWarps);
+    const int per_sm = with_config(l.fp4, g->nt, ResidentCtas{err});
     if (per_sm < 0)
         return -1;
     // k slices only to fill one wave of resident CTAs, at least 4 stages (512 k) each: more
@@ -439,7 +426,7 @@ int wgmma(const Layer &l, Params &p, const __nv_bfloat16 *x, int64_t xs, cudaStr
         return qs_errf(err, "marlin: a %lld x %lld step is more than the wgmma kernel's grid takes", (long long)p.M,
                        (long long)l.n);
     const dim3 grid((unsigned)g.mblocks, (unsigned)g.groups, (unsigned)g.splits);
-    return with_config(l.fp4, g.nt, g.warps, Launch{p, grid, rt.pdl, s, err});
+    return with_config(l.fp4, g.nt, Launch{p, grid, rt.pdl, s, err});
 }
 
 } // namespace qs_marlin
