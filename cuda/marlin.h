@@ -61,7 +61,7 @@ struct Params; // marlin_device.cuh
 struct Runtime {
     int sms;      // multiprocessors
     bool pdl;     // launch with programmatic dependent launch (sm_90+, QSERVE_MARLIN_PDL)
-    bool sm90;    // compute capability 9.0: the wgmma kernel (built for sm_90a) runs
+    bool sm90;    // compute capability 9.0 and an sm_90a build: the wgmma kernel runs
 };
 int runtime(Runtime *rt, qs_err *err);
 // Makes the workspace hold `floats` partial sums and `counters` tickets; fills p.ws and p.cnt.
@@ -78,6 +78,8 @@ int split_by_waves(int64_t ctas, int64_t wave, int64_t most);
 // it needs (split-K partials, tickets, permuted activations), and the launch (p filled by gemm();
 // x: the unpadded activations, row stride xs).
 bool wgmma_takes(const Layer &l, int64_t m, const Runtime &rt);
+// Whether the kernels loaded on this device carry the wgmma code (sm_90a), asked once at start.
+int wgmma_built(bool *built, qs_err *err);
 void wgmma_workspace(const Layer &l, int64_t m, int sms, size_t *floats, size_t *counters, size_t *permuted);
 int wgmma(const Layer &l, Params &p, const __nv_bfloat16 *x, int64_t xs, cudaStream_t s, qs_err *err);
 // A device buffer of at least n BF16 for the wgmma kernel's permuted activations (NULL and err set

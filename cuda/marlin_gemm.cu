@@ -315,7 +315,9 @@ int device_sms(qs_err *err)
         g_pdl = major >= 9 && env_flag("QSERVE_MARLIN_PDL", 1) != 0;
         int minor;
         QS_CUDA_TRY(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev), err);
-        g_sm90 = major == 9 && minor == 0;
+        g_sm90 = false;
+        if (major == 9 && minor == 0 && wgmma_built(&g_sm90, err))
+            return -1;
     }
     return 0;
 }

@@ -290,6 +290,17 @@ __global__ void __launch_bounds__(kWarps * 32, 2) marlin_wgmma_kernel(const Para
             store_output(p, acc[idx], token_of(idx), row_of(idx));
 }
 
+// Writes whether this device's build of the kernels has the wgmma code (an sm_90a build; a build
+// for plain sm_90 would run the trap above instead).
+__global__ void wgmma_built_kernel(int *out)
+{
+#ifdef QS_WGMMA
+    *out = 1;
+#else
+    *out = 0;
+#endif
+}
+
 int env_int(const char *name, int dflt)
 {
     const char *e = getenv(name);
@@ -380,6 +391,18 @@ bool wgmma_takes(const Layer &l, int64_t m, const Runtime &rt)
     if (!mode || !rt.sm90 || l.block || m < lo || m > hi || l.k_pad % kStageK != 0)
         return false;
     return mode == 2 || m > 64 || l.n_pad / (16 * 8) >= rt.sms;
+}
+
+int wgmma_built(bool *built, qs_err *err)
+{
+    int *d = nullptr, h = 0;
+    QS_CUDA_TRY(cudaMalloc(&d, sizeof(int)), err);
+    wgmma_built_kernel<<<1, 1>>>(d);
+    const cudaError_t e = cudaMemcpy(&h, d, sizeof(int), cudaMemcpyDeviceToHost);
+    cudaFree(d);
+    QS_CUDA_TRY(e, err);
+    *built = h == 1;
+    return 0;
 }
 
 void wgmma_workspace(const Layer &l, int64_t m, int sms, size_t *floats, size_t *counters, size_t *permuted)
