@@ -379,7 +379,8 @@ int plan_wgmma(const Layer &l, int64_t m, int sms, WgmmaPlan *g, qs_err *err)
 // Measured (docs/marlin.md, session 6): faster than the small-M kernel from 17 tokens on layers
 // whose 128-row groups fill the SMs without k slices (28672x4096 at 32 tokens: 50 against 64 us;
 // at 64: 81 against 107), slower on smaller layers (they need k slices of a few stages each);
-// faster than the pipelined kernel at 65..128 tokens on every Llama-3.1-8B shape. sm_90 only; FP8
+// faster than the pipelined kernel at 65..128 tokens on every Llama-3.1-8B shape (so taken there
+// for layers of at least that size). sm_90 only; FP8
 // with per-tensor or per-channel scales and NVFP4. QSERVE_MARLIN_WGMMA=0 turns it off, =2 takes
 // every step from QSERVE_MARLIN_WGMMA_MIN (17) to QSERVE_MARLIN_WGMMA_MAX (128) tokens (for
 // measurements).
@@ -390,7 +391,11 @@ bool wgmma_takes(const Layer &l, int64_t m, const Runtime &rt)
     static const int hi = std::min(env_int("QSERVE_MARLIN_WGMMA_MAX", kWgMaxTokens), 256);
     if (!mode || !rt.sm90 || l.block || m < lo || m > hi || l.k_pad % kStageK != 0)
         return false;
-    return mode == 2 || m > 64 || l.n_pad / (16 * 8) >= rt.sms;
+    if (mode == 2 || l.n_pad / (16 * kWarps) >= rt.sms)
+        return true;
+    // above 64 tokens: measured on layers of 4096+ rows and k (the Llama-3.1-8B shapes) only;
+    // smaller ones (MoE experts) keep the pipelined kernel
+    return m > 64 && l.n_pad >= 4096 && l.k_pad >= 4096;
 }
 
 int wgmma_built(bool *built, qs_err *err)
