@@ -64,6 +64,9 @@ struct Runtime {
     bool sm90;    // compute capability 9.0 and an sm_90a build: the wgmma kernel runs
 };
 int runtime(Runtime *rt, qs_err *err);
+// The integer in environment variable `name` (a tuning switch, docs/marlin.md), dflt when unset
+// or empty.
+int env_int(const char *name, int dflt);
 // Makes the workspace hold `floats` partial sums and `counters` tickets; fills p.ws and p.cnt.
 int split_workspace(size_t floats, size_t counters, Params &p, qs_err *err);
 // The small-M kernel (marlin_gemv.cu): the most tokens it takes for this layer (0: none), the
@@ -75,12 +78,13 @@ int gemv(const Layer &l, Params &p, cudaStream_t s, qs_err *err);
 // the fewest waves per slice, the smallest on ties (marlin_gemv.cu).
 int split_by_waves(int64_t ctas, int64_t wave, int64_t most);
 // The wgmma kernel (marlin_wgmma.cu, sm_90): whether it takes a step of m tokens, the workspace
-// it needs (split-K partials, tickets, permuted activations), and the launch (p filled by gemm();
-// x: the unpadded activations, row stride xs).
+// it needs (split-K partials, tickets, permuted activations), and the launch (p filled by gemm(),
+// strips / units_k / ksteps included; x: the unpadded activations, row stride xs).
 bool wgmma_takes(const Layer &l, int64_t m, const Runtime &rt);
 // Whether the kernels loaded on this device carry the wgmma code (sm_90a), asked once at start.
 int wgmma_built(bool *built, qs_err *err);
-void wgmma_workspace(const Layer &l, int64_t m, int sms, size_t *floats, size_t *counters, size_t *permuted);
+int wgmma_workspace(const Layer &l, int64_t m, int sms, size_t *floats, size_t *counters, size_t *permuted,
+                    qs_err *err);
 int wgmma(const Layer &l, Params &p, const __nv_bfloat16 *x, int64_t xs, cudaStream_t s, qs_err *err);
 // A device buffer of at least n BF16 for the wgmma kernel's permuted activations (NULL and err set
 // when it would have to grow during a CUDA graph capture).

@@ -296,12 +296,6 @@ int ensure_act_buffer(ActBuffer &b, size_t n, const char *what, qs_err *err)
     return 0;
 }
 
-int env_flag(const char *name, int dflt)
-{
-    const char *e = getenv(name);
-    return e && *e ? atoi(e) : dflt;
-}
-
 // Reads the SM count, and whether kernels are launched with programmatic dependent launch
 // (sm_90 and later, unless QSERVE_MARLIN_PDL=0): then a marlin kernel requests its first weight
 // stages while the kernel before it on the stream is still finishing.
@@ -312,7 +306,7 @@ int device_sms(qs_err *err)
         QS_CUDA_TRY(cudaGetDevice(&dev), err);
         QS_CUDA_TRY(cudaDeviceGetAttribute(&g_sms, cudaDevAttrMultiProcessorCount, dev), err);
         QS_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev), err);
-        g_pdl = major >= 9 && env_flag("QSERVE_MARLIN_PDL", 1) != 0;
+        g_pdl = major >= 9 && env_int("QSERVE_MARLIN_PDL", 1) != 0;
         int minor;
         QS_CUDA_TRY(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev), err);
         g_sm90 = false;
@@ -365,8 +359,8 @@ struct Tuning {
 };
 const Tuning &tuning()
 {
-    static Tuning t = {env_flag("QSERVE_MARLIN_ROTATE", 1), env_flag("QSERVE_MARLIN_WIDE", 1),
-                       std::max(1, env_flag("QSERVE_MARLIN_WAVES", 1)), env_flag("QSERVE_MARLIN_WARPS", 4) == 8};
+    static Tuning t = {env_int("QSERVE_MARLIN_ROTATE", 1), env_int("QSERVE_MARLIN_WIDE", 1),
+                       std::max(1, env_int("QSERVE_MARLIN_WAVES", 1)), env_int("QSERVE_MARLIN_WARPS", 4) == 8};
     return t;
 }
 
@@ -486,6 +480,12 @@ Plan make_plan(const Layer &l, int64_t m)
 
 } // namespace
 
+int env_int(const char *name, int dflt)
+{
+    const char *e = getenv(name);
+    return e && *e ? atoi(e) : dflt;
+}
+
 int runtime(Runtime *rt, qs_err *err)
 {
     if (device_sms(err))
@@ -522,7 +522,8 @@ int reserve_workspace(const Layer &l, int64_t m_max, qs_err *err)
         size_t f = 0, c = 0;
         if (wgmma_takes(l, mm, rt)) {
             size_t pa;
-            wgmma_workspace(l, mm, g_sms, &f, &c, &pa);
+            if (wgmma_workspace(l, mm, g_sms, &f, &c, &pa, err))
+                return -1;
             permuted = std::max(permuted, pa);
         } else if (mm <= gemv_max_m(l)) {
             gemv_workspace(l, mm, &f, &c);
@@ -562,6 +563,9 @@ int gemm(const Layer &l, const __nv_bfloat16 *x, __nv_bfloat16 *y, int64_t m, cu
     p.NP = (int)l.n_pad;
     p.K = (int)l.k_pad;
     p.XS = (int)l.k;
+    p.strips = (int)(l.n_pad / 16);
+    p.units_k = (int)(l.k_pad / (l.fp4 ? kFp4UnitK : kFp8UnitK));
+    p.ksteps = (int)(l.k_pad / (l.fp4 ? kFp4StepK : kFp8StepK));
     Runtime rt;
     if (runtime(&rt, err))
         return -1;

@@ -1,11 +1,11 @@
-// marlin_gemv.cu — the `marlin` kernel for steps of at most 16 tokens (decode), where the GEMM
-// is a matrix-vector product bound by reading the weights once.
+// marlin_gemv.cu — the `marlin` small-M kernel: steps of up to 64 tokens (decode), where the
+// GEMM is nearly a matrix-vector product bound by reading the weights once.
 //
 // The pipelined kernel (marlin_gemm.cu) stages a CTA's weights through shared memory behind
 // __syncthreads; at M <= 8 that measured slower (4096x4096: 11.8 us against 8.4 here). Here a CTA
-// is 8 warps on one 16-row strip; each warp takes its share of the CTA's k units and loads its
-// lanes' 16-byte pieces of packed weights (the packed layout puts each lane's mma fragments in its
-// own 16 bytes) straight into registers, two batches in flight. The layout permutes k inside a
+// is 8 warps on 1, 2 or 4 16-row strips; each warp takes its share of the CTA's k units and loads
+// its lanes' 16-byte pieces of packed weights (the packed layout puts each lane's mma fragments in
+// its own 16 bytes) straight into registers, two batches in flight. The layout permutes k inside a
 // unit (marlin_layout.h) so that a lane's activations for a unit are one 16-byte load (two for
 // NVFP4) per token tile, read through L1 (every warp of the SM reads the same few KB). Warps'
 // sums meet in shared memory; when one CTA per strip would not fill the GPU, k is also split
@@ -126,30 +126,24 @@ __global__ void __launch_bounds__(kGemvThreads, OCC) marlin_gemv_kernel(const Pa
         for (int i = 0; i < B; i++) {
             if (decltype(checked)::value && j + i >= u1)
                 break;
-            if (!FP4 && ST == 1) {
-                // one strip: each tile's activations loaded right before its two mma (loading
-                // them all first, as below, spilled registers at four tiles and ran 10-20% slower)
-                uint32_t a[8];
-                expand_fp8_unit(b.w[0][i], a);
+            if (!FP4) {
+                // Several strips: every tile's activations loaded once, first. One strip: each
+                // tile's loaded right before its two mma (loading them all first spilled
+                // registers at four tiles and ran 10-20% slower).
+                uint4 xa[ST > 1 ? MT : 1];
+                if constexpr (ST > 1)
 #pragma unroll
-                for (int t = 0; t < MT; t++) {
-                    const uint4 xa = __ldg((const uint4 *)(xj[t] + i * UNIT_K));
-                    mma(acc[0][t], a, xa.x, xa.y);
-                    mma(acc[0][t], a + 4, xa.z, xa.w);
-                }
-            } else if (!FP4) {
-                uint4 xa[MT];
-#pragma unroll
-                for (int t = 0; t < MT; t++)
-                    xa[t] = __ldg((const uint4 *)(xj[t] + i * UNIT_K));
+                    for (int t = 0; t < MT; t++)
+                        xa[t] = __ldg((const uint4 *)(xj[t] + i * UNIT_K));
 #pragma unroll
                 for (int s = 0; s < ST; s++) {
                     uint32_t a[8];
                     expand_fp8_unit(b.w[s][i], a);
 #pragma unroll
                     for (int t = 0; t < MT; t++) {
-                        mma(acc[s][t], a, xa[t].x, xa[t].y);
-                        mma(acc[s][t], a + 4, xa[t].z, xa[t].w);
+                        const uint4 x = ST > 1 ? xa[t] : __ldg((const uint4 *)(xj[t] + i * UNIT_K));
+                        mma(acc[s][t], a, x.x, x.y);
+                        mma(acc[s][t], a + 4, x.z, x.w);
                     }
                 }
             } else {
@@ -280,8 +274,8 @@ int64_t token_blocks(int64_t m) { return (m + kBlockTokens - 1) / kBlockTokens; 
 int occupancy_for(int64_t m, int st, int64_t ctas, int sms)
 {
     static const int forced = [] {
-        const char *e = getenv("QSERVE_MARLIN_GEMV_OCC");
-        return e && (atoi(e) == 2 || atoi(e) == 3) ? atoi(e) : 0;
+        const int v = env_int("QSERVE_MARLIN_GEMV_OCC", 0);
+        return v == 2 || v == 3 ? v : 0;
     }();
     if (m > 16 || st > 1)
         return 2;
@@ -297,8 +291,7 @@ int occupancy_for(int64_t m, int st, int64_t ctas, int sms)
 int strips_for(bool fp4, int64_t m)
 {
     static const int forced = [] {
-        const char *e = getenv("QSERVE_MARLIN_GEMV_STRIPS");
-        const int v = e ? atoi(e) : 0;
+        const int v = env_int("QSERVE_MARLIN_GEMV_STRIPS", 0);
         return v == 1 || v == 2 || v == 4 ? v : 0;
     }();
     if (forced)
@@ -367,10 +360,7 @@ int split_by_waves(int64_t ctas, int64_t wave, int64_t most)
 // QSERVE_MARLIN_GEMV=N caps the tokens it takes (0 turns it off; for measurements).
 int64_t gemv_max_m(const Layer &l)
 {
-    static const int64_t cap = [] {
-        const char *e = getenv("QSERVE_MARLIN_GEMV");
-        return e && *e ? std::min<int64_t>(std::max(0, atoi(e)), kMaxGemvM) : (int64_t)kMaxGemvM;
-    }();
+    static const int64_t cap = std::min<int64_t>(std::max(0, env_int("QSERVE_MARLIN_GEMV", kMaxGemvM)), kMaxGemvM);
     return l.block ? 0 : cap;
 }
 
@@ -405,10 +395,7 @@ int gemv(const Layer &l, Params &p, cudaStream_t s, qs_err *err)
     if (runtime(&rt, err))
         return -1;
     const GemvPlan g = plan_gemv(l, p.M, rt.sms);
-    p.strips = (int)(l.n_pad / 16);
     p.mblocks = g.mblocks;
-    p.units_k = (int)(l.k_pad / (l.fp4 ? kFp4UnitK : kFp8UnitK));
-    p.ksteps = (int)(l.k_pad / (l.fp4 ? kFp4StepK : kFp8StepK));
     p.splits = g.splits;
     size_t floats, counters;
     workspace_for(l, p.splits, p.M, &floats, &counters);

@@ -301,12 +301,6 @@ __global__ void wgmma_built_kernel(int *out)
 #endif
 }
 
-int env_int(const char *name, int dflt)
-{
-    const char *e = getenv(name);
-    return e && *e ? atoi(e) : dflt;
-}
-
 template <int NT> constexpr size_t kRingBytes = (size_t)kStages * NT * kStageK * 2;
 
 // CTAs of the kernel resident per SM (registers and shared memory), asked once per instance.
@@ -410,15 +404,23 @@ int wgmma_built(bool *built, qs_err *err)
     return 0;
 }
 
-void wgmma_workspace(const Layer &l, int64_t m, int sms, size_t *floats, size_t *counters, size_t *permuted)
+namespace {
+void workspace_of(const WgmmaPlan &g, const Layer &l, int64_t m, size_t *floats, size_t *counters, size_t *permuted)
 {
-    WgmmaPlan g;
-    qs_err err;
-    if (plan_wgmma(l, m, sms, &g, &err))
-        g.splits = 16, g.groups = (int)(l.n_pad / 16), g.mblocks = (int)m; // an upper bound
     *floats = g.splits > 1 ? (size_t)g.splits * m * l.n_pad : 0;
     *counters = g.splits > 1 ? (size_t)g.groups * g.mblocks : 0;
     *permuted = (size_t)m * l.k_pad;
+}
+} // namespace
+
+int wgmma_workspace(const Layer &l, int64_t m, int sms, size_t *floats, size_t *counters, size_t *permuted,
+                    qs_err *err)
+{
+    WgmmaPlan g;
+    if (plan_wgmma(l, m, sms, &g, err))
+        return -1;
+    workspace_of(g, l, m, floats, counters, permuted);
+    return 0;
 }
 
 int wgmma(const Layer &l, Params &p, const __nv_bfloat16 *x, int64_t xs, cudaStream_t s, qs_err *err)
@@ -430,7 +432,7 @@ int wgmma(const Layer &l, Params &p, const __nv_bfloat16 *x, int64_t xs, cudaStr
     if (plan_wgmma(l, p.M, rt.sms, &g, err))
         return -1;
     size_t floats, counters, permuted;
-    wgmma_workspace(l, p.M, rt.sms, &floats, &counters, &permuted);
+    workspace_of(g, l, p.M, &floats, &counters, &permuted);
     __nv_bfloat16 *xp = permuted_activations(permuted, err);
     if (!xp)
         return -1;
@@ -443,10 +445,7 @@ int wgmma(const Layer &l, Params &p, const __nv_bfloat16 *x, int64_t xs, cudaStr
     QS_LAUNCH_CHECK(err);
     p.x = xp;
     p.XS = (int)l.k_pad;
-    p.strips = (int)(l.n_pad / 16);
     p.mblocks = g.mblocks;
-    p.units_k = (int)(l.k_pad / (l.fp4 ? kFp4UnitK : kFp8UnitK));
-    p.ksteps = (int)(l.k_pad / (l.fp4 ? kFp4StepK : kFp8StepK));
     p.splits = g.splits;
     if (p.splits > 1 && split_workspace(floats, counters, p, err))
         return -1;
