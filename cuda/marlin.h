@@ -67,12 +67,15 @@ int runtime(Runtime *rt, qs_err *err);
 // The integer in environment variable `name` (a tuning switch, docs/marlin.md), dflt when unset
 // or empty.
 int env_int(const char *name, int dflt);
+// CTAs of `kernel` resident per SM at `threads` threads and `smem` bytes of dynamic shared memory
+// (the occupancy API, asked once per kernel; raises the kernel's shared-memory limit to smem).
+int ctas_per_sm(const void *kernel, int threads, size_t smem, qs_err *err);
 // Makes the workspace hold `floats` partial sums and `counters` tickets; fills p.ws and p.cnt.
 int split_workspace(size_t floats, size_t counters, Params &p, qs_err *err);
 // The small-M kernel (marlin_gemv.cu): the most tokens it takes for this layer (0: none), the
 // workspace it needs at m tokens, and the launch (p filled by gemm(), activations padded).
 int64_t gemv_max_m(const Layer &l);
-void gemv_workspace(const Layer &l, int64_t m, size_t *floats, size_t *counters);
+int gemv_workspace(const Layer &l, int64_t m, int sms, size_t *floats, size_t *counters, qs_err *err);
 int gemv(const Layer &l, Params &p, cudaStream_t s, qs_err *err);
 // k slices for `ctas` CTAs on `wave` resident CTA slots: the count in 1..most (at most 16) with
 // the fewest waves per slice, the smallest on ties (marlin_gemv.cu).

@@ -486,6 +486,28 @@ int env_int(const char *name, int dflt)
     return e && *e ? atoi(e) : dflt;
 }
 
+int ctas_per_sm(const void *kernel, int threads, size_t smem, qs_err *err)
+{
+    // One entry per kernel instance (a few dozen), filled once: the occupancy query is host
+    // work the eager decode path should not pay per call.
+    static struct {
+        const void *kernel;
+        int ctas;
+    } known[64];
+    static int n_known = 0;
+    for (int i = 0; i < n_known; i++)
+        if (known[i].kernel == kernel)
+            return known[i].ctas;
+    if (smem > 48 * 1024)
+        QS_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem), err);
+    int ctas = 0;
+    QS_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ctas, kernel, threads, smem), err);
+    ctas = std::max(ctas, 1);
+    if (n_known < 64)
+        known[n_known++] = {kernel, ctas};
+    return ctas;
+}
+
 int runtime(Runtime *rt, qs_err *err)
 {
     if (device_sms(err))
@@ -526,7 +548,8 @@ int reserve_workspace(const Layer &l, int64_t m_max, qs_err *err)
                 return -1;
             permuted = std::max(permuted, pa);
         } else if (mm <= gemv_max_m(l)) {
-            gemv_workspace(l, mm, &f, &c);
+            if (gemv_workspace(l, mm, g_sms, &f, &c, err))
+                return -1;
         } else if (mm <= kMaxSplitM) {
             Plan pl = make_plan(l, mm);
             f = pl.splits > 1 ? (size_t)pl.splits * mm * l.n_pad : 0;

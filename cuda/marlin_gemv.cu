@@ -22,11 +22,16 @@ namespace {
 
 constexpr int kGemvWarps = 8;
 constexpr int kGemvThreads = kGemvWarps * 32;
-// OCC: CTAs per SM the kernel is built for (__launch_bounds__), 2 or 3. Units per batch, two
-// batches in flight per warp: 8 KB (FP8) / 4 KB (NVFP4, whose expansion needs more registers)
-// per warp at OCC 2, half that at OCC 3 (fewer registers). (A variant streaming through per-warp
-// cp.async rings in shared memory, more bytes in flight, measured slower: docs/marlin.md.)
-template <bool FP4, int OCC> constexpr int kBatch = (FP4 ? 4 : 8) / (OCC == 3 ? 2 : 1);
+// OCC: CTAs per SM the kernel is built for (__launch_bounds__), 2 or 3. Units per batch and
+// strip, two batches in flight per warp: 8 units FP8; NVFP4, whose expansion needs more
+// registers, 6 with one token tile and 4 with more (its wider tiles spill at 6); half that at
+// OCC 3 (fewer registers). (A variant streaming through per-warp cp.async rings in shared memory,
+// more bytes in flight, measured slower: docs/marlin.md.)
+template <bool FP4, int MT, int ST, int OCC> __host__ __device__ constexpr int batch_units()
+{
+    const int per_warp = (FP4 ? (MT == 1 ? 6 : 4) : 8) / (OCC == 3 ? 2 : 1);
+    return per_warp / ST > 0 ? per_warp / ST : 1;
+}
 // Eight or more strip-tiles of accumulators (32+ registers) with two batches in flight do not fit
 // 128 registers without spilling: those are built for one CTA per SM.
 template <int MT, int ST> constexpr int kOccupancy = MT * ST >= 8 ? 1 : 2;
@@ -60,7 +65,7 @@ template <bool FP4, int ST, int B> struct Batch {
 template <bool FP4, int MT, int ST, int OCC>
 __global__ void __launch_bounds__(kGemvThreads, OCC) marlin_gemv_kernel(const Params p)
 {
-    constexpr int B = kBatch<FP4, OCC> / ST > 0 ? kBatch<FP4, OCC> / ST : 1;
+    constexpr int B = batch_units<FP4, MT, ST, OCC>();
     constexpr int UNIT_K = FP4 ? kFp4UnitK : kFp8UnitK;
     constexpr int TILE_SLOTS = MT * 4;         // accumulators per lane and strip
     constexpr int SLOTS = ST * TILE_SLOTS;     // accumulators per lane
@@ -258,10 +263,10 @@ __global__ void __launch_bounds__(kGemvThreads, OCC) marlin_gemv_kernel(const Pa
 // fewest waves per slice, the smallest on ties, keeping at least kMinUnitsPerWarp units per warp.
 // Few strips split to fill one wave (4096 rows at M = 1: 256 strips on 264 slots stay whole; the
 // 1024-row k/v projections of a GQA model split).
-int gemv_splits(const Layer &l, int64_t ctas, int sms, int occ)
+int gemv_splits(const Layer &l, int64_t ctas, int sms, int resident)
 {
     const int64_t units_k = l.k_pad / (l.fp4 ? kFp4UnitK : kFp8UnitK);
-    return split_by_waves(ctas, (int64_t)sms * occ, units_k / (kGemvWarps * kMinUnitsPerWarp));
+    return split_by_waves(ctas, (int64_t)sms * resident, units_k / (kGemvWarps * kMinUnitsPerWarp));
 }
 
 int64_t token_blocks(int64_t m) { return (m + kBlockTokens - 1) / kBlockTokens; }
@@ -309,34 +314,34 @@ void workspace_for(const Layer &l, int splits, int64_t m, size_t *floats, size_t
     *counters = splits > 1 ? (size_t)(l.n_pad / 16 * token_blocks(m)) : 0;
 }
 
-template <bool FP4, int MT, int ST>
-int launch_strips(const Params &p, dim3 grid, int occ, bool pdl, cudaStream_t s, qs_err *err)
+using GemvKernel = void (*)(const Params);
+
+// The kernel instance for a step: token tiles from M, strips per CTA, CTAs per SM built for.
+template <bool FP4, int MT, int ST> GemvKernel kernel_for_occupancy(int occ)
 {
     if constexpr (MT <= 2 && ST == 1)
         if (occ == 3)
-            return launch_kernel(marlin_gemv_kernel<FP4, MT, ST, 3>, grid, kGemvThreads, 0, pdl, s, p, err);
-    constexpr int occ_built = kOccupancy<MT, ST>;
-    return launch_kernel(marlin_gemv_kernel<FP4, MT, ST, occ_built>, grid, kGemvThreads, 0, pdl, s, p, err);
+            return marlin_gemv_kernel<FP4, MT, ST, 3>;
+    return marlin_gemv_kernel<FP4, MT, ST, kOccupancy<MT, ST>>;
 }
 
-template <bool FP4, int MT>
-int launch_tiles(const Params &p, dim3 grid, int st, int occ, bool pdl, cudaStream_t s, qs_err *err)
+template <bool FP4, int MT> GemvKernel kernel_for_strips(int st, int occ)
 {
-    if (st == 4)
-        return launch_strips<FP4, MT, 4>(p, grid, occ, pdl, s, err);
-    if (st == 2)
-        return launch_strips<FP4, MT, 2>(p, grid, occ, pdl, s, err);
-    return launch_strips<FP4, MT, 1>(p, grid, occ, pdl, s, err);
+    return st == 4 ? kernel_for_occupancy<FP4, MT, 4>(occ)
+         : st == 2 ? kernel_for_occupancy<FP4, MT, 2>(occ)
+                   : kernel_for_occupancy<FP4, MT, 1>(occ);
 }
 
-template <bool FP4>
-int launch_gemv(const Params &p, dim3 grid, int st, int occ, bool pdl, cudaStream_t s, qs_err *err)
+template <bool FP4> GemvKernel kernel_for_tokens(int64_t m, int st, int occ)
 {
-    if (p.M <= 8)
-        return launch_tiles<FP4, 1>(p, grid, st, occ, pdl, s, err);
-    if (p.M <= 16)
-        return launch_tiles<FP4, 2>(p, grid, st, occ, pdl, s, err);
-    return launch_tiles<FP4, 4>(p, grid, st, occ, pdl, s, err);
+    return m <= 8 ? kernel_for_strips<FP4, 1>(st, occ)
+         : m <= 16 ? kernel_for_strips<FP4, 2>(st, occ)
+                   : kernel_for_strips<FP4, 4>(st, occ);
+}
+
+GemvKernel gemv_kernel(bool fp4, int64_t m, int st, int occ)
+{
+    return fp4 ? kernel_for_tokens<true>(m, st, occ) : kernel_for_tokens<false>(m, st, occ);
 }
 
 } // namespace
@@ -365,28 +370,35 @@ int64_t gemv_max_m(const Layer &l)
 }
 
 namespace {
-// How a step of m tokens runs: token blocks, strips per CTA, CTAs per SM, k slices.
+// How a step of m tokens runs: token blocks, strips per CTA, the kernel instance, k slices.
 struct GemvPlan {
-    int mblocks, st, groups, occ, splits;
+    int mblocks, st, groups, splits;
+    GemvKernel kernel;
 };
-GemvPlan plan_gemv(const Layer &l, int64_t m, int sms)
+int plan_gemv(const Layer &l, int64_t m, int sms, GemvPlan *g, qs_err *err)
 {
-    GemvPlan g;
-    g.mblocks = (int)token_blocks(m);
-    g.st = strips_for(l.fp4, m);
-    g.groups = (int)((l.n_pad / 16 + g.st - 1) / g.st);
-    const int64_t ctas = (int64_t)g.groups * g.mblocks;
-    g.occ = occupancy_for(m, g.st, ctas, sms);
-    g.splits = gemv_splits(l, ctas, sms, g.occ);
-    return g;
+    g->mblocks = (int)token_blocks(m);
+    g->st = strips_for(l.fp4, m);
+    g->groups = (int)((l.n_pad / 16 + g->st - 1) / g->st);
+    const int64_t ctas = (int64_t)g->groups * g->mblocks;
+    g->kernel = gemv_kernel(l.fp4, m, g->st, occupancy_for(m, g->st, ctas, sms));
+    // The slots of a wave are what the built kernel really gets (builds for one CTA per SM use
+    // more than 128 registers), not what occupancy_for chose between.
+    const int resident = ctas_per_sm((const void *)g->kernel, kGemvThreads, 0, err);
+    if (resident < 0)
+        return -1;
+    g->splits = gemv_splits(l, ctas, sms, resident);
+    return 0;
 }
 } // namespace
 
-void gemv_workspace(const Layer &l, int64_t m, size_t *floats, size_t *counters)
+int gemv_workspace(const Layer &l, int64_t m, int sms, size_t *floats, size_t *counters, qs_err *err)
 {
-    Runtime rt;
-    qs_err err;
-    workspace_for(l, runtime(&rt, &err) ? 1 : plan_gemv(l, m, rt.sms).splits, m, floats, counters);
+    GemvPlan g;
+    if (plan_gemv(l, m, sms, &g, err))
+        return -1;
+    workspace_for(l, g.splits, m, floats, counters);
+    return 0;
 }
 
 int gemv(const Layer &l, Params &p, cudaStream_t s, qs_err *err)
@@ -394,7 +406,9 @@ int gemv(const Layer &l, Params &p, cudaStream_t s, qs_err *err)
     Runtime rt;
     if (runtime(&rt, err))
         return -1;
-    const GemvPlan g = plan_gemv(l, p.M, rt.sms);
+    GemvPlan g;
+    if (plan_gemv(l, p.M, rt.sms, &g, err))
+        return -1;
     p.mblocks = g.mblocks;
     p.splits = g.splits;
     size_t floats, counters;
@@ -405,8 +419,7 @@ int gemv(const Layer &l, Params &p, cudaStream_t s, qs_err *err)
         return qs_errf(err, "marlin: %lld output rows are more than the small-M kernel's grid takes (%d)",
                        (long long)l.n, 65535 * 16 * g.st);
     const dim3 grid((unsigned)p.mblocks, (unsigned)g.groups, (unsigned)p.splits);
-    return l.fp4 ? launch_gemv<true>(p, grid, g.st, g.occ, rt.pdl, s, err)
-                 : launch_gemv<false>(p, grid, g.st, g.occ, rt.pdl, s, err);
+    return launch_kernel(g.kernel, grid, kGemvThreads, 0, rt.pdl, s, p, err);
 }
 
 } // namespace qs_marlin

@@ -169,22 +169,32 @@ __global__ void __launch_bounds__(kWarps * 32, 2) marlin_wgmma_kernel(const Para
         }
     };
     // Stage `stage` of the CTA's tokens into ring buffer b: 16-byte chunk (token n, k chunk kc)
-    // goes to slice kc/2, token group n/8, core matrix kc%2, row n%8. Consecutive threads take
+    // goes to slice kc/2, token group n/8, core matrix kc%2, row n%8. Thread t copies chunks
+    // q = t + 256 j: token n0 + 16 j, k chunk kc, the same kc for every j and stage, so a chunk's
+    // addresses are fixed offsets from two per-thread bases (computing them per chunk and stage
+    // was two thirds of the kernel's instructions: docs/marlin.md). Consecutive threads take
     // consecutive rows of a core matrix, so a warp writes four whole 128-byte rows (no bank
     // conflicts) and reads 64 contiguous bytes of each of 8 tokens. Tokens past M are not
     // copied: a column of the product depends on its own column of B alone, and those outputs
     // are dropped. (Copying row M-1 there instead made every CTA read the same few L2 lines:
     // M = 1 ran 4x slower than M = 32.)
+    static_assert(NT * 16 % (kWarps * 32) == 0, "every thread copies whole chunks");
+    constexpr int CHUNKS = NT * 16 / (kWarps * 32);
     const int real_tokens = min(NT, p.M - m0);
+    const int fill_n0 = (threadIdx.x / 128) * 8 + threadIdx.x % 8, fill_kc = (threadIdx.x / 8) % 16;
+    const uint32_t fill_dst = (uint32_t)__cvta_generic_to_shared(ring) + (fill_kc / 2) * SLICE_BYTES +
+                              (fill_n0 / 8) * 256 + (fill_kc % 2) * 128 + (fill_n0 % 8) * 16;
+    const __nv_bfloat16 *fill_src = p.x + (size_t)(m0 + fill_n0) * p.XS + fill_kc * 8;
+    const size_t fill_token_step = (size_t)16 * p.XS;
     auto fill = [&](int stage, int b) {
-        uint8_t *dst = ring + b * STAGE_BYTES;
+        const uint32_t dst = fill_dst + b * STAGE_BYTES;
+        const __nv_bfloat16 *src = fill_src + stage * kStageK;
+        // predicated copies rather than branches: the addresses stay two adds per chunk
 #pragma unroll
-        for (int q = threadIdx.x; q < NT * 16; q += kWarps * 32) {
-            const int n = (q / 128) * 8 + q % 8, kc = (q / 8) % 16;
-            if (n < real_tokens)
-                cp_async16(dst + (kc / 2) * SLICE_BYTES + (n / 8) * 256 + (kc % 2) * 128 + (n % 8) * 16,
-                           p.x + (size_t)(m0 + n) * p.XS + stage * kStageK + kc * 8);
-        }
+        for (int j = 0; j < CHUNKS; j++)
+            asm volatile("{\n.reg .pred p;\nsetp.lt.s32 p, %2, %3;\n"
+                         "@p cp.async.cg.shared.global [%0], [%1], 16;\n}\n" ::"r"(dst + j * 512),
+                         "l"(src + j * fill_token_step), "r"(fill_n0 + 16 * j), "r"(real_tokens));
     };
 
     float acc[NT / 2];
@@ -221,7 +231,16 @@ __global__ void __launch_bounds__(kWarps * 32, 2) marlin_wgmma_kernel(const Para
     // Two A buffers: unit i's wgmma may still read its registers while unit i+1 is expanded.
     uint32_t a[2][SLICES_PER_UNIT][4];
     const uint64_t ring_desc = slice_descriptor(ring);
+    const uint8_t *strip_w = p.w + (size_t)strip * p.units_k * kUnitBytes;
     auto run_stage = [&](int i, const StageWeights<FP4> &cur, StageWeights<FP4> &later) {
+        // One bulk prefetch per warp brings the strip's weights of a later stage into L2, so that
+        // the register loads two stages ahead find them there.
+#ifdef QS_WGMMA
+        if (p.l2_ahead && lane == 0 && i + p.l2_ahead < n_st)
+            asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(
+                             strip_w + (size_t)((unsigned)stage_at(i + p.l2_ahead) * UNITS) * kUnitBytes),
+                         "n"(UNITS * kUnitBytes));
+#endif
         if (i + 2 < n_st)
             load_weights(later, stage_at(i + 2));
         cp_async_wait<kAhead - 1>();
@@ -303,20 +322,11 @@ __global__ void wgmma_built_kernel(int *out)
 
 template <int NT> constexpr size_t kRingBytes = (size_t)kStages * NT * kStageK * 2;
 
-// CTAs of the kernel resident per SM (registers and shared memory), asked once per instance.
+// CTAs of the kernel resident per SM (registers and shared memory); also raises its shared-memory
+// limit to the ring's size, which the launch needs.
 template <bool FP4, int NT> int resident_ctas(qs_err *err)
 {
-    static int n = 0;
-    if (!n) {
-        QS_CUDA_TRY(cudaFuncSetAttribute(marlin_wgmma_kernel<FP4, NT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         (int)kRingBytes<NT>),
-                    err);
-        QS_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, marlin_wgmma_kernel<FP4, NT>, kWarps * 32,
-                                                                  kRingBytes<NT>),
-                    err);
-        n = std::max(n, 1);
-    }
-    return n;
+    return ctas_per_sm((const void *)marlin_wgmma_kernel<FP4, NT>, kWarps * 32, kRingBytes<NT>, err);
 }
 
 // Calls f.template operator()<FP4, NT>() for the layer's format and the step's token tile.
@@ -447,6 +457,8 @@ int wgmma(const Layer &l, Params &p, const __nv_bfloat16 *x, int64_t xs, cudaStr
     p.XS = (int)l.k_pad;
     p.mblocks = g.mblocks;
     p.splits = g.splits;
+    static const int l2_ahead = std::max(0, env_int("QSERVE_MARLIN_WG_L2AHEAD", 0));
+    p.l2_ahead = l2_ahead;
     if (p.splits > 1 && split_workspace(floats, counters, p, err))
         return -1;
     if (g.groups > 65535 || g.mblocks > 65535)

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine (device tool, carry ["out/dev"]): times marlin builds and tuning switches
+# side by side in one run, one time column per variant. A variant is name=binary[:VAR=v,VAR=v],
+# the binary a bench_kernels under $DEST (e.g. the last commit's copy, bench_kernels.base, beside
+# the working tree's bench_kernels). Output: $OUT/ab.txt (also printed).
+#   AB_VARIANTS="base=bench_kernels.base new=bench_kernels new-l2=bench_kernels:QSERVE_MARLIN_WG_L2AHEAD=4"
+#   BENCH_M=1,16,64   AB_KERNELS=marlin-fp8,marlin-nvfp4
+set -uo pipefail
+cd "$(dirname "$0")/.."
+D=${DEST:-out/dev}
+OUT=${OUT:-/tmp/qserve-gpu-out}
+mkdir -p "$OUT"
+export LD_LIBRARY_PATH="$PWD/$D/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+M=${BENCH_M:-1,8,16,32,64}
+K=${AB_KERNELS:-marlin-fp8,marlin-nvfp4}
+cols=()
+header="kernel N K M"
+for v in ${AB_VARIANTS:?set AB_VARIANTS}; do
+  name=${v%%=*}; rest=${v#*=}; bin=${rest%%:*}; vars=""
+  [[ "$rest" == *:* ]] && vars=${rest#*:}
+  f="$OUT/ab-$name.txt"
+  env ${vars//,/ } timeout 100 "$D/$bin" --kernels "$K" --m "$M" >"$f" 2>&1
+  cols+=("$f")
+  header="$header $name"
+done
+{
+  echo "$header"
+  # rows: kernel N K M time_us from the first file, then each variant's time column
+  paste "${cols[@]}" | awk -v n=${#cols[@]} '$1 ~ /^marlin|^cublaslt|^emulation/ {
+    w = NF / n; line = $1 " " $2 " " $3 " " $4
+    for (i = 0; i < n; i++) line = line " " $(i * w + 5)
+    print line }'
+} | column -t | tee "$OUT/ab.txt"
