@@ -107,6 +107,17 @@ template <> __device__ __forceinline__ void wgmma_acc<32>(float (&d)[16], const 
 #endif
 }
 
+template <> __device__ __forceinline__ void wgmma_acc<16>(float (&d)[8], const uint32_t a[4], uint64_t desc)
+{
+#ifdef QS_WGMMA
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 "
+                 "{%0,%1,%2,%3,%4,%5,%6,%7}, {%8,%9,%10,%11}, %12, p, 1, 1, 0;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
+#endif
+}
+
 // xp[m][j] = x[m][source of j] (marlin_layout.h) for the padded k (zeros past k): 8 outputs
 // (16 bytes) a thread.
 template <bool FP4>
@@ -135,7 +146,7 @@ template <bool FP4> struct StageWeights {
     uint32_t sc[FP4 ? UNITS : 1];
 };
 
-// NT: tokens per CTA (the wgmma N, 32 or 64).
+// NT: tokens per CTA (the wgmma N: 16, 32 or 64).
 template <bool FP4, int NT>
 __global__ void __launch_bounds__(kWarps * 32, 2) marlin_wgmma_kernel(const Params p)
 {
@@ -333,8 +344,12 @@ template <bool FP4, int NT> int resident_ctas(qs_err *err)
 template <typename F> int with_config(bool fp4, int nt, F &&f)
 {
     if (fp4)
-        return nt == 32 ? f.template operator()<true, 32>() : f.template operator()<true, 64>();
-    return nt == 32 ? f.template operator()<false, 32>() : f.template operator()<false, 64>();
+        return nt == 16 ? f.template operator()<true, 16>()
+             : nt == 32 ? f.template operator()<true, 32>()
+                        : f.template operator()<true, 64>();
+    return nt == 16 ? f.template operator()<false, 16>()
+         : nt == 32 ? f.template operator()<false, 32>()
+                    : f.template operator()<false, 64>();
 }
 
 struct ResidentCtas {
@@ -362,7 +377,7 @@ struct WgmmaPlan {
 
 int plan_wgmma(const Layer &l, int64_t m, int sms, WgmmaPlan *g, qs_err *err)
 {
-    g->nt = m <= 32 ? 32 : 64;
+    g->nt = m <= 16 ? 16 : m <= 32 ? 32 : 64;
     g->mblocks = (int)((m + g->nt - 1) / g->nt);
     g->groups = (int)((l.n_pad / 16 + kWarps - 1) / kWarps);
     const int per_sm = with_config(l.fp4, g->nt, ResidentCtas{err});
