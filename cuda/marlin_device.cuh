@@ -31,7 +31,6 @@ struct Params {
     int tiles_n, mblocks, splits, ksteps;
     int rotate; // start each CTA's k walk at a different step (spreads the activation reads over L2)
     int units_k, strips; // the small-M kernel (marlin_gemv.cu): packed units per strip, 16-row strips
-    int l2_ahead;        // the wgmma kernel: weights prefetched into L2 this many stages ahead (0: none)
 };
 
 namespace {

@@ -22,16 +22,12 @@ namespace {
 
 constexpr int kGemvWarps = 8;
 constexpr int kGemvThreads = kGemvWarps * 32;
-// OCC: CTAs per SM the kernel is built for (__launch_bounds__), 2 or 3. Units per batch and
-// strip, two batches in flight per warp: 8 units FP8; NVFP4, whose expansion needs more
-// registers, 6 with one token tile and 4 with more (its wider tiles spill at 6); half that at
-// OCC 3 (fewer registers). (A variant streaming through per-warp cp.async rings in shared memory,
-// more bytes in flight, measured slower: docs/marlin.md.)
-template <bool FP4, int MT, int ST, int OCC> __host__ __device__ constexpr int batch_units()
-{
-    const int per_warp = (FP4 ? (MT == 1 ? 6 : 4) : 8) / (OCC == 3 ? 2 : 1);
-    return per_warp / ST > 0 ? per_warp / ST : 1;
-}
+// OCC: CTAs per SM the kernel is built for (__launch_bounds__), 2 or 3. Units per batch, two
+// batches in flight per warp: 8 KB (FP8) / 4 KB (NVFP4, whose expansion needs more registers)
+// per warp at OCC 2, half that at OCC 3 (fewer registers). (A variant streaming through per-warp
+// cp.async rings in shared memory, more bytes in flight, measured slower: docs/marlin.md; so were
+// NVFP4 batches of 6 units with one token tile, 124 registers: 4096x4096 M = 1 3.8 -> 4.8 us.)
+template <bool FP4, int OCC> constexpr int kBatch = (FP4 ? 4 : 8) / (OCC == 3 ? 2 : 1);
 // Eight or more strip-tiles of accumulators (32+ registers) with two batches in flight do not fit
 // 128 registers without spilling: those are built for one CTA per SM.
 template <int MT, int ST> constexpr int kOccupancy = MT * ST >= 8 ? 1 : 2;
@@ -65,7 +61,7 @@ template <bool FP4, int ST, int B> struct Batch {
 template <bool FP4, int MT, int ST, int OCC>
 __global__ void __launch_bounds__(kGemvThreads, OCC) marlin_gemv_kernel(const Params p)
 {
-    constexpr int B = batch_units<FP4, MT, ST, OCC>();
+    constexpr int B = kBatch<FP4, OCC> / ST > 0 ? kBatch<FP4, OCC> / ST : 1;
     constexpr int UNIT_K = FP4 ? kFp4UnitK : kFp8UnitK;
     constexpr int TILE_SLOTS = MT * 4;         // accumulators per lane and strip
     constexpr int SLOTS = ST * TILE_SLOTS;     // accumulators per lane

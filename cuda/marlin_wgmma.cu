@@ -107,17 +107,6 @@ template <> __device__ __forceinline__ void wgmma_acc<32>(float (&d)[16], const 
 #endif
 }
 
-template <> __device__ __forceinline__ void wgmma_acc<16>(float (&d)[8], const uint32_t a[4], uint64_t desc)
-{
-#ifdef QS_WGMMA
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 "
-                 "{%0,%1,%2,%3,%4,%5,%6,%7}, {%8,%9,%10,%11}, %12, p, 1, 1, 0;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
-#endif
-}
-
 // xp[m][j] = x[m][source of j] (marlin_layout.h) for the padded k (zeros past k): 8 outputs
 // (16 bytes) a thread.
 template <bool FP4>
@@ -146,7 +135,7 @@ template <bool FP4> struct StageWeights {
     uint32_t sc[FP4 ? UNITS : 1];
 };
 
-// NT: tokens per CTA (the wgmma N: 16, 32 or 64).
+// NT: tokens per CTA (the wgmma N, 32 or 64).
 template <bool FP4, int NT>
 __global__ void __launch_bounds__(kWarps * 32, 2) marlin_wgmma_kernel(const Params p)
 {
@@ -242,16 +231,7 @@ __global__ void __launch_bounds__(kWarps * 32, 2) marlin_wgmma_kernel(const Para
     // Two A buffers: unit i's wgmma may still read its registers while unit i+1 is expanded.
     uint32_t a[2][SLICES_PER_UNIT][4];
     const uint64_t ring_desc = slice_descriptor(ring);
-    const uint8_t *strip_w = p.w + (size_t)strip * p.units_k * kUnitBytes;
     auto run_stage = [&](int i, const StageWeights<FP4> &cur, StageWeights<FP4> &later) {
-        // One bulk prefetch per warp brings the strip's weights of a later stage into L2, so that
-        // the register loads two stages ahead find them there.
-#ifdef QS_WGMMA
-        if (p.l2_ahead && lane == 0 && i + p.l2_ahead < n_st)
-            asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(
-                             strip_w + (size_t)((unsigned)stage_at(i + p.l2_ahead) * UNITS) * kUnitBytes),
-                         "n"(UNITS * kUnitBytes));
-#endif
         if (i + 2 < n_st)
             load_weights(later, stage_at(i + 2));
         cp_async_wait<kAhead - 1>();
@@ -344,12 +324,8 @@ template <bool FP4, int NT> int resident_ctas(qs_err *err)
 template <typename F> int with_config(bool fp4, int nt, F &&f)
 {
     if (fp4)
-        return nt == 16 ? f.template operator()<true, 16>()
-             : nt == 32 ? f.template operator()<true, 32>()
-                        : f.template operator()<true, 64>();
-    return nt == 16 ? f.template operator()<false, 16>()
-         : nt == 32 ? f.template operator()<false, 32>()
-                    : f.template operator()<false, 64>();
+        return nt == 32 ? f.template operator()<true, 32>() : f.template operator()<true, 64>();
+    return nt == 32 ? f.template operator()<false, 32>() : f.template operator()<false, 64>();
 }
 
 struct ResidentCtas {
@@ -377,7 +353,7 @@ struct WgmmaPlan {
 
 int plan_wgmma(const Layer &l, int64_t m, int sms, WgmmaPlan *g, qs_err *err)
 {
-    g->nt = m <= 16 ? 16 : m <= 32 ? 32 : 64;
+    g->nt = m <= 32 ? 32 : 64;
     g->mblocks = (int)((m + g->nt - 1) / g->nt);
     g->groups = (int)((l.n_pad / 16 + kWarps - 1) / kWarps);
     const int per_sm = with_config(l.fp4, g->nt, ResidentCtas{err});
@@ -472,8 +448,6 @@ int wgmma(const Layer &l, Params &p, const __nv_bfloat16 *x, int64_t xs, cudaStr
     p.XS = (int)l.k_pad;
     p.mblocks = g.mblocks;
     p.splits = g.splits;
-    static const int l2_ahead = std::max(0, env_int("QSERVE_MARLIN_WG_L2AHEAD", 0));
-    p.l2_ahead = l2_ahead;
     if (p.splits > 1 && split_workspace(floats, counters, p, err))
         return -1;
     if (g.groups > 65535 || g.mblocks > 65535)
