@@ -73,10 +73,11 @@ int ctas_per_sm(const void *kernel, int threads, size_t smem, qs_err *err);
 // Makes the workspace hold `floats` partial sums and `counters` tickets; fills p.ws and p.cnt.
 int split_workspace(size_t floats, size_t counters, Params &p, qs_err *err);
 // The small-M kernel (marlin_gemv.cu): the most tokens it takes for this layer (0: none), the
-// workspace it needs at m tokens, and the launch (p filled by gemm(), activations padded).
+// workspace it needs at m tokens, and the launch (p filled by gemm(), activations padded; rt: the
+// device facts gemm() read once).
 int64_t gemv_max_m(const Layer &l);
 int gemv_workspace(const Layer &l, int64_t m, int sms, size_t *floats, size_t *counters, qs_err *err);
-int gemv(const Layer &l, Params &p, cudaStream_t s, qs_err *err);
+int gemv(const Layer &l, Params &p, const Runtime &rt, cudaStream_t s, qs_err *err);
 // k slices for `ctas` CTAs on `wave` resident CTA slots: the count in 1..most (at most 16) with
 // the fewest waves per slice, the smallest on ties (marlin_gemv.cu).
 int split_by_waves(int64_t ctas, int64_t wave, int64_t most);
@@ -88,7 +89,8 @@ bool wgmma_takes(const Layer &l, int64_t m, const Runtime &rt);
 int wgmma_built(bool *built, qs_err *err);
 int wgmma_workspace(const Layer &l, int64_t m, int sms, size_t *floats, size_t *counters, size_t *permuted,
                     qs_err *err);
-int wgmma(const Layer &l, Params &p, const __nv_bfloat16 *x, int64_t xs, cudaStream_t s, qs_err *err);
+int wgmma(const Layer &l, Params &p, const __nv_bfloat16 *x, int64_t xs, const Runtime &rt, cudaStream_t s,
+          qs_err *err);
 // A device buffer of at least n BF16 for the wgmma kernel's permuted activations (NULL and err set
 // when it would have to grow during a CUDA graph capture).
 __nv_bfloat16 *permuted_activations(size_t n, qs_err *err);

@@ -534,21 +534,19 @@ int split_workspace(size_t floats, size_t counters, Params &p, qs_err *err)
 
 int reserve_workspace(const Layer &l, int64_t m_max, qs_err *err)
 {
-    if (device_sms(err))
-        return -1;
-    size_t floats = 0, counters = 0, permuted = 0;
     Runtime rt;
     if (runtime(&rt, err))
         return -1;
+    size_t floats = 0, counters = 0, permuted = 0;
     for (int64_t mm = 1; mm <= m_max; mm = mm < 8 ? mm + 1 : mm + 8) {
         size_t f = 0, c = 0;
         if (wgmma_takes(l, mm, rt)) {
             size_t pa;
-            if (wgmma_workspace(l, mm, g_sms, &f, &c, &pa, err))
+            if (wgmma_workspace(l, mm, rt.sms, &f, &c, &pa, err))
                 return -1;
             permuted = std::max(permuted, pa);
         } else if (mm <= gemv_max_m(l)) {
-            if (gemv_workspace(l, mm, g_sms, &f, &c, err))
+            if (gemv_workspace(l, mm, rt.sms, &f, &c, err))
                 return -1;
         } else if (mm <= kMaxSplitM) {
             Plan pl = make_plan(l, mm);
@@ -567,7 +565,8 @@ int gemm(const Layer &l, const __nv_bfloat16 *x, __nv_bfloat16 *y, int64_t m, cu
 {
     if (m <= 0)
         return 0;
-    if (device_sms(err))
+    Runtime rt;
+    if (runtime(&rt, err))
         return -1;
     Params p = {};
     p.w = l.w;
@@ -589,11 +588,8 @@ int gemm(const Layer &l, const __nv_bfloat16 *x, __nv_bfloat16 *y, int64_t m, cu
     p.strips = (int)(l.n_pad / 16);
     p.units_k = (int)(l.k_pad / (l.fp4 ? kFp4UnitK : kFp8UnitK));
     p.ksteps = (int)(l.k_pad / (l.fp4 ? kFp4StepK : kFp8StepK));
-    Runtime rt;
-    if (runtime(&rt, err))
-        return -1;
     if (wgmma_takes(l, m, rt)) // its activation copy pads k too
-        return wgmma(l, p, x, l.k, s, err);
+        return wgmma(l, p, x, l.k, rt, s, err);
     if (l.k_pad != l.k) {
         // The kernel reads whole 16-byte chunks of k steps: give it a zero-padded copy.
         if (ensure_act_buffer(g_xpad, (size_t)m * l.k_pad, "padded activation copy", err))
@@ -604,7 +600,7 @@ int gemm(const Layer &l, const __nv_bfloat16 *x, __nv_bfloat16 *y, int64_t m, cu
         p.XS = (int)l.k_pad;
     }
     if (m <= gemv_max_m(l))
-        return gemv(l, p, s, err);
+        return gemv(l, p, rt, s, err);
     Plan pl = make_plan(l, m);
     if (pl.splits > 1 && split_workspace((size_t)pl.splits * m * l.n_pad, (size_t)pl.mblocks * pl.tiles_n, p, err))
         return -1;

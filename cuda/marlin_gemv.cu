@@ -397,11 +397,8 @@ int gemv_workspace(const Layer &l, int64_t m, int sms, size_t *floats, size_t *c
     return 0;
 }
 
-int gemv(const Layer &l, Params &p, cudaStream_t s, qs_err *err)
+int gemv(const Layer &l, Params &p, const Runtime &rt, cudaStream_t s, qs_err *err)
 {
-    Runtime rt;
-    if (runtime(&rt, err))
-        return -1;
     GemvPlan g;
     if (plan_gemv(l, p.M, rt.sms, &g, err))
         return -1;

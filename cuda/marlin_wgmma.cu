@@ -424,11 +424,9 @@ int wgmma_workspace(const Layer &l, int64_t m, int sms, size_t *floats, size_t *
     return 0;
 }
 
-int wgmma(const Layer &l, Params &p, const __nv_bfloat16 *x, int64_t xs, cudaStream_t s, qs_err *err)
+int wgmma(const Layer &l, Params &p, const __nv_bfloat16 *x, int64_t xs, const Runtime &rt, cudaStream_t s,
+          qs_err *err)
 {
-    Runtime rt;
-    if (runtime(&rt, err))
-        return -1;
     WgmmaPlan g;
     if (plan_wgmma(l, p.M, rt.sms, &g, err))
         return -1;
