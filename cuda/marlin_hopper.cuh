@@ -1,0 +1,174 @@
+// marlin_hopper.cuh — the Hopper-only (sm_90a) device primitives of the marlin wgmma kernels
+// (marlin_wgmma.cu, marlin_stream.cu): warpgroup MMA with the weights as the register A operand
+// and the activations as a shared-memory B operand, its shared-memory descriptors, and the
+// mbarrier / bulk-copy pair a producer warp fills a shared-memory ring with. Every primitive
+// compiles to nothing outside an sm_90a build (the host launches these kernels on 9.0 only).
+#ifndef QS_CUDA_MARLIN_HOPPER_CUH
+#define QS_CUDA_MARLIN_HOPPER_CUH
+
+#include <cuda_bf16.h>
+#include <stdint.h>
+
+#include "marlin.h"
+#include "marlin_layout.h"
+
+namespace qs_marlin {
+namespace {
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define QS_WGMMA 1
+#endif
+
+// Shared-memory matrix descriptor of one k16 slice of a stage (no swizzle, K-major): LBO = the
+// step between the two 8-k core matrices of a token group, SBO = the step between token groups.
+// The descriptor of any other slice is this one plus its byte offset / 16 (the address field is
+// the low 14 bits; shared memory stays below 2^18 bytes, so no carry leaves the field).
+__device__ __forceinline__ uint64_t slice_descriptor(const void *smem)
+{
+    const uint64_t addr = (uint32_t)__cvta_generic_to_shared(smem);
+    constexpr uint64_t lbo = 128, sbo = 256; // measured: swapped, every output is wrong
+    return ((addr >> 4) & 0x3FFF) | (((lbo >> 4) & 0x3FFF) << 16) | (((sbo >> 4) & 0x3FFF) << 32);
+}
+
+__device__ __forceinline__ void wgmma_fence()
+{
+#ifdef QS_WGMMA
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void wgmma_commit()
+{
+#ifdef QS_WGMMA
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+#endif
+}
+template <int N> __device__ __forceinline__ void wgmma_wait()
+{
+#ifdef QS_WGMMA
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+#endif
+}
+// Orders this thread's shared-memory writes (cp.async) before the async proxy's reads (wgmma).
+__device__ __forceinline__ void fence_async_shared()
+{
+#ifdef QS_WGMMA
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+}
+
+// d (64 x NT, this warp's 16 rows) += A (this warp's 16 rows x k16, registers) * B (k16 x NT, smem).
+template <int NT> __device__ __forceinline__ void wgmma_acc(float (&d)[NT / 2], const uint32_t a[4], uint64_t desc);
+
+template <> __device__ __forceinline__ void wgmma_acc<64>(float (&d)[32], const uint32_t a[4], uint64_t desc)
+{
+#ifdef QS_WGMMA
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+                 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
+                 "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, "
+                 "{%32,%33,%34,%35}, %36, p, 1, 1, 0;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]),
+                   "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]),
+                   "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]),
+                   "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
+#endif
+}
+
+template <> __device__ __forceinline__ void wgmma_acc<32>(float (&d)[16], const uint32_t a[4], uint64_t desc)
+{
+#ifdef QS_WGMMA
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 "
+                 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, "
+                 "{%16,%17,%18,%19}, %20, p, 1, 1, 0;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]),
+                   "+f"(d[15])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
+#endif
+}
+
+template <> __device__ __forceinline__ void wgmma_acc<16>(float (&d)[8], const uint32_t a[4], uint64_t desc)
+{
+#ifdef QS_WGMMA
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 "
+                 "{%0,%1,%2,%3,%4,%5,%6,%7}, {%8,%9,%10,%11}, %12, p, 1, 1, 0;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
+#endif
+}
+
+// Logical k j0 .. j0+7 of an activation row in the order the wgmma kernels read B (the packer's
+// permutation inside a unit undone, marlin_layout.h), zeros past k: one 16-byte chunk.
+template <bool FP4> __device__ __forceinline__ uint4 permuted_chunk(const __nv_bfloat16 *row, int j0, int k)
+{
+    constexpr int UNIT_K = FP4 ? kFp4UnitK : kFp8UnitK;
+    const int base = j0 / UNIT_K * UNIT_K;
+    __align__(16) __nv_bfloat16 v[8];
+#pragma unroll
+    for (int e = 0; e < 8; e++) {
+        const int src = base + (FP4 ? fp4_logical_source_k(j0 - base + e) : fp8_logical_source_k(j0 - base + e));
+        v[e] = src < k ? row[src] : __float2bfloat16_rn(0.f);
+    }
+    return *(const uint4 *)v;
+}
+
+// mbarriers (one 64-bit word of shared memory each, addressed by its shared-memory address).
+__device__ __forceinline__ void mbar_init(uint32_t bar, int count)
+{
+#ifdef QS_WGMMA
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+#endif
+}
+// Makes initialised mbarriers visible to the async proxy (the bulk copies that complete on them).
+__device__ __forceinline__ void mbar_init_fence()
+{
+#ifdef QS_WGMMA
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void mbar_arrive(uint32_t bar)
+{
+#ifdef QS_WGMMA
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+#endif
+}
+// One arrival that also announces `bytes` of bulk copies completing on this phase.
+__device__ __forceinline__ void mbar_arrive_expect(uint32_t bar, uint32_t bytes)
+{
+#ifdef QS_WGMMA
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+#endif
+}
+// Waits until the phase of parity `parity` has completed.
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity)
+{
+#ifdef QS_WGMMA
+    uint32_t done;
+    do {
+        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                     "selp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(done)
+                     : "r"(bar), "r"(parity)
+                     : "memory");
+    } while (!done);
+#endif
+}
+// bytes (a multiple of 16, both addresses 16-byte aligned) from global to shared memory by the
+// bulk-copy engine, completing on mbarrier `bar`.
+__device__ __forceinline__ void bulk_copy(uint32_t dst, const void *src, uint32_t bytes, uint32_t bar)
+{
+#ifdef QS_WGMMA
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
+                 "l"(src), "r"(bytes), "r"(bar)
+                 : "memory");
+#endif
+}
+
+} // namespace
+} // namespace qs_marlin
+
+#endif
