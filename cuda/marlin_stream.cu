@@ -325,9 +325,12 @@ struct Launch {
     template <bool FP4, int NT> int operator()()
     {
         const int64_t chunks = NT * (p.K / 8);
-        stage_images_kernel<FP4, NT><<<(unsigned)std::min<int64_t>((chunks + 255) / 256, 4096), 256, 0, s>>>(
-            x, (int)xs, img, p.M, (int)k, p.K);
-        QS_LAUNCH_CHECK(err);
+        static const int skip_images = env_int("QSERVE_MARLIN_STREAM_SKIPIMG", 0); // DIAGNOSIS ONLY: wrong results
+        if (!skip_images) {
+            stage_images_kernel<FP4, NT><<<(unsigned)std::min<int64_t>((chunks + 255) / 256, 4096), 256, 0, s>>>(
+                x, (int)xs, img, p.M, (int)k, p.K);
+            QS_LAUNCH_CHECK(err);
+        }
         Params q = p;
         q.x = (const __nv_bfloat16 *)img;
         const size_t smem = kSmemOf<FP4, NT> + (size_t)q.ring * kWeightStageBytes<FP4>;

@@ -30,4 +30,4 @@ done
     w = NF / n; line = $1 " " $2 " " $3 " " $4
     for (i = 0; i < n; i++) line = line " " $(i * w + 5)
     print line }'
-} | column -t | tee "$OUT/ab.txt"
+} | { if command -v column >/dev/null; then column -t; else cat; fi; } | tee "$OUT/ab.txt"

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine (device tool, carry ["out/dev"]): Nsight Compute on marlin kernels.
+#   PROFILE_TIMES="marlin-fp8:4096x4096:32 ..."  per-kernel GPU time of every kernel one call
+#                                                launches (gpu__time_duration), printed
+#   PROFILE_FULL="marlin-fp8:28672x4096:64"      the full section set of the kernel matching
+#                                                PROFILE_KERNEL (regex) in that call: speed of
+#                                                light, memory and stall summary printed, the
+#                                                report kept as $OUT/<kernel>-<shape>-<m>.ncu-rep
+set -uo pipefail
+cd "$(dirname "$0")/.."
+D=${DEST:-out/dev}
+OUT=${OUT:-/tmp/qserve-gpu-out}
+mkdir -p "$OUT"
+export LD_LIBRARY_PATH="$PWD/$D/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+RX=${PROFILE_KERNEL:-marlin}
+for c in ${PROFILE_TIMES:-}; do
+  IFS=: read -r kern shape m <<<"$c"
+  echo "== times: $kern $shape M=$m"
+  "$NCU" --clock-control none --metrics gpu__time_duration.sum,dram__bytes_read.sum,lts__t_bytes.sum \
+    --kernel-name "regex:marlin|stage_images|permute|pad_rows" --launch-count 8 --csv --page raw \
+    "$D/bench_kernels" --kernels "$kern" --shapes "$shape" --m "$m" --iters 1 2>/dev/null |
+    awk -F'","' 'NR != 2 { n = split($0, f, "\",\""); print f[5] " | " f[n-2] " | " f[n-1] " | " f[n] }' |
+    sed -E 's/\(qs_marlin::Params\)|qs_marlin::|\(anonymous namespace\)::|"//g' | cut -c1-160
+done
+for c in ${PROFILE_FULL:-}; do
+  IFS=: read -r kern shape m <<<"$c"
+  rep="$OUT/$kern-$shape-$m"
+  echo "== full: $kern $shape M=$m (kernel /$RX/)"
+  "$NCU" --clock-control none --kernel-name "regex:$RX" --launch-skip 2 --launch-count 1 --set full \
+    --import-source no -o "$rep" -f "$D/bench_kernels" --kernels "$kern" --shapes "$shape" --m "$m" --iters 1 \
+    >/dev/null 2>&1
+  "$NCU" -i "$rep.ncu-rep" --page details --section SpeedOfLight --section MemoryWorkloadAnalysis \
+    --section Occupancy --section LaunchStats 2>&1 | grep -vE "^\s*-+\s*$|^\s*$" | cut -c1-120 | head -70
+  "$NCU" -i "$rep.ncu-rep" --page raw --metrics \
+    "regex:smsp__average_warps_issue_stalled_.*_per_issue_active.ratio" 2>&1 |
+    awk '$NF ~ /^[0-9.]+$/ && $NF > 0.05 { print $1, $NF }' | sort -k2 -nr | head -12
+done
