@@ -127,9 +127,10 @@ __device__ __forceinline__ void store_output(const Params &p, float v, int m, in
 
 // Launches kernel(p) on stream s; with pdl, as a programmatic dependent launch (the kernel may
 // start while the previous one on the stream finishes: see wait_for_previous_grid).
-template <typename Kernel>
+// Arguments after p (extra) follow it to the kernel.
+template <typename Kernel, typename... Extra>
 int launch_kernel(Kernel kernel, dim3 grid, int threads, size_t smem, bool pdl, cudaStream_t s, const Params &p,
-                  qs_err *err)
+                  qs_err *err, const Extra &...extra)
 {
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = grid;
@@ -141,7 +142,7 @@ int launch_kernel(Kernel kernel, dim3 grid, int threads, size_t smem, bool pdl, 
     attr[0].val.programmaticStreamSerializationAllowed = 1;
     cfg.attrs = attr;
     cfg.numAttrs = pdl ? 1 : 0;
-    QS_CUDA_TRY(cudaLaunchKernelEx(&cfg, kernel, p), err);
+    QS_CUDA_TRY(cudaLaunchKernelEx(&cfg, kernel, p, extra...), err);
     QS_LAUNCH_CHECK(err);
     return 0;
 }

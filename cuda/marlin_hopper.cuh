@@ -168,6 +168,33 @@ __device__ __forceinline__ void bulk_copy(uint32_t dst, const void *src, uint32_
 #endif
 }
 
+// Warp-specialised register budgets: a warpgroup that only issues copies hands registers back,
+// one that computes takes them (every warp of the warpgroup executes the same call).
+template <int N> __device__ __forceinline__ void release_registers()
+{
+#ifdef QS_WGMMA
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+#endif
+}
+template <int N> __device__ __forceinline__ void claim_registers()
+{
+#ifdef QS_WGMMA
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
+#endif
+}
+
+// A box of a 3-D tensor map (coordinates innermost first) from global to shared memory by the
+// tensor-copy engine, completing on mbarrier `bar`.
+__device__ __forceinline__ void tensor_copy_3d(uint32_t dst, const void *map, int c0, int c1, int c2, uint32_t bar)
+{
+#ifdef QS_WGMMA
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], "
+                 "[%5];\n" ::"r"(dst),
+                 "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
+                 : "memory");
+#endif
+}
+
 } // namespace
 } // namespace qs_marlin
 

@@ -21,6 +21,7 @@
 //
 // When it runs: stream_takes (measured rule).
 #include <algorithm>
+#include <cudaTypedefs.h> // CUtensorMap, PFN_cuTensorMapEncodeTiled
 
 #include "marlin.h"
 #include "marlin_device.cuh"
@@ -30,7 +31,7 @@ namespace qs_marlin {
 namespace {
 
 constexpr int kStrips = 8;                      // strips (consumer warps) per group: 128 rows
-constexpr int kThreads = (kStrips + 2) * 32;    // + the weight and the activation producer warp
+constexpr int kThreads = (kStrips + 4) * 32;    // + a producer warpgroup (warps 8 and 9 copy weights and activations)
 constexpr int kStageK = 128;                    // k per stage (4 FP8 / 2 NVFP4 units)
 constexpr int kActStages = 4;                   // activation ring depth
 constexpr int kSmemBytes = 227 * 1024;          // the most dynamic shared memory a CTA may take on sm_90
@@ -68,8 +69,12 @@ __device__ __forceinline__ int owner_of(int64_t w, int64_t T, int C) { return (i
 
 __device__ __forceinline__ void consumers_sync() { asm volatile("bar.sync 1, %0;\n" ::"n"(kStrips * 32) : "memory"); }
 
+// weight_map: the packed weights as (stage bytes / 8, k stage, strip) 64-bit words, one box = one
+// stage of 8 strips; scale_map (NVFP4): the scale codes as (256 bytes / 8, 256-k step, strip).
 template <bool FP4, int NT>
-__global__ void __launch_bounds__(kThreads, 1) marlin_stream_kernel(const Params p)
+__global__ void __launch_bounds__(kThreads, 1)
+    marlin_stream_kernel(const Params p, const __grid_constant__ CUtensorMap weight_map,
+                         const __grid_constant__ CUtensorMap scale_map)
 {
     constexpr int UNITS = kUnits<FP4>;
     constexpr int SLICES_PER_UNIT = (FP4 ? kFp4UnitK : kFp8UnitK) / 16;
@@ -107,51 +112,51 @@ __global__ void __launch_bounds__(kThreads, 1) marlin_stream_kernel(const Params
     }
     __syncthreads();
 
-    if (warp == kStrips) {
-        // Weight producer: weights are written by no kernel, so it starts before the previous
-        // kernel on the stream has finished (programmatic dependent launch).
-        allow_next_grid();
+    if (warp >= kStrips) {
+        // The producers: one thread each, walking the share with a (group, stage) counter.
+        release_registers<40>();
+        if (lane != 0 || warp > kStrips + 1)
+            return;
+        int group = (int)(lo / nst), st = (int)(lo % nst);
         RingPos pos;
-        int64_t w = lo;
-        for (int i = 0; w < hi; i++, w++) {
-            const int group = (int)(w / nst), st = (int)(w % nst);
-            if (i >= depth)
-                mbar_wait(w_empty + 8 * pos.slot, pos.phase ^ 1);
-            const uint32_t full = w_full + 8 * pos.slot, dst = weight_ring + pos.slot * WSTAGE;
-            if (lane == 0)
+        if (warp == kStrips) {
+            // Weights: one tensor copy per stage brings the group's 8 strips (strips past the
+            // layer's last read as zeros), one more NVFP4's scale codes. Weights are written by no
+            // kernel, so this starts before the previous kernel on the stream has finished
+            // (programmatic dependent launch).
+            allow_next_grid();
+            for (int64_t i = 0; i < hi - lo; i++) {
+                if (i >= depth)
+                    mbar_wait(w_empty + 8 * pos.slot, pos.phase ^ 1);
+                const uint32_t full = w_full + 8 * pos.slot, dst = weight_ring + pos.slot * WSTAGE;
                 mbar_arrive_expect(full, WSTAGE);
-            __syncwarp();
-            // A group past the last strip reads the last one again; its outputs are never stored.
-            const int strip = min(group * kStrips + (lane & (kStrips - 1)), p.strips - 1);
-            if (lane < kStrips)
-                bulk_copy(dst + lane * STRIP_BYTES, p.w + ((size_t)strip * p.units_k + (size_t)st * UNITS) * kUnitBytes,
-                          STRIP_BYTES, full);
-            else if (FP4 && lane < 2 * kStrips)
-                bulk_copy(dst + kStrips * STRIP_BYTES + (lane - kStrips) * kFp4ScaleStepBytes,
-                          p.sc + ((size_t)strip * p.ksteps + st / 2) * kFp4ScaleStepBytes, kFp4ScaleStepBytes, full);
-            pos.next(depth);
+                tensor_copy_3d(dst, &weight_map, 0, st, group * kStrips, full);
+                if (FP4)
+                    tensor_copy_3d(dst + kStrips * STRIP_BYTES, &scale_map, 0, st / 2, group * kStrips, full);
+                pos.next(depth);
+                if (++st == nst)
+                    st = 0, group++;
+            }
+            return;
         }
-        return;
-    }
-    wait_for_previous_grid();
-    allow_next_grid();
-    if (warp == kStrips + 1) {
-        // Activation producer: the stage's image (stream() rewrote the activations stage by stage).
-        RingPos pos;
-        int64_t w = lo;
-        for (int i = 0; w < hi; i++, w++) {
-            const int st = (int)(w % nst);
+        // Activations: the stage's image (stream() rewrote the activations stage by stage).
+        wait_for_previous_grid();
+        allow_next_grid();
+        for (int64_t i = 0; i < hi - lo; i++) {
             if (i >= kActStages)
                 mbar_wait(a_empty + 8 * pos.slot, pos.phase ^ 1);
-            if (lane == 0) {
-                const uint32_t full = a_full + 8 * pos.slot;
-                mbar_arrive_expect(full, ASTAGE);
-                bulk_copy(act_ring + pos.slot * ASTAGE, (const uint8_t *)p.x + (size_t)st * ASTAGE, ASTAGE, full);
-            }
+            const uint32_t full = a_full + 8 * pos.slot;
+            mbar_arrive_expect(full, ASTAGE);
+            bulk_copy(act_ring + pos.slot * ASTAGE, (const uint8_t *)p.x + (size_t)st * ASTAGE, ASTAGE, full);
             pos.next(kActStages);
+            if (++st == nst)
+                st = 0;
         }
         return;
     }
+    claim_registers<232>();
+    wait_for_previous_grid();
+    allow_next_grid();
 
     // Consumers.
     const int r = lane >> 2, c = lane & 3;
@@ -313,30 +318,72 @@ struct Depth {
     }
 };
 
+// The driver's tensor-map encoder (found once through the runtime: no link against libcuda).
+PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder(qs_err *err)
+{
+    static PFN_cuTensorMapEncodeTiled_v12000 fn = nullptr;
+    if (!fn) {
+        void *f = nullptr;
+        cudaDriverEntryPointQueryResult found;
+        const cudaError_t e =
+            cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &found);
+        if (e != cudaSuccess || found != cudaDriverEntryPointSuccess || !f) {
+            qs_errf(err, "marlin: the CUDA driver has no cuTensorMapEncodeTiled (%s)", cudaGetErrorString(e));
+            return nullptr;
+        }
+        fn = (PFN_cuTensorMapEncodeTiled_v12000)f;
+    }
+    return fn;
+}
+
+// A (chunk bytes, steps, strips) view of per-strip data where each strip holds `steps` chunks
+// back to back and strips follow each other: one box is one chunk of kStrips strips, laid out in
+// shared memory strip after strip.
+int strip_map(CUtensorMap *map, const void *base, int chunk_bytes, int64_t steps, int64_t strips, qs_err *err)
+{
+    PFN_cuTensorMapEncodeTiled_v12000 encode = tensor_map_encoder(err);
+    if (!encode)
+        return -1;
+    const cuuint64_t dims[3] = {(cuuint64_t)chunk_bytes / 8, (cuuint64_t)steps, (cuuint64_t)strips};
+    const cuuint64_t strides[2] = {(cuuint64_t)chunk_bytes, (cuuint64_t)chunk_bytes * steps}; // bytes, dims 1 and 2
+    const cuuint32_t box[3] = {(cuuint32_t)chunk_bytes / 8, 1, kStrips}, unit[3] = {1, 1, 1};
+    const CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_UINT64, 3, const_cast<void *>(base), dims, strides, box, unit,
+                              CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
+                              CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS)
+        return qs_errf(err, "marlin: cuTensorMapEncodeTiled failed (%d) for a %d-byte x %lld x %lld view", (int)r,
+                       chunk_bytes, (long long)steps, (long long)strips);
+    return 0;
+}
+
 struct Launch {
+    const Layer &l;
     const Params &p;
     unsigned ctas;
     const Runtime &rt;
     cudaStream_t s;
     const __nv_bfloat16 *x;
-    int64_t xs, k;
+    int64_t xs;
     uint8_t *img;
     qs_err *err;
     template <bool FP4, int NT> int operator()()
     {
+        CUtensorMap weight_map, scale_map;
+        if (strip_map(&weight_map, l.w, kStripStageBytes<FP4>, l.k_pad / kStageK, p.strips, err) ||
+            strip_map(&scale_map, FP4 ? (const void *)l.sc : (const void *)l.w, kFp4ScaleStepBytes,
+                      FP4 ? p.ksteps : l.k_pad / kStageK, p.strips, err))
+            return -1;
         const int64_t chunks = NT * (p.K / 8);
-        static const int skip_images = env_int("QSERVE_MARLIN_STREAM_SKIPIMG", 0); // DIAGNOSIS ONLY: wrong results
-        if (!skip_images) {
-            stage_images_kernel<FP4, NT><<<(unsigned)std::min<int64_t>((chunks + 255) / 256, 4096), 256, 0, s>>>(
-                x, (int)xs, img, p.M, (int)k, p.K);
-            QS_LAUNCH_CHECK(err);
-        }
+        stage_images_kernel<FP4, NT><<<(unsigned)std::min<int64_t>((chunks + 255) / 256, 4096), 256, 0, s>>>(
+            x, (int)xs, img, p.M, (int)l.k, p.K);
+        QS_LAUNCH_CHECK(err);
         Params q = p;
         q.x = (const __nv_bfloat16 *)img;
         const size_t smem = kSmemOf<FP4, NT> + (size_t)q.ring * kWeightStageBytes<FP4>;
         if (ctas_per_sm((const void *)marlin_stream_kernel<FP4, NT>, kThreads, kSmemBytes, err) < 0)
             return -1;
-        return launch_kernel(marlin_stream_kernel<FP4, NT>, dim3(ctas), kThreads, smem, rt.pdl, s, q, err);
+        return launch_kernel(marlin_stream_kernel<FP4, NT>, dim3(ctas), kThreads, smem, rt.pdl, s, q, err, weight_map,
+                             scale_map);
     }
 };
 
@@ -399,7 +446,7 @@ int stream(const Layer &l, Params &p, const __nv_bfloat16 *x, int64_t xs, const 
     if (g.max_shares > 1 && split_workspace(floats, counters, p, err))
         return -1;
     p.ring = g.ring;
-    return with_tile(l.fp4, g.nt, Launch{p, (unsigned)g.ctas, rt, s, x, xs, l.k, (uint8_t *)img, err});
+    return with_tile(l.fp4, g.nt, Launch{l, p, (unsigned)g.ctas, rt, s, x, xs, (uint8_t *)img, err});
 }
 
 } // namespace qs_marlin
