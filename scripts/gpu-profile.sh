@@ -5,7 +5,9 @@
 #   PROFILE_FULL="marlin-fp8:28672x4096:64"      the full section set of the kernel matching
 #                                                PROFILE_KERNEL (regex) in that call: speed of
 #                                                light, memory and stall summary printed, the
-#                                                report kept as $OUT/<kernel>-<shape>-<m>.ncu-rep
+#                                                report kept as $OUT/<kernel>-<shape>-<m>.ncu-rep;
+#                                                the PROFILE_TOP (40) SASS lines with the most
+#                                                stall samples (scripts/ncu_sass_top.py)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 D=${DEST:-out/dev}
@@ -30,9 +32,11 @@ for c in ${PROFILE_FULL:-}; do
   "$NCU" --clock-control none --kernel-name "regex:$RX" --launch-skip 2 --launch-count 1 --set full \
     --import-source no -o "$rep" -f "$D/bench_kernels" --kernels "$kern" --shapes "$shape" --m "$m" --iters 1 \
     >/dev/null 2>&1
-  "$NCU" -i "$rep.ncu-rep" --page details --section SpeedOfLight --section MemoryWorkloadAnalysis \
-    --section Occupancy --section LaunchStats 2>&1 | grep -vE "^\s*-+\s*$|^\s*$" | cut -c1-120 | head -70
+  "$NCU" -i "$rep.ncu-rep" --page details --section SpeedOfLight 2>&1 | grep -E "Duration|Throughput|Cycles" | cut -c1-100
   "$NCU" -i "$rep.ncu-rep" --page raw --metrics \
     "regex:smsp__average_warps_issue_stalled_.*_per_issue_active.ratio" 2>&1 |
     awk '$NF ~ /^[0-9.]+$/ && $NF > 0.05 { print $1, $NF }' | sort -k2 -nr | head -12
+  "$NCU" -i "$rep.ncu-rep" --page source --print-source sass --csv >"$rep-sass.csv" 2>/dev/null &&
+    python3 scripts/ncu_sass_top.py "$rep-sass.csv" "${PROFILE_TOP:-40}"
+  rm -f "$rep-sass.csv"
 done
