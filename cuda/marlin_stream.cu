@@ -86,7 +86,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 #endif
     extern __shared__ __align__(128) uint8_t smem[];
     // (no static shared memory: the rings take all a CTA may have)
-    int *s_last = (int *)(smem + 32 * kMaxWeightStages + 16 * kActStages); // one flag per split group
+    int &s_last = *(int *)(smem + 32 * kMaxWeightStages + 16 * kActStages);
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int depth = p.ring; // weight stages (<= kWeightStages: the host checks)
     const uint32_t base = (uint32_t)__cvta_generic_to_shared(smem);
@@ -217,15 +217,6 @@ __global__ void __launch_bounds__(kThreads, 1)
 
     // Accumulator 4i+e of lane (r, c): row r + 8 (e / 2) of the warp's strip, token 8i + 2c + e % 2.
     auto token_of = [&](int idx) { return 8 * (idx / 4) + 2 * c + (idx & 1); };
-    auto row_of = [&](int strip, int idx) { return strip * 16 + r + 8 * ((idx & 3) >> 1); };
-    auto store_group = [&](int group, const float(&sum)[NT / 2]) {
-        const int strip = group * kStrips + warp;
-#pragma unroll
-        for (int idx = 0; idx < NT / 2; idx++)
-            if (strip < p.strips && token_of(idx) < p.M)
-                store_output(p, sum[idx], token_of(idx), row_of(strip, idx));
-    };
-    int split_first = -1, split_last = -1, n_split = 0; // the share's split groups (scalars: no local memory)
     int64_t w = lo;
     while (w < hi) {
         const int group = (int)(w / nst);
@@ -250,52 +241,39 @@ __global__ void __launch_bounds__(kThreads, 1)
             mbar_arrive(a_empty + 8 * pending_act);
         pending_act = -1;
 
-        if (whole) {
-            store_group(group, acc);
-            continue;
-        }
-        // A group split between CTAs: CTA first + j stores its partial sum in slot j. Nothing
-        // waits on those stores here: the tickets and the sums come after the CTA's last stage,
-        // so the stream of stages is not held up (in place, they cost ~15 us per call at 64
-        // tokens: docs/marlin.md).
-        const int first = owner_of((int64_t)group * nst, T, C);
         const int strip = group * kStrips + warp;
-#pragma unroll
-        for (int idx = 0; idx < NT / 2; idx++)
-            if (strip < p.strips && token_of(idx) < p.M)
-                __stcg(partial_at(p, blockIdx.x - first, token_of(idx), row_of(strip, idx)), acc[idx]);
-        (n_split++ == 0 ? split_first : split_last) = group;
-    }
-    if (n_split == 0)
-        return;
-    // The split groups (the share's first and last, at most two): one fence for all partials,
-    // a ticket per group; the CTA that takes a group's last ticket sums its partials in slot
-    // order (so the result does not depend on which CTA came last) and stores the outputs.
-    __threadfence();
-    consumers_sync();
-    if (threadIdx.x < n_split) {
-        const int group = threadIdx.x == 0 ? split_first : split_last;
-        const int shares = owner_of((int64_t)(group + 1) * nst - 1, T, C) - owner_of((int64_t)group * nst, T, C) + 1;
-        s_last[threadIdx.x] = atomicAdd(p.cnt + group, 1) == shares - 1;
-    }
-    consumers_sync();
-    for (int i = 0; i < n_split; i++) {
-        if (!s_last[i])
-            continue;
-        const int group = i == 0 ? split_first : split_last, strip = group * kStrips + warp;
-        const int first = owner_of((int64_t)group * nst, T, C), last = owner_of((int64_t)(group + 1) * nst - 1, T, C);
-        __threadfence();
-        if (threadIdx.x == 0)
-            p.cnt[group] = 0;
-#pragma unroll
-        for (int idx = 0; idx < NT / 2; idx++)
-            acc[idx] = 0.f;
-        for (int j = 0; j <= last - first; j++)
+        const bool real_strip = strip < p.strips;
+        auto row_of = [&](int idx) { return strip * 16 + r + 8 * ((idx & 3) >> 1); };
+        if (!whole) {
+            // A group split between CTAs: CTA first + j stores its partial sum in slot j.
+            const int first = owner_of((int64_t)group * nst, T, C), last = owner_of(group_end - 1, T, C);
 #pragma unroll
             for (int idx = 0; idx < NT / 2; idx++)
-                if (strip < p.strips && token_of(idx) < p.M)
-                    acc[idx] += __ldcg(partial_at(p, j, token_of(idx), row_of(strip, idx)));
-        store_group(group, acc);
+                if (real_strip && token_of(idx) < p.M)
+                    __stcg(partial_at(p, blockIdx.x - first, token_of(idx), row_of(idx)), acc[idx]);
+            __threadfence();
+            consumers_sync();
+            if (threadIdx.x == 0)
+                s_last = atomicAdd(p.cnt + group, 1) == last - first;
+            consumers_sync();
+            if (!s_last)
+                continue;
+            __threadfence();
+            if (threadIdx.x == 0)
+                p.cnt[group] = 0;
+#pragma unroll
+            for (int idx = 0; idx < NT / 2; idx++)
+                acc[idx] = 0.f;
+            for (int j = 0; j <= last - first; j++)
+#pragma unroll
+                for (int idx = 0; idx < NT / 2; idx++)
+                    if (real_strip && token_of(idx) < p.M)
+                        acc[idx] += __ldcg(partial_at(p, j, token_of(idx), row_of(idx)));
+        }
+#pragma unroll
+        for (int idx = 0; idx < NT / 2; idx++)
+            if (real_strip && token_of(idx) < p.M)
+                store_output(p, acc[idx], token_of(idx), row_of(idx));
     }
 }
 
@@ -447,10 +425,11 @@ bool stream_takes(const Layer &l, int64_t m, const Runtime &rt)
     static const int hi = std::min(env_int("QSERVE_MARLIN_STREAM_MAX", kMaxTokens), kMaxTokens);
     if (!mode || !rt.sm90 || l.block || m < lo || m > hi || l.k_pad % kStageK != 0)
         return false;
-    // layers with at least ~24 stages of work per SM: below that the kernel's fixed cost (the
-    // activation images, the start of the ring, the split groups' sums) outweighs what it gains
-    // (docs/marlin.md); smaller layers keep the small-M kernel
-    return mode == 2 || (l.n_pad / 128) * (l.k_pad / kStageK) >= 24 * (int64_t)rt.sms;
+    // Layers with at least 40 stages of work per SM (28672x4096: 54 on the H200): below that the
+    // kernel's fixed cost (the activation images, the start of the ring, the split groups' sums)
+    // outweighs what it gains — measured slower on 4096x14336 (27 stages per SM) and every smaller
+    // Llama-3.1-8B layer (docs/marlin.md, session 8). Smaller layers keep the small-M kernel.
+    return mode == 2 || (l.n_pad / 128) * (l.k_pad / kStageK) >= 40 * (int64_t)rt.sms;
 }
 
 int stream_workspace(const Layer &l, int64_t m, int sms, size_t *floats, size_t *counters, size_t *images)
