@@ -1,25 +1,26 @@
-// marlin_stream.cu — the `marlin` kernel on Hopper (sm_90a) for steps of up to 64 tokens: one
-// persistent CTA per SM walks a stream-K share of the layer's (128-row group, 128-k stage) work,
-// its weights arriving through a deep shared-memory ring that one producer warp fills with bulk
-// copies, so that ~150 KB of weights per SM are in flight (the register-prefetching wgmma kernel,
-// marlin_wgmma.cu, keeps 64 KB in flight and reads at ~37% of the copy rate: docs/marlin.md).
+// marlin_stream.cu — the `marlin` kernel on Hopper (sm_90a) for steps of 17-64 tokens on the
+// largest layers: one persistent CTA per SM walks a stream-K share of the layer's (128-row group,
+// 128-k stage) work, its weights arriving through a shared-memory ring that a producer thread
+// fills with one tensor copy per stage, so that the consumers never wait on their own loads (the
+// register-prefetching wgmma kernel, marlin_wgmma.cu, reads at ~37% of the copy rate there).
 //
 // Warps 0-7 (two warpgroups) consume: warp w owns strip w of the group (16 output rows); per stage
 // it loads its 16 bytes per unit from the ring (the packed layout is the wgmma A fragment, as in
 // the other kernels), expands them in registers and issues one wgmma group per stage against the
-// activations (shared-memory B operand). Warp 8 copies each stage's weights (one bulk copy per
-// strip, and NVFP4's scale codes) into the weight ring; warp 9 copies the stage's activations into
-// a shorter ring (they come from L2). Full / empty mbarriers pair every ring slot. The activations
-// are first rewritten once per call into the exact shared-memory image of each stage (wgmma's
-// K-major core matrices, the packer's k permutation undone, tokens past M zero), so one stage is
-// one contiguous bulk copy.
+// activations (shared-memory B operand). Warp 8 (one thread) copies each stage's weights — a 3-D
+// tensor map makes the 8 strips' stage one box — and NVFP4's scale codes into the weight ring;
+// warp 9 (one thread) copies the stage's activations into a ring of their own (they come from L2).
+// Full / empty mbarriers pair every ring slot. The activations are first rewritten once per call
+// into the exact shared-memory image of each stage (wgmma's K-major core matrices, the packer's k
+// permutation undone, tokens past M zero), so one stage is one contiguous bulk copy. The producer
+// warpgroup hands registers to the consumers (setmaxnreg).
 //
 // A CTA's share is a contiguous run of work, in group-major order, so it covers the tail of one
 // group, whole groups, and the head of another; the consumers store each group's sum at the
 // group's end, or, for a group split between CTAs, its partial sum, and the last CTA to finish
 // a group (a ticket) adds the partials in CTA order: deterministic run to run.
 //
-// When it runs: stream_takes (measured rule).
+// When it runs: stream_takes (measured rule). Measurements: docs/marlin.md, session 8.
 #include <algorithm>
 #include <cudaTypedefs.h> // CUtensorMap, PFN_cuTensorMapEncodeTiled
 
@@ -36,7 +37,7 @@ constexpr int kStageK = 128;                    // k per stage (4 FP8 / 2 NVFP4 
 constexpr int kActStages = 4;                   // activation ring depth
 constexpr int kSmemBytes = 227 * 1024;          // the most dynamic shared memory a CTA may take on sm_90
 constexpr int kBarrierBytes = 1024;             // the mbarriers and a flag, then the rings
-constexpr int kMaxWeightStages = 24;
+constexpr int kMaxWeightStages = 24;         // mbarrier slots reserved (the ring depth is a launch parameter)
 constexpr int kMaxTokens = 64;
 
 template <bool FP4> constexpr int kUnits = kStageK / (FP4 ? kFp4UnitK : kFp8UnitK);
