@@ -538,7 +538,9 @@ int reserve_workspace(const Layer &l, int64_t m_max, qs_err *err)
     if (runtime(&rt, err))
         return -1;
     size_t floats = 0, counters = 0, permuted = 0;
-    for (int64_t mm = 1; mm <= m_max; mm = mm < 8 ? mm + 1 : mm + 8) {
+    // Every step size: the workspace grows with m inside each kernel's range, so sampling every
+    // 8th size missed the ends of the ranges (64 tokens needs more than the 57 sampled).
+    for (int64_t mm = 1; mm <= m_max; mm++) {
         size_t f = 0, c = 0;
         if (stream_takes(l, mm, rt)) {
             size_t pa;
