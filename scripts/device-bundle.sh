@@ -29,7 +29,7 @@ for tool in qserve convert-llama2c bench_serve bench_tokenizer qserve-eval bench
 done
 # Libraries absent from the GPU machine (Ubuntu 24.04 without these -dev packages).
 for lib in libmicrohttpd.so.12 libcjson.so.1 libyaml-0.so.2 libunistring.so.2; do
-  path=$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64/ {print $NF; exit}')
+  path=$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64/ && !found {print $NF; found = 1}') # no early exit: SIGPIPE under pipefail
   [ -n "$path" ] && cp -L "$path" "$dest/lib/"
 done
 # stories260K for the end-to-end checks (../shared does not travel to the GPU machine).
