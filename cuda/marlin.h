@@ -93,7 +93,7 @@ int wgmma(const Layer &l, Params &p, const __nv_bfloat16 *x, int64_t xs, const R
           qs_err *err);
 // The stream kernel (marlin_stream.cu, sm_90): the same three, for steps of up to 64 tokens.
 bool stream_takes(const Layer &l, int64_t m, const Runtime &rt);
-int stream_workspace(const Layer &l, int64_t m, int sms, size_t *floats, size_t *counters, size_t *images);
+void stream_workspace(const Layer &l, int64_t m, int sms, size_t *floats, size_t *counters, size_t *images);
 int stream(const Layer &l, Params &p, const __nv_bfloat16 *x, int64_t xs, const Runtime &rt, cudaStream_t s,
            qs_err *err);
 // A device buffer of at least n BF16 for the wgmma kernels' permuted activations (NULL and err set

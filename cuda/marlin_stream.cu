@@ -372,9 +372,11 @@ struct Launch {
     template <bool FP4, int NT> int operator()()
     {
         CUtensorMap weight_map, scale_map;
-        if (strip_map(&weight_map, l.w, kStripStageBytes<FP4>, l.k_pad / kStageK, p.strips, err) ||
-            strip_map(&scale_map, FP4 ? (const void *)l.sc : (const void *)l.w, kFp4ScaleStepBytes,
-                      FP4 ? p.ksteps : l.k_pad / kStageK, p.strips, err))
+        if (strip_map(&weight_map, l.w, kStripStageBytes<FP4>, l.k_pad / kStageK, p.strips, err))
+            return -1;
+        if (!FP4)
+            scale_map = weight_map; // an FP8 kernel never reads it
+        else if (strip_map(&scale_map, l.sc, kFp4ScaleStepBytes, p.ksteps, p.strips, err))
             return -1;
         const int64_t chunks = NT * (p.K / 8);
         stage_images_kernel<FP4, NT><<<(unsigned)std::min<int64_t>((chunks + 255) / 256, 4096), 256, 0, s>>>(
@@ -433,10 +435,9 @@ bool stream_takes(const Layer &l, int64_t m, const Runtime &rt)
     return mode == 2 || (l.n_pad / 128) * (l.k_pad / kStageK) >= 40 * (int64_t)rt.sms;
 }
 
-int stream_workspace(const Layer &l, int64_t m, int sms, size_t *floats, size_t *counters, size_t *images)
+void stream_workspace(const Layer &l, int64_t m, int sms, size_t *floats, size_t *counters, size_t *images)
 {
     workspace_of(plan_stream(l, m, sms), l, m, floats, counters, images);
-    return 0;
 }
 
 int stream(const Layer &l, Params &p, const __nv_bfloat16 *x, int64_t xs, const Runtime &rt, cudaStream_t s,
