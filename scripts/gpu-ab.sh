@@ -7,10 +7,7 @@
 #   BENCH_M=1,16,64   AB_KERNELS=marlin-fp8,marlin-nvfp4
 set -uo pipefail
 cd "$(dirname "$0")/.."
-D=${DEST:-out/dev}
-OUT=${OUT:-/tmp/qserve-gpu-out}
-mkdir -p "$OUT"
-export LD_LIBRARY_PATH="$PWD/$D/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+. scripts/gpu-env.sh out/dev
 M=${BENCH_M:-1,8,16,32,64}
 K=${AB_KERNELS:-marlin-fp8,marlin-nvfp4}
 cols=()

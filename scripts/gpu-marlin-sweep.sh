@@ -6,10 +6,7 @@
 # (QSERVE_MARLIN_WGMMA_MIN=1,QSERVE_MARLIN_WGMMA_MAX=256). Output: $OUT/sweep.txt; one summary line per variant on stdout.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-D=${DEST:-out/device}
-OUT=${OUT:-/tmp/qserve-gpu-out}
-mkdir -p "$OUT"
-export LD_LIBRARY_PATH="$PWD/$D/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+. scripts/gpu-env.sh out/device
 M=${BENCH_M:-1,4,16,32,64,128,256}
 K=${SWEEP_KERNELS:-marlin-fp8,marlin-nvfp4}
 VARIANTS=${SWEEP_VARIANTS:-"default QSERVE_MARLIN_WARPS=8 QSERVE_MARLIN_WIDE=0"}

@@ -10,10 +10,7 @@
 #                                                stall samples (scripts/ncu_sass_top.py)
 set -uo pipefail
 cd "$(dirname "$0")/.."
-D=${DEST:-out/dev}
-OUT=${OUT:-/tmp/qserve-gpu-out}
-mkdir -p "$OUT"
-export LD_LIBRARY_PATH="$PWD/$D/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+. scripts/gpu-env.sh out/dev
 NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
 RX=${PROFILE_KERNEL:-marlin}
 for c in ${PROFILE_TIMES:-}; do
