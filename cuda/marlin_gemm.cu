@@ -543,10 +543,13 @@ int reserve_workspace(const Layer &l, int64_t m_max, qs_err *err)
     for (int64_t mm = 1; mm <= m_max; mm++) {
         size_t f = 0, c = 0;
         if (stream_takes(l, mm, rt)) {
-            size_t pa;
-            stream_workspace(l, mm, rt.sms, &f, &c, &pa);
-            permuted = std::max(permuted, pa);
-        } else if (wgmma_takes(l, mm, rt)) {
+            // and what the kernel below needs, should a step's activations not suit it
+            stream_workspace(l, mm, rt.sms, &f, &c);
+            floats = std::max(floats, f);
+            counters = std::max(counters, c);
+            f = c = 0;
+        }
+        if (wgmma_takes(l, mm, rt)) {
             size_t pa;
             if (wgmma_workspace(l, mm, rt.sms, &f, &c, &pa, err))
                 return -1;
@@ -594,7 +597,7 @@ int gemm(const Layer &l, const __nv_bfloat16 *x, __nv_bfloat16 *y, int64_t m, cu
     p.strips = (int)(l.n_pad / 16);
     p.units_k = (int)(l.k_pad / (l.fp4 ? kFp4UnitK : kFp8UnitK));
     p.ksteps = (int)(l.k_pad / (l.fp4 ? kFp4StepK : kFp8StepK));
-    if (stream_takes(l, m, rt)) // its activation copy pads k too
+    if (stream_takes(l, m, rt) && stream_fits(x)) // its tensor map reads x as it is
         return stream(l, p, x, l.k, rt, s, err);
     if (wgmma_takes(l, m, rt)) // its activation copy pads k too
         return wgmma(l, p, x, l.k, rt, s, err);

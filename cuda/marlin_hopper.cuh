@@ -195,6 +195,36 @@ __device__ __forceinline__ void tensor_copy_3d(uint32_t dst, const void *map, in
 #endif
 }
 
+// A box of a 2-D tensor map (coordinates innermost first), as tensor_copy_3d.
+__device__ __forceinline__ void tensor_copy_2d(uint32_t dst, const void *map, int c0, int c1, uint32_t bar)
+{
+#ifdef QS_WGMMA
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], "
+                 "[%4];\n" ::"r"(dst),
+                 "l"(map), "r"(c0), "r"(c1), "r"(bar)
+                 : "memory");
+#endif
+}
+
+// Named barrier `id` of `threads` threads: arrive without waiting (the arriving threads' earlier
+// memory accesses are performed for the threads that wait on it), and arrive-and-wait.
+template <int ID, int THREADS> __device__ __forceinline__ void named_arrive()
+{
+    asm volatile("bar.arrive %0, %1;\n" ::"n"(ID), "n"(THREADS) : "memory");
+}
+template <int ID, int THREADS> __device__ __forceinline__ void named_sync()
+{
+    asm volatile("bar.sync %0, %1;\n" ::"n"(ID), "n"(THREADS) : "memory");
+}
+
+// A GPU-scope acquire load: what the writer released before its flag is visible after it.
+__device__ __forceinline__ int load_acquire(const int *p)
+{
+    int v;
+    asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+
 } // namespace
 } // namespace qs_marlin
 

@@ -1,26 +1,32 @@
-// marlin_stream.cu — the `marlin` kernel on Hopper (sm_90a) for steps of 17-64 tokens on the
-// largest layers: one persistent CTA per SM walks a stream-K share of the layer's (128-row group,
-// 128-k stage) work, its weights arriving through a shared-memory ring that a producer thread
-// fills with one tensor copy per stage, so that the consumers never wait on their own loads (the
-// register-prefetching wgmma kernel, marlin_wgmma.cu, reads at ~37% of the copy rate there).
+// marlin_stream.cu — the `marlin` kernel on Hopper (sm_90a) for steps of 17-64 tokens: one
+// persistent CTA per SM walks a stream-K share of the layer's (128-row group, 128-k stage) work,
+// its weights arriving through a shared-memory ring that a producer thread fills with one tensor
+// copy per stage, so that the consumers never wait on their own loads (the register-prefetching
+// wgmma kernel, marlin_wgmma.cu, reads at ~37% of the copy rate there).
 //
 // Warps 0-7 (two warpgroups) consume: warp w owns strip w of the group (16 output rows); per stage
 // it loads its 16 bytes per unit from the ring (the packed layout is the wgmma A fragment, as in
 // the other kernels), expands them in registers and issues one wgmma group per stage against the
-// activations (shared-memory B operand). Warp 8 (one thread) copies each stage's weights — a 3-D
-// tensor map makes the 8 strips' stage one box — and NVFP4's scale codes into the weight ring;
-// warp 9 (one thread) copies the stage's activations into a ring of their own (they come from L2).
-// Full / empty mbarriers pair every ring slot. The activations are first rewritten once per call
-// into the exact shared-memory image of each stage (wgmma's K-major core matrices, the packer's k
-// permutation undone, tokens past M zero), so one stage is one contiguous bulk copy. The producer
-// warpgroup hands registers to the consumers (setmaxnreg).
+// activations (shared-memory B operand). The producer warpgroups (warps 8-15) hand their registers
+// to the consumers (setmaxnreg) and feed them:
+//   warp 8 (one thread) copies each stage's weights — a 3-D tensor map makes the 8 strips' stage
+//     one box — and NVFP4's scale codes into the weight ring;
+//   warp 9 (one thread) copies the stage's activations as they are (a 2-D tensor map over x:
+//     tokens past M and k past the layer's read as zeros, 128-byte swizzle) into a staging ring;
+//   warps 10-13 rewrite each staged stage into the activation ring in wgmma's K-major core-matrix
+//     layout with the packer's k permutation undone (four 16-byte loads in, four stores out per
+//     token and 32 k: a 4 x 4 transpose of 4-byte pairs in registers);
+//   warp 15 publishes a split group's partial sums (below) so the consumers need not wait for it.
+// Full / empty mbarriers pair every ring slot.
 //
 // A CTA's share is a contiguous run of work, in group-major order, so it covers the tail of one
-// group, whole groups, and the head of another; the consumers store each group's sum at the
-// group's end, or, for a group split between CTAs, its partial sum, and the last CTA to finish
-// a group (a ticket) adds the partials in CTA order: deterministic run to run.
+// group, whole groups, and the head of another. Whole groups are stored at the group's end. A group
+// split between CTAs is summed by the CTA that owns its first stage (for it, always the last
+// segment of its share): the others store their partial sums (slot = their distance from it) and
+// warp 15 releases a per-group count; the summing CTA waits for the count and adds the partials in
+// slot order — deterministic run to run, and the consumers never stall on a fence.
 //
-// When it runs: stream_takes (measured rule). Measurements: docs/marlin.md, session 8.
+// When it runs: stream_takes (measured rule). Measurements: docs/marlin.md, sessions 8 and 9.
 #include <algorithm>
 #include <cudaTypedefs.h> // CUtensorMap, PFN_cuTensorMapEncodeTiled
 
@@ -32,13 +38,19 @@ namespace qs_marlin {
 namespace {
 
 constexpr int kStrips = 8;                      // strips (consumer warps) per group: 128 rows
-constexpr int kThreads = (kStrips + 4) * 32;    // + a producer warpgroup (warps 8 and 9 copy weights and activations)
+constexpr int kConsumers = kStrips * 32;
+constexpr int kThreads = (kStrips + 8) * 32;    // + two producer warpgroups
+constexpr int kPermuteWarp0 = kStrips + 2, kPermuteWarps = 4;
+constexpr int kPublishWarp = kStrips + 7;
 constexpr int kStageK = 128;                    // k per stage (4 FP8 / 2 NVFP4 units)
-constexpr int kActStages = 4;                   // activation ring depth
+constexpr int kActStages = 4;                   // activation ring depth (the rewritten stages)
+constexpr int kStagedStages = 4;                // staging ring depth (the copied stages)
 constexpr int kSmemBytes = 227 * 1024;          // the most dynamic shared memory a CTA may take on sm_90
-constexpr int kBarrierBytes = 1024;             // the mbarriers and a flag, then the rings
+constexpr int kAlign = 1024;                    // the 128-byte swizzle's period: the staging ring's alignment
+constexpr int kBarrierBytes = 1024;             // the mbarriers, then the rings
 constexpr int kMaxWeightStages = 24;         // mbarrier slots reserved (the ring depth is a launch parameter)
 constexpr int kMaxTokens = 64;
+constexpr int kPublishBarrier = 2, kPublishThreads = kConsumers + 32; // consumers + warp 15
 
 template <bool FP4> constexpr int kUnits = kStageK / (FP4 ? kFp4UnitK : kFp8UnitK);
 template <bool FP4> constexpr int kStripStageBytes = kUnits<FP4> * kUnitBytes;
@@ -46,11 +58,13 @@ template <bool FP4> constexpr int kStripStageBytes = kUnits<FP4> * kUnitBytes;
 // stage is in (the codes are stored per 256-k step; a 128-k stage copies the whole step).
 template <bool FP4>
 constexpr int kWeightStageBytes = kStrips * kStripStageBytes<FP4> + (FP4 ? kStrips * kFp4ScaleStepBytes : 0);
-template <int NT> constexpr int kActStageBytes = NT * kStageK * 2;
-template <int NT> constexpr int kSliceBytes = NT * 32; // one k16 slice of an activation stage
+template <int NT> constexpr int kActStageBytes = NT * kStageK * 2; // a rewritten or a staged stage
+template <int NT> constexpr int kSliceBytes = NT * 32;            // one k16 slice of a rewritten stage
+template <int NT> constexpr int kHalfBytes = NT * 128;            // 64 k of a staged stage (one box)
+template <int NT>
+constexpr int kFixedSmem = kAlign + kBarrierBytes + (kActStages + kStagedStages) * kActStageBytes<NT>;
 template <bool FP4, int NT>
-constexpr int kWeightStages =
-    std::min(kMaxWeightStages, (kSmemBytes - kBarrierBytes - kActStages * kActStageBytes<NT>) / kWeightStageBytes<FP4>);
+constexpr int kWeightStages = std::min(kMaxWeightStages, (kSmemBytes - kFixedSmem<NT>) / kWeightStageBytes<FP4>);
 
 // The ring slot and phase parity of a walk through a ring of `depth` slots.
 struct RingPos {
@@ -68,14 +82,42 @@ struct RingPos {
 // The CTA whose share holds work item w of T shared by C CTAs (CTA c: [c T / C, (c+1) T / C)).
 __device__ __forceinline__ int owner_of(int64_t w, int64_t T, int C) { return (int)(((w + 1) * C - 1) / T); }
 
-__device__ __forceinline__ void consumers_sync() { asm volatile("bar.sync 1, %0;\n" ::"n"(kStrips * 32) : "memory"); }
+__device__ __forceinline__ void consumers_sync() { asm volatile("bar.sync 1, %0;\n" ::"n"(kConsumers) : "memory"); }
+
+// Rewrites one staged stage (token n's 128 k at n * 128 bytes of each 64-k half, 16-byte chunks
+// swizzled: chunk j at j ^ (n % 8)) into wgmma's K-major image: 16-byte core-matrix row (slice s,
+// core h, token n) at s * NT * 32 + (n / 8) * 256 + h * 128 + (n % 8) * 16. Item q of token n is 32
+// k of the stage (FP8: unit q; NVFP4: half q % 2 of unit q / 2's lane chunks): its four chunks c
+// hold pairs (t, h) = word 2t + h each, and core row (slice 2q + t, h) is word 2t + h of chunks
+// 0..3 (marlin_layout.h: physical k 8c + 4t + 2h + e is logical 16t + 8h + 2c + e; NVFP4 alike
+// with chunk stride 16 k).
+template <bool FP4, int NT> __device__ __forceinline__ void rewrite_stage(const uint8_t *staged, uint8_t *act, int tid)
+{
+#pragma unroll 1
+    for (int i = tid; i < 4 * NT; i += kPermuteWarps * 32) {
+        const int n = i % NT, q = i / NT; // consecutive threads: consecutive tokens (no bank conflicts)
+        const uint8_t *row = staged + (q / 2) * kHalfBytes<NT> + n * 128;
+        uint4 ch[4];
+#pragma unroll
+        for (int c = 0; c < 4; c++) {
+            const int j = FP4 ? 2 * c + (q & 1) : 4 * (q & 1) + c;
+            ch[c] = *(const uint4 *)(row + ((j ^ (n & 7)) << 4));
+        }
+        uint8_t *out = act + (n / 8) * 256 + (n % 8) * 16;
+        *(uint4 *)(out + (2 * q) * kSliceBytes<NT>) = make_uint4(ch[0].x, ch[1].x, ch[2].x, ch[3].x);
+        *(uint4 *)(out + (2 * q) * kSliceBytes<NT> + 128) = make_uint4(ch[0].y, ch[1].y, ch[2].y, ch[3].y);
+        *(uint4 *)(out + (2 * q + 1) * kSliceBytes<NT>) = make_uint4(ch[0].z, ch[1].z, ch[2].z, ch[3].z);
+        *(uint4 *)(out + (2 * q + 1) * kSliceBytes<NT> + 128) = make_uint4(ch[0].w, ch[1].w, ch[2].w, ch[3].w);
+    }
+}
 
 // weight_map: the packed weights as (stage bytes / 8, k stage, strip) 64-bit words, one box = one
-// stage of 8 strips; scale_map (NVFP4): the scale codes as (256 bytes / 8, 256-k step, strip).
+// stage of 8 strips; scale_map (NVFP4): the scale codes as (256 bytes / 8, 256-k step, strip);
+// x_map: the activations as (k, token) BF16, one box = 64 k of NT tokens, 128-byte swizzle.
 template <bool FP4, int NT>
 __global__ void __launch_bounds__(kThreads, 1)
     marlin_stream_kernel(const Params p, const __grid_constant__ CUtensorMap weight_map,
-                         const __grid_constant__ CUtensorMap scale_map)
+                         const __grid_constant__ CUtensorMap scale_map, const __grid_constant__ CUtensorMap x_map)
 {
     constexpr int UNITS = kUnits<FP4>;
     constexpr int SLICES_PER_UNIT = (FP4 ? kFp4UnitK : kFp8UnitK) / 16;
@@ -85,15 +127,19 @@ __global__ void __launch_bounds__(kThreads, 1)
 #ifndef QS_WGMMA
     __trap(); // built for sm_90a only: the host launches it on compute capability 9.0 alone
 #endif
-    extern __shared__ __align__(128) uint8_t smem[];
+    extern __shared__ __align__(128) uint8_t smem_raw[];
     // (no static shared memory: the rings take all a CTA may have)
-    int &s_last = *(int *)(smem + 32 * kMaxWeightStages + 16 * kActStages);
+    const uint32_t raw = (uint32_t)__cvta_generic_to_shared(smem_raw);
+    uint8_t *smem = smem_raw + ((kAlign - (raw & (kAlign - 1))) & (kAlign - 1));
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int depth = p.ring; // weight stages (<= kWeightStages: the host checks)
     const uint32_t base = (uint32_t)__cvta_generic_to_shared(smem);
     const uint32_t w_full = base, w_empty = base + 8 * kMaxWeightStages;
     const uint32_t a_full = base + 16 * kMaxWeightStages, a_empty = a_full + 8 * kActStages;
-    const uint32_t act_ring = base + kBarrierBytes, weight_ring = act_ring + kActStages * ASTAGE;
+    const uint32_t x_full = a_empty + 8 * kActStages, x_empty = x_full + 8 * kStagedStages;
+    uint8_t *const staged_ring = smem + kBarrierBytes;
+    uint8_t *const act_ring = staged_ring + kStagedStages * ASTAGE;
+    uint8_t *const weight_ring = act_ring + kActStages * ASTAGE;
 
     const int nst = p.K / kStageK, groups = (p.strips + kStrips - 1) / kStrips;
     const int64_t T = (int64_t)groups * nst;
@@ -106,30 +152,34 @@ __global__ void __launch_bounds__(kThreads, 1)
             mbar_init(w_empty + 8 * i, kStrips);
         }
         for (int i = 0; i < kActStages; i++) {
-            mbar_init(a_full + 8 * i, 1);
+            mbar_init(a_full + 8 * i, kPermuteWarps);
             mbar_init(a_empty + 8 * i, kStrips);
+        }
+        for (int i = 0; i < kStagedStages; i++) {
+            mbar_init(x_full + 8 * i, 1);
+            mbar_init(x_empty + 8 * i, kPermuteWarps);
         }
         mbar_init_fence();
     }
     __syncthreads();
 
     if (warp >= kStrips) {
-        // The producers: one thread each, walking the share with a (group, stage) counter.
-        release_registers<40>();
-        if (lane != 0 || warp > kStrips + 1)
-            return;
-        int group = (int)(lo / nst), st = (int)(lo % nst);
-        RingPos pos;
+        release_registers<48>();
         if (warp == kStrips) {
             // Weights: one tensor copy per stage brings the group's 8 strips (strips past the
             // layer's last read as zeros), one more NVFP4's scale codes. Weights are written by no
             // kernel, so this starts before the previous kernel on the stream has finished
             // (programmatic dependent launch).
             allow_next_grid();
+            if (lane != 0)
+                return;
+            int group = (int)(lo / nst), st = (int)(lo % nst);
+            RingPos pos;
             for (int64_t i = 0; i < hi - lo; i++) {
                 if (i >= depth)
                     mbar_wait(w_empty + 8 * pos.slot, pos.phase ^ 1);
-                const uint32_t full = w_full + 8 * pos.slot, dst = weight_ring + pos.slot * WSTAGE;
+                const uint32_t full = w_full + 8 * pos.slot;
+                const uint32_t dst = (uint32_t)__cvta_generic_to_shared(weight_ring + pos.slot * WSTAGE);
                 mbar_arrive_expect(full, WSTAGE);
                 tensor_copy_3d(dst, &weight_map, 0, st, group * kStrips, full);
                 if (FP4)
@@ -138,30 +188,73 @@ __global__ void __launch_bounds__(kThreads, 1)
                 if (++st == nst)
                     st = 0, group++;
             }
-            return;
-        }
-        // Activations: the stage's image (stream() rewrote the activations stage by stage).
-        wait_for_previous_grid();
-        allow_next_grid();
-        for (int64_t i = 0; i < hi - lo; i++) {
-            if (i >= kActStages)
-                mbar_wait(a_empty + 8 * pos.slot, pos.phase ^ 1);
-            const uint32_t full = a_full + 8 * pos.slot;
-            mbar_arrive_expect(full, ASTAGE);
-            bulk_copy(act_ring + pos.slot * ASTAGE, (const uint8_t *)p.x + (size_t)st * ASTAGE, ASTAGE, full);
-            pos.next(kActStages);
-            if (++st == nst)
-                st = 0;
+        } else if (warp == kStrips + 1) {
+            // Activations: the stage's 128 k of NT tokens as two 64-k boxes.
+            wait_for_previous_grid();
+            allow_next_grid();
+            if (lane != 0)
+                return;
+            int st = (int)(lo % nst);
+            RingPos pos;
+            for (int64_t i = 0; i < hi - lo; i++) {
+                if (i >= kStagedStages)
+                    mbar_wait(x_empty + 8 * pos.slot, pos.phase ^ 1);
+                const uint32_t full = x_full + 8 * pos.slot;
+                const uint32_t dst = (uint32_t)__cvta_generic_to_shared(staged_ring + pos.slot * ASTAGE);
+                if (p.diag & 32) {
+                    mbar_arrive(full);
+                } else {
+                mbar_arrive_expect(full, ASTAGE);
+                tensor_copy_2d(dst, &x_map, st * kStageK, 0, full);
+                tensor_copy_2d(dst + kHalfBytes<NT>, &x_map, st * kStageK + 64, 0, full);
+                }
+                pos.next(kStagedStages);
+                if (++st == nst)
+                    st = 0;
+            }
+        } else if (warp < kPermuteWarp0 + kPermuteWarps) {
+            allow_next_grid();
+            const int tid = threadIdx.x - kPermuteWarp0 * 32;
+            RingPos xpos, apos;
+            for (int64_t i = 0; i < hi - lo; i++) {
+                mbar_wait(x_full + 8 * xpos.slot, xpos.phase);
+                if (i >= kActStages)
+                    mbar_wait(a_empty + 8 * apos.slot, apos.phase ^ 1);
+                if (!(p.diag & 48))
+                rewrite_stage<FP4, NT>(staged_ring + xpos.slot * ASTAGE, act_ring + apos.slot * ASTAGE, tid);
+                fence_async_shared(); // the generic-proxy stores, before wgmma reads them
+                __syncwarp();
+                if (lane == 0) {
+                    mbar_arrive(x_empty + 8 * xpos.slot);
+                    mbar_arrive(a_full + 8 * apos.slot);
+                }
+                xpos.next(kStagedStages);
+                apos.next(kActStages);
+            }
+        } else if (warp == kPublishWarp) {
+            wait_for_previous_grid(); // the counts are the previous kernel's until it ends
+            allow_next_grid();
+            // A share that starts inside a group starts with a partial segment (consumers below):
+            // once its partials are stored, count them in for the group's summing CTA.
+            if (lo % nst != 0 && !(p.diag & 4)) {
+                named_sync<kPublishBarrier, kPublishThreads>();
+                if (lane == 0) {
+                    __threadfence();
+                    atomicAdd(p.cnt + lo / nst, 1);
+                }
+            }
+        } else {
+            allow_next_grid();
         }
         return;
     }
-    claim_registers<232>();
+    claim_registers<208>();
     wait_for_previous_grid();
     allow_next_grid();
 
     // Consumers.
     const int r = lane >> 2, c = lane & 3;
-    const uint64_t act_desc = slice_descriptor(smem + kBarrierBytes);
+    const uint64_t act_desc = slice_descriptor(act_ring);
     RingPos wpos, apos;
     int pending_act = -1; // the activation slot whose wgmma group may still run
     float acc[NT / 2];
@@ -171,7 +264,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     // before it is then complete, so its activation slot is handed back.
     auto run_stage = [&](uint32_t(&a)[UNITS][SLICES_PER_UNIT][4], int st) {
         mbar_wait(w_full + 8 * wpos.slot, wpos.phase);
-        const uint8_t *ws = smem + (kBarrierBytes + kActStages * ASTAGE) + wpos.slot * WSTAGE;
+        const uint8_t *ws = weight_ring + wpos.slot * WSTAGE;
         uint4 v[UNITS];
 #pragma unroll
         for (int u = 0; u < UNITS; u++)
@@ -221,8 +314,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     int64_t w = lo;
     while (w < hi) {
         const int group = (int)(w / nst);
-        const int64_t group_end = (int64_t)(group + 1) * nst, seg_end = hi < group_end ? hi : group_end;
-        const bool whole = w == (int64_t)group * nst && seg_end == group_end;
+        const int64_t group_start = (int64_t)group * nst, group_end = group_start + nst;
+        const int64_t seg_end = hi < group_end ? hi : group_end;
+        const bool has_first = w == group_start; // this segment holds the group's first stage
 #pragma unroll
         for (int i = 0; i < NT / 2; i++)
             acc[i] = 0.f;
@@ -245,32 +339,37 @@ __global__ void __launch_bounds__(kThreads, 1)
         const int strip = group * kStrips + warp;
         const bool real_strip = strip < p.strips;
         auto row_of = [&](int idx) { return strip * 16 + r + 8 * ((idx & 3) >> 1); };
-        if (!whole) {
-            // A group split between CTAs: CTA first + j stores its partial sum in slot j.
-            const int first = owner_of((int64_t)group * nst, T, C), last = owner_of(group_end - 1, T, C);
+        if (seg_end != group_end || !has_first) {
+            // A group split between CTAs; the CTA with its first stage sums it.
+            const int first = owner_of(group_start, T, C), last = owner_of(group_end - 1, T, C);
+            if (!has_first) {
+                // (the share's first segment) partials to slot (this CTA - first); warp 15
+                // publishes them, the consumers go on
+                if (p.diag & 4)
+                    continue;
 #pragma unroll
-            for (int idx = 0; idx < NT / 2; idx++)
-                if (real_strip && token_of(idx) < p.M)
-                    __stcg(partial_at(p, blockIdx.x - first, token_of(idx), row_of(idx)), acc[idx]);
-            __threadfence();
-            consumers_sync();
-            if (threadIdx.x == 0)
-                s_last = atomicAdd(p.cnt + group, 1) == last - first;
-            consumers_sync();
-            if (!s_last)
+                for (int idx = 0; idx < NT / 2; idx++)
+                    if (real_strip && token_of(idx) < p.M)
+                        __stcg(partial_at(p, blockIdx.x - first, token_of(idx), row_of(idx)), acc[idx]);
+                named_arrive<kPublishBarrier, kPublishThreads>();
                 continue;
-            __threadfence();
-            if (threadIdx.x == 0)
-                p.cnt[group] = 0;
-#pragma unroll
-            for (int idx = 0; idx < NT / 2; idx++)
-                acc[idx] = 0.f;
-            for (int j = 0; j <= last - first; j++)
+            }
+            // (the share's last segment) the other owners published theirs at their shares'
+            // starts: the wait is normally over at once
+            if (threadIdx.x == 0 && !(p.diag & 1)) {
+                while (load_acquire(p.cnt + group) < last - first) {
+                }
+                p.cnt[group] = 0; // no one else reads or writes it in this call
+            }
+            consumers_sync();
+            for (int j = 1; j <= ((p.diag & 2) ? 0 : last - first); j++)
 #pragma unroll
                 for (int idx = 0; idx < NT / 2; idx++)
                     if (real_strip && token_of(idx) < p.M)
                         acc[idx] += __ldcg(partial_at(p, j, token_of(idx), row_of(idx)));
         }
+        if (p.diag & 8)
+            continue;
 #pragma unroll
         for (int idx = 0; idx < NT / 2; idx++)
             if (real_strip && token_of(idx) < p.M)
@@ -278,26 +377,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
 }
 
-// The activations as the kernel's stage images: stage s (k [128 s, 128 s + 128)) at s * NT * 256
-// bytes; inside it, 16-byte chunk (token n, k chunk kc) at slice kc / 2, token group n / 8, core
-// matrix kc % 2, row n % 8 — wgmma's K-major layout without swizzle (marlin_hopper.cuh's
-// descriptor). Tokens m .. NT-1 are zeros.
-template <bool FP4, int NT>
-__global__ void stage_images_kernel(const __nv_bfloat16 *x, int xs, uint8_t *img, int m, int k, int k_pad)
-{
-    allow_next_grid(); // the GEMM's weight producer may start now
-    const int chunks = k_pad / 8;
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (int64_t)NT * chunks;
-         i += (int64_t)gridDim.x * blockDim.x) {
-        const int n = (int)(i % NT), j = (int)(i / NT); // consecutive threads: consecutive tokens
-        const int st = j / 16, kc = j % 16;
-        const uint4 v = n < m ? permuted_chunk<FP4>(x + (size_t)n * xs, j * 8, k) : make_uint4(0, 0, 0, 0);
-        *(uint4 *)(img + (size_t)st * kActStageBytes<NT> + (kc / 2) * kSliceBytes<NT> + (n / 8) * 256 + (kc % 2) * 128 +
-                   (n % 8) * 16) = v;
-    }
-}
-
-template <bool FP4, int NT> constexpr size_t kSmemOf = kBarrierBytes + (size_t)kActStages * kActStageBytes<NT>;
+template <bool FP4, int NT> constexpr size_t kSmemOf = (size_t)kFixedSmem<NT>;
 
 // Calls f.template operator()<FP4, NT>() for the layer's format and the step's token tile.
 template <typename F> int with_tile(bool fp4, int nt, F &&f)
@@ -339,24 +419,47 @@ PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder(qs_err *err)
     return fn;
 }
 
-// A (chunk bytes, steps, strips) view of per-strip data where each strip holds `steps` chunks
-// back to back and strips follow each other: one box is one chunk of kStrips strips, laid out in
-// shared memory strip after strip.
-int strip_map(CUtensorMap *map, const void *base, int chunk_bytes, int64_t steps, int64_t strips, qs_err *err)
+// A tiled tensor map of `rank` dims (innermost first; strides in bytes for dims 1..rank-1);
+// out-of-range elements read as zeros.
+int encode_map(CUtensorMap *map, CUtensorMapDataType type, int rank, const void *base, const cuuint64_t *dims,
+               const cuuint64_t *strides, const cuuint32_t *box, CUtensorMapSwizzle swizzle, const char *what,
+               qs_err *err)
 {
     PFN_cuTensorMapEncodeTiled_v12000 encode = tensor_map_encoder(err);
     if (!encode)
         return -1;
-    const cuuint64_t dims[3] = {(cuuint64_t)chunk_bytes / 8, (cuuint64_t)steps, (cuuint64_t)strips};
-    const cuuint64_t strides[2] = {(cuuint64_t)chunk_bytes, (cuuint64_t)chunk_bytes * steps}; // bytes, dims 1 and 2
-    const cuuint32_t box[3] = {(cuuint32_t)chunk_bytes / 8, 1, kStrips}, unit[3] = {1, 1, 1};
-    const CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_UINT64, 3, const_cast<void *>(base), dims, strides, box, unit,
-                              CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
-                              CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    const cuuint32_t unit[3] = {1, 1, 1};
+    const CUresult r = encode(map, type, (cuuint32_t)rank, const_cast<void *>(base), dims, strides, box, unit,
+                              CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                              CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS)
-        return qs_errf(err, "marlin: cuTensorMapEncodeTiled failed (%d) for a %d-byte x %lld x %lld view", (int)r,
-                       chunk_bytes, (long long)steps, (long long)strips);
+        return qs_errf(err, "marlin: cuTensorMapEncodeTiled failed (%d) for the %s (%llu x %llu)", (int)r, what,
+                       (unsigned long long)dims[0], (unsigned long long)dims[1]);
     return 0;
+}
+
+// A (chunk bytes, steps, strips) view of per-strip data where each strip holds `steps` chunks
+// back to back and strips follow each other: one box is one chunk of kStrips strips, laid out in
+// shared memory strip after strip.
+int strip_map(CUtensorMap *map, const void *base, int chunk_bytes, int64_t steps, int64_t strips, const char *what,
+              qs_err *err)
+{
+    const cuuint64_t dims[3] = {(cuuint64_t)chunk_bytes / 8, (cuuint64_t)steps, (cuuint64_t)strips};
+    const cuuint64_t strides[2] = {(cuuint64_t)chunk_bytes, (cuuint64_t)chunk_bytes * steps};
+    const cuuint32_t box[3] = {(cuuint32_t)chunk_bytes / 8, 1, kStrips};
+    return encode_map(map, CU_TENSOR_MAP_DATA_TYPE_UINT64, 3, base, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_NONE,
+                      what, err);
+}
+
+// The activations (m rows of k BF16, row stride xs): one box is 64 k of NT rows (rows past m and
+// k past k read as zeros), each 128-byte row swizzled (rewrite_stage undoes it).
+int activation_map(CUtensorMap *map, const __nv_bfloat16 *x, int64_t m, int64_t k, int64_t xs, int nt, qs_err *err)
+{
+    const cuuint64_t dims[2] = {(cuuint64_t)k, (cuuint64_t)m};
+    const cuuint64_t strides[1] = {(cuuint64_t)xs * 2};
+    const cuuint32_t box[2] = {64, (cuuint32_t)nt};
+    return encode_map(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, x, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B,
+                      "activations", err);
 }
 
 struct Launch {
@@ -367,28 +470,23 @@ struct Launch {
     cudaStream_t s;
     const __nv_bfloat16 *x;
     int64_t xs;
-    uint8_t *img;
     qs_err *err;
     template <bool FP4, int NT> int operator()()
     {
-        CUtensorMap weight_map, scale_map;
-        if (strip_map(&weight_map, l.w, kStripStageBytes<FP4>, l.k_pad / kStageK, p.strips, err))
+        CUtensorMap weight_map, scale_map, x_map;
+        if (strip_map(&weight_map, l.w, kStripStageBytes<FP4>, l.k_pad / kStageK, p.strips, "packed weights", err))
             return -1;
         if (!FP4)
             scale_map = weight_map; // an FP8 kernel never reads it
-        else if (strip_map(&scale_map, l.sc, kFp4ScaleStepBytes, p.ksteps, p.strips, err))
+        else if (strip_map(&scale_map, l.sc, kFp4ScaleStepBytes, p.ksteps, p.strips, "scale codes", err))
             return -1;
-        const int64_t chunks = NT * (p.K / 8);
-        stage_images_kernel<FP4, NT><<<(unsigned)std::min<int64_t>((chunks + 255) / 256, 4096), 256, 0, s>>>(
-            x, (int)xs, img, p.M, (int)l.k, p.K);
-        QS_LAUNCH_CHECK(err);
-        Params q = p;
-        q.x = (const __nv_bfloat16 *)img;
-        const size_t smem = kSmemOf<FP4, NT> + (size_t)q.ring * kWeightStageBytes<FP4>;
+        if (activation_map(&x_map, x, p.M, l.k, xs, NT, err))
+            return -1;
+        const size_t smem = kSmemOf<FP4, NT> + (size_t)p.ring * kWeightStageBytes<FP4>;
         if (ctas_per_sm((const void *)marlin_stream_kernel<FP4, NT>, kThreads, kSmemBytes, err) < 0)
             return -1;
-        return launch_kernel(marlin_stream_kernel<FP4, NT>, dim3(ctas), kThreads, smem, rt.pdl, s, q, err, weight_map,
-                             scale_map);
+        return launch_kernel(marlin_stream_kernel<FP4, NT>, dim3(ctas), kThreads, smem, rt.pdl, s, p, err, weight_map,
+                             scale_map, x_map);
     }
 };
 
@@ -410,13 +508,6 @@ StreamPlan plan_stream(const Layer &l, int64_t m, int sms)
     return g;
 }
 
-void workspace_of(const StreamPlan &g, const Layer &l, int64_t m, size_t *floats, size_t *counters, size_t *images)
-{
-    *floats = (size_t)g.max_shares * m * l.n_pad;
-    *counters = (size_t)g.groups;
-    *images = (size_t)g.nt * l.k_pad; // BF16
-}
-
 } // namespace
 
 // QSERVE_MARLIN_STREAM=0 turns it off, =2 takes every step from QSERVE_MARLIN_STREAM_MIN (17) to
@@ -426,33 +517,33 @@ bool stream_takes(const Layer &l, int64_t m, const Runtime &rt)
     static const int mode = env_int("QSERVE_MARLIN_STREAM", 1);
     static const int lo = env_int("QSERVE_MARLIN_STREAM_MIN", 17);
     static const int hi = std::min(env_int("QSERVE_MARLIN_STREAM_MAX", kMaxTokens), kMaxTokens);
-    if (!mode || !rt.sm90 || l.block || m < lo || m > hi || l.k_pad % kStageK != 0)
+    // The activations' tensor map needs rows at a multiple of 16 bytes.
+    if (!mode || !rt.sm90 || l.block || m < lo || m > hi || l.k_pad % kStageK != 0 || l.k % 8 != 0)
         return false;
-    // Layers with at least 40 stages of work per SM (28672x4096: 54 on the H200): below that the
-    // kernel's fixed cost (the activation images, the start of the ring, the split groups' sums)
-    // outweighs what it gains — measured slower on 4096x14336 (27 stages per SM) and every smaller
-    // Llama-3.1-8B layer (docs/marlin.md, session 8). Smaller layers keep the small-M kernel.
-    return mode == 2 || (l.n_pad / 128) * (l.k_pad / kStageK) >= 40 * (int64_t)rt.sms;
+    return true;
 }
 
-void stream_workspace(const Layer &l, int64_t m, int sms, size_t *floats, size_t *counters, size_t *images)
+bool stream_fits(const __nv_bfloat16 *x) { return ((uintptr_t)x & 15) == 0; }
+
+void stream_workspace(const Layer &l, int64_t m, int sms, size_t *floats, size_t *counters)
 {
-    workspace_of(plan_stream(l, m, sms), l, m, floats, counters, images);
+    const StreamPlan g = plan_stream(l, m, sms);
+    *floats = (size_t)g.max_shares * m * l.n_pad;
+    *counters = (size_t)g.groups;
 }
 
 int stream(const Layer &l, Params &p, const __nv_bfloat16 *x, int64_t xs, const Runtime &rt, cudaStream_t s,
            qs_err *err)
 {
     const StreamPlan g = plan_stream(l, p.M, rt.sms);
-    size_t floats, counters, images;
-    workspace_of(g, l, p.M, &floats, &counters, &images);
-    __nv_bfloat16 *img = permuted_activations(images, err);
-    if (!img)
-        return -1;
+    size_t floats, counters;
+    stream_workspace(l, p.M, rt.sms, &floats, &counters);
     if (g.max_shares > 1 && split_workspace(floats, counters, p, err))
         return -1;
     p.ring = g.ring;
-    return with_tile(l.fp4, g.nt, Launch{l, p, (unsigned)g.ctas, rt, s, x, xs, (uint8_t *)img, err});
+    static const int diag = env_int("QSERVE_MARLIN_STREAM_DIAG", 0);
+    p.diag = diag;
+    return with_tile(l.fp4, g.nt, Launch{l, p, (unsigned)g.ctas, rt, s, x, xs, err});
 }
 
 } // namespace qs_marlin
