@@ -112,19 +112,35 @@ __device__ __forceinline__ float sum_partials(const Params &p, int m, int n)
     return sum;
 }
 
-// The epilogue of both kernels: the FP32 sum for output (m, n) scaled, biased and stored as BF16
-// (columns past the real out_features are padding and dropped).
-__device__ __forceinline__ void store_output(const Params &p, float v, int m, int n)
+// The epilogue of every kernel: the FP32 sum for output (m, n) scaled, biased and stored as BF16
+// (columns past the real out_features are padding and dropped). OutRow holds what depends on the
+// output row alone, for a kernel that stores many tokens of a row (load it once, not per token).
+struct OutRow {
+    float colscale, bias;
+};
+__device__ __forceinline__ OutRow out_row(const Params &p, int n)
+{
+    OutRow o = {1.f, 0.f};
+    if (n < p.N) {
+        if (p.colscale)
+            o.colscale = __ldg(p.colscale + (size_t)n * p.colscale_stride);
+        if (p.bias)
+            o.bias = __bfloat162float(p.bias[n]);
+    }
+    return o;
+}
+__device__ __forceinline__ void store_row(const Params &p, const OutRow &o, float v, int m, int n)
 {
     if (n >= p.N)
         return;
     if (p.colscale)
-        v *= __ldg(p.colscale + (size_t)n * p.colscale_stride);
+        v *= o.colscale;
     v = v * p.post1 * p.post2;
     if (p.bias)
-        v += __bfloat162float(p.bias[n]);
+        v += o.bias;
     p.y[(size_t)m * p.N + n] = __float2bfloat16_rn(v);
 }
+__device__ __forceinline__ void store_output(const Params &p, float v, int m, int n) { store_row(p, out_row(p, n), v, m, n); }
 
 // Launches kernel(p) on stream s; with pdl, as a programmatic dependent launch (the kernel may
 // start while the previous one on the stream finishes: see wait_for_previous_grid).

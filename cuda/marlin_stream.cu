@@ -337,20 +337,22 @@ __global__ void __launch_bounds__(kThreads, 1)
         pending_act = -1;
 
         const int strip = group * kStrips + warp;
-        const bool real_strip = strip < p.strips;
-        auto row_of = [&](int idx) { return strip * 16 + r + 8 * ((idx & 3) >> 1); };
         if (seg_end != group_end || !has_first) {
-            // A group split between CTAs; the CTA with its first stage sums it.
+            // A group split between CTAs; the CTA with its first stage sums it. Partials are kept
+            // in the consumers' register order (slot j of the group: float4 i of thread t at
+            // (i * 256 + t) * 4), so each thread stores and loads whole 16-byte runs.
             const int first = owner_of(group_start, T, C), last = owner_of(group_end - 1, T, C);
+            float4 *const slots = (float4 *)p.ws + (size_t)group * p.splits * (NT / 8) * kConsumers + threadIdx.x;
+            constexpr size_t SLOT = (size_t)(NT / 8) * kConsumers; // float4 per slot
             if (!has_first) {
                 // (the share's first segment) partials to slot (this CTA - first); warp 15
                 // publishes them, the consumers go on
                 if (p.diag & 4)
                     continue;
+                float4 *const mine = slots + (blockIdx.x - first) * SLOT;
 #pragma unroll
-                for (int idx = 0; idx < NT / 2; idx++)
-                    if (real_strip && token_of(idx) < p.M)
-                        __stcg(partial_at(p, blockIdx.x - first, token_of(idx), row_of(idx)), acc[idx]);
+                for (int i = 0; i < NT / 8; i++)
+                    __stcg(mine + i * kConsumers, make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]));
                 named_arrive<kPublishBarrier, kPublishThreads>();
                 continue;
             }
@@ -362,18 +364,32 @@ __global__ void __launch_bounds__(kThreads, 1)
                 p.cnt[group] = 0; // no one else reads or writes it in this call
             }
             consumers_sync();
-            for (int j = 1; j <= ((p.diag & 2) ? 0 : last - first); j++)
+            // Two slots' loads in flight at a time, added in slot order (deterministic).
+            const int n = (p.diag & 2) ? 0 : last - first;
+            for (int j = 1; j <= n; j += 2) {
+                float4 v0[NT / 8], v1[NT / 8];
 #pragma unroll
-                for (int idx = 0; idx < NT / 2; idx++)
-                    if (real_strip && token_of(idx) < p.M)
-                        acc[idx] += __ldcg(partial_at(p, j, token_of(idx), row_of(idx)));
+                for (int i = 0; i < NT / 8; i++) {
+                    v0[i] = __ldcg(slots + j * SLOT + i * kConsumers);
+                    v1[i] = j < n ? __ldcg(slots + (j + 1) * SLOT + i * kConsumers) : make_float4(0.f, 0.f, 0.f, 0.f);
+                }
+#pragma unroll
+                for (int i = 0; i < NT / 8; i++) {
+                    acc[4 * i] += v0[i].x, acc[4 * i + 1] += v0[i].y, acc[4 * i + 2] += v0[i].z, acc[4 * i + 3] += v0[i].w;
+                    acc[4 * i] += v1[i].x, acc[4 * i + 1] += v1[i].y, acc[4 * i + 2] += v1[i].z, acc[4 * i + 3] += v1[i].w;
+                }
+            }
         }
         if (p.diag & 8)
             continue;
+        if (strip < p.strips) {
+            const int row0 = strip * 16 + r;
+            const OutRow o0 = out_row(p, row0), o8 = out_row(p, row0 + 8);
 #pragma unroll
-        for (int idx = 0; idx < NT / 2; idx++)
-            if (real_strip && token_of(idx) < p.M)
-                store_output(p, acc[idx], token_of(idx), row_of(idx));
+            for (int idx = 0; idx < NT / 2; idx++)
+                if (token_of(idx) < p.M)
+                    store_row(p, (idx & 2) ? o8 : o0, acc[idx], token_of(idx), row0 + 8 * ((idx & 3) >> 1));
+        }
     }
 }
 
@@ -528,7 +544,7 @@ bool stream_fits(const __nv_bfloat16 *x) { return ((uintptr_t)x & 15) == 0; }
 void stream_workspace(const Layer &l, int64_t m, int sms, size_t *floats, size_t *counters)
 {
     const StreamPlan g = plan_stream(l, m, sms);
-    *floats = (size_t)g.max_shares * m * l.n_pad;
+    *floats = (size_t)g.max_shares * g.groups * kConsumers * (g.nt / 2); // each slot: the consumers' accumulators
     *counters = (size_t)g.groups;
 }
 
@@ -541,6 +557,7 @@ int stream(const Layer &l, Params &p, const __nv_bfloat16 *x, int64_t xs, const 
     if (g.max_shares > 1 && split_workspace(floats, counters, p, err))
         return -1;
     p.ring = g.ring;
+    p.splits = (int)g.max_shares; // partial slots per group
     static const int diag = env_int("QSERVE_MARLIN_STREAM_DIAG", 0);
     p.diag = diag;
     return with_tile(l.fp4, g.nt, Launch{l, p, (unsigned)g.ctas, rt, s, x, xs, err});
