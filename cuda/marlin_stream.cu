@@ -317,6 +317,9 @@ __global__ void __launch_bounds__(kThreads, 1)
         const int64_t group_start = (int64_t)group * nst, group_end = group_start + nst;
         const int64_t seg_end = hi < group_end ? hi : group_end;
         const bool has_first = w == group_start; // this segment holds the group's first stage
+        const int strip = group * kStrips + warp, row0 = strip * 16 + r;
+        // the epilogue's row factors, loaded now so the stores at the end do not wait for them
+        const OutRow o0 = out_row(p, row0), o8 = out_row(p, row0 + 8);
 #pragma unroll
         for (int i = 0; i < NT / 2; i++)
             acc[i] = 0.f;
@@ -336,7 +339,6 @@ __global__ void __launch_bounds__(kThreads, 1)
             mbar_arrive(a_empty + 8 * pending_act);
         pending_act = -1;
 
-        const int strip = group * kStrips + warp;
         if (seg_end != group_end || !has_first) {
             // A group split between CTAs; the CTA with its first stage sums it. Partials are kept
             // in the consumers' register order (slot j of the group: float4 i of thread t at
@@ -383,8 +385,6 @@ __global__ void __launch_bounds__(kThreads, 1)
         if (p.diag & 8)
             continue;
         if (strip < p.strips) {
-            const int row0 = strip * 16 + r;
-            const OutRow o0 = out_row(p, row0), o8 = out_row(p, row0 + 8);
 #pragma unroll
             for (int idx = 0; idx < NT / 2; idx++)
                 if (token_of(idx) < p.M)
@@ -526,17 +526,28 @@ StreamPlan plan_stream(const Layer &l, int64_t m, int sms)
 
 } // namespace
 
-// QSERVE_MARLIN_STREAM=0 turns it off, =2 takes every step from QSERVE_MARLIN_STREAM_MIN (17) to
+// QSERVE_MARLIN_STREAM=0 turns it off, =2 takes every step from QSERVE_MARLIN_STREAM_MIN (1) to
 // QSERVE_MARLIN_STREAM_MAX (64) tokens, whatever the layer (for measurements).
 bool stream_takes(const Layer &l, int64_t m, const Runtime &rt)
 {
     static const int mode = env_int("QSERVE_MARLIN_STREAM", 1);
-    static const int lo = env_int("QSERVE_MARLIN_STREAM_MIN", 17);
+    static const int lo = env_int("QSERVE_MARLIN_STREAM_MIN", 1);
     static const int hi = std::min(env_int("QSERVE_MARLIN_STREAM_MAX", kMaxTokens), kMaxTokens);
     // The activations' tensor map needs rows at a multiple of 16 bytes.
-    if (!mode || !rt.sm90 || l.block || m < lo || m > hi || l.k_pad % kStageK != 0 || l.k % 8 != 0)
+    if (!mode || !rt.sm90 || l.block || m > kMaxTokens || l.k_pad % kStageK != 0 || l.k % 8 != 0)
         return false;
-    return true;
+    if (mode == 2)
+        return m >= lo && m <= hi;
+    // The measured rule (docs/marlin.md, session 9; stages of work per SM: 4096x4096 8,
+    // 6144x4096 12, 4096x14336 27, 28672x4096 54 on the H200). From 17 tokens it beats the
+    // small-M kernel on every Llama-3.1-8B layer but NVFP4's smallest (4096x4096 NVFP4 at 32
+    // tokens: 8.5 against 7.5 us); at 9-16 tokens only on FP8 layers of 20+ stages per SM
+    // (28672x4096 33.7 against 38.1 us, 4096x14336 19.6 / 21.3; NVFP4 and the smaller layers lose);
+    // up to 8 tokens nowhere (its fixed cost, ~4 us a call, is the small-M kernel's whole time).
+    const int64_t stages_per_sm = (l.n_pad / 16 + kStrips - 1) / kStrips * (l.k_pad / kStageK) / rt.sms;
+    if (m >= 17)
+        return !(l.fp4 && stages_per_sm < 10);
+    return m >= 9 && !l.fp4 && stages_per_sm >= 20;
 }
 
 bool stream_fits(const __nv_bfloat16 *x) { return ((uintptr_t)x & 15) == 0; }
