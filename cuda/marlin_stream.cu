@@ -189,7 +189,10 @@ __global__ void __launch_bounds__(kThreads, 1)
                     st = 0, group++;
             }
         } else if (warp == kStrips + 1) {
-            // Activations: the stage's 128 k of NT tokens as two 64-k boxes.
+            // Activations: the stage's 128 k of NT tokens as two 64-k boxes (their map fetched
+            // while the previous kernel finishes).
+            if (lane == 0 && !(p.diag & 64))
+                prefetch_tensor_map(&x_map);
             wait_for_previous_grid();
             allow_next_grid();
             if (lane != 0)

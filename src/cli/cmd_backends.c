@@ -133,7 +133,7 @@ static void select_row(const backends_args *a, const qs_device_caps *dev, qs_lay
     if (n > 0 && kind == QS_KIND_LINEAR && tokens > 0) { /* with a model: the largest per-layer limit */
         int most = 0;
         for (int i = 0; i < n; i++) {
-            int t = qs_step_dispatch_layer_tokens(lin[i], tokens);
+            int t = qs_step_dispatch_layer_tokens(lin[i], dev, tokens);
             most = t > most ? t : most;
         }
         tokens = most;

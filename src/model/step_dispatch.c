@@ -1,15 +1,15 @@
 /* step_dispatch.c — per-step kernel choice for W8A8 FP8 linear layers under `auto` on CUDA.
  * Measured on the H200 (docs/marlin.md): marlin (weight-only, FP8 dequantised in registers) is
- * faster per decoder layer than cuBLASLt's FP8 GEMM with per-channel x per-token scales up to 32
- * tokens per step and far slower above. So when auto picks cublaslt for fp8_w8a8 or
- * fp8_block_w8a8, the layers also get a marlin copy of their weights, and qs_linear_apply takes
- * marlin for steps of at most QSERVE_SMALL_STEP_TOKENS tokens (decode), cublaslt for the rest
- * (prefill). Layers with one scale for the whole weight and one for the whole input join for steps
- * of at most QS_SCALAR_SCALE_STEP_TOKENS: cuBLASLt's scalar-scale FP8 GEMM is faster than the
- * per-channel one, and marlin (session 5 kernel) beats it up to 8 tokens per decoder layer (62.2
- * against 71.2 us at M = 1, 64.2 against 72.1 at 8) but not at 16 (73.9 against 73.2). The price
- * is a second copy of the weights, logged at start-up. An explicit backend, --batch-invariant, a
- * disabled marlin, or QSERVE_SMALL_STEP_TOKENS=0 leave one kernel. */
+ * faster per decoder layer than cuBLASLt's FP8 GEMM with per-channel x per-token scales up to 64
+ * tokens per step (97 against 162 us at 64 with the stream kernel; 32 tokens before it) and far
+ * slower above. So when auto picks cublaslt for fp8_w8a8 or fp8_block_w8a8, the layers also get a
+ * marlin copy of their weights, and qs_linear_apply takes marlin for steps of at most
+ * QSERVE_SMALL_STEP_TOKENS tokens (decode), cublaslt for the rest (prefill). Layers with one scale
+ * for the whole weight and one for the whole input join for fewer tokens: cuBLASLt's scalar-scale
+ * FP8 GEMM is faster than the per-channel one (Hopper, session 9: marlin 74.5 against 76.8 us per
+ * layer at 32 tokens, 97.2 against 83.8 at 64; before the stream kernel only up to 8 tokens). The
+ * price is a second copy of the weights, logged at start-up. An explicit backend,
+ * --batch-invariant, a disabled marlin, or QSERVE_SMALL_STEP_TOKENS=0 leave one kernel. */
 #include "model/step_dispatch.h"
 
 #include <stdio.h>
@@ -18,11 +18,13 @@
 
 #include "util/log.h"
 
-int qs_small_step_tokens(qs_err *err)
+static bool hopper(const qs_device_caps *dev) { return dev->cc_major == 9; }
+
+int qs_small_step_tokens(const qs_device_caps *dev, qs_err *err)
 {
     const char *v = getenv("QSERVE_SMALL_STEP_TOKENS");
     if (!v || !*v)
-        return 32;
+        return hopper(dev) ? QS_SMALL_STEP_TOKENS_HOPPER : QS_SMALL_STEP_TOKENS;
     char *end;
     long n = strtol(v, &end, 10);
     if (*end || n < 0 || n > 4096) {
@@ -43,7 +45,7 @@ static bool marlin_disabled(const qs_kernel_config *kc)
 int qs_step_dispatch_tokens(const qs_kernel_config *kc, const qs_device_caps *dev, const qs_selection *sel,
                             qs_scheme scheme, qs_err *err)
 {
-    int max_tokens = qs_small_step_tokens(err);
+    int max_tokens = qs_small_step_tokens(dev, err);
     if (max_tokens <= 0)
         return max_tokens;
     if (!sel->kernel || strcmp(sel->kernel->name, "cublaslt") != 0 || strcmp(sel->requested, "auto") != 0 ||
@@ -56,11 +58,12 @@ int qs_step_dispatch_tokens(const qs_kernel_config *kc, const qs_device_caps *de
     return max_tokens;
 }
 
-int qs_step_dispatch_layer_tokens(const qs_linear_desc *d, int max_tokens)
+int qs_step_dispatch_layer_tokens(const qs_linear_desc *d, const qs_device_caps *dev, int max_tokens)
 {
     bool scalar_scales = d->wscale == QS_WSCALE_TENSOR &&
                          (d->aquant == QS_AQUANT_STATIC_TENSOR || d->aquant == QS_AQUANT_DYNAMIC_TENSOR);
-    return scalar_scales && max_tokens > QS_SCALAR_SCALE_STEP_TOKENS ? QS_SCALAR_SCALE_STEP_TOKENS : max_tokens;
+    int cap = hopper(dev) ? QS_SCALAR_SCALE_STEP_TOKENS_HOPPER : QS_SCALAR_SCALE_STEP_TOKENS;
+    return scalar_scales && max_tokens > cap ? cap : max_tokens;
 }
 
 int qs_step_dispatch_prepare(const qs_model *m, const qs_config *cfg, const qs_selection *sel, qs_scheme scheme,
@@ -80,7 +83,7 @@ int qs_step_dispatch_prepare(const qs_model *m, const qs_config *cfg, const qs_s
         if (marlin->prepare_linear(&l->desc, &l->small_state, err) != 0)
             return qs_err_prefix(err, "kernel marlin (per-step dispatch) preparing %s: ", l->desc.name);
         l->small_kernel = marlin;
-        l->small_max_rows = qs_step_dispatch_layer_tokens(&l->desc, max_tokens);
+        l->small_max_rows = qs_step_dispatch_layer_tokens(&l->desc, &m->dev, max_tokens);
         most = l->small_max_rows > most ? l->small_max_rows : most;
         fewest = l->small_max_rows < fewest ? l->small_max_rows : fewest;
         prepared++;

@@ -1,7 +1,8 @@
 /* test_step_dispatch.c — the per-step kernel choice (model/step_dispatch.c) with stand-in kernels
  * named like the real ones: under `auto`, W8A8 FP8 layers that selection gave to cublaslt also get
  * marlin, and qs_linear_apply takes marlin up to QSERVE_SMALL_STEP_TOKENS tokens and cublaslt
- * above (layers with scalar weight and input scales up to 8 tokens); an explicit backend, --batch-invariant, a disabled marlin, another scheme, a layer marlin
+ * above (default 64 on a Hopper, 32 elsewhere; layers with scalar weight and input scales up to
+ * 32 / 8); an explicit backend, --batch-invariant, a disabled marlin, another scheme, a layer marlin
  * cannot run, or QSERVE_SMALL_STEP_TOKENS=0 leave one kernel; a bad value is an error naming it. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -117,44 +118,47 @@ static void test_small_steps_take_marlin(void **st)
     assert_ptr_equal(f.lin[0].small_kernel, &MARLIN);
     assert_null(f.lin[2].small_kernel);
     qs_err err = {{0}};
-    int64_t steps[] = {1, 16, 32, 33, 512};
+    int64_t steps[] = {1, 16, 64, 65, 512}; /* the fixture's device is a Hopper: up to 64 */
     for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++)
         assert_int_equal(qs_linear_apply(&f.model, &f.lin[0], NULL, NULL, steps[i], &err), 0);
-    assert_int_equal(g_calls_marlin, 3);   /* 1, 16, 32 */
-    assert_int_equal(g_calls_cublaslt, 2); /* 33, 512 */
+    assert_int_equal(g_calls_marlin, 3);   /* 1, 16, 64 */
+    assert_int_equal(g_calls_cublaslt, 2); /* 65, 512 */
     assert_int_equal(qs_linear_apply(&f.model, &f.lin[2], NULL, NULL, 1, &err), 0);
     assert_int_equal(g_calls_cublaslt, 3); /* the refused layer stays on cublaslt */
     teardown_fixture(&f);
 }
 
 /* One weight scale and one input scale: cuBLASLt's scalar-scale FP8 GEMM is faster than its
- * per-channel one, and marlin beat it only up to 8 tokens per step, so those layers take marlin up
- * to 8 tokens; a per-token input keeps the scheme's 32. */
-static void test_scalar_scale_layers_join_up_to_8_tokens(void **st)
+ * per-channel one, and marlin beat it only up to 32 tokens per step on a Hopper (8 elsewhere), so
+ * those layers take marlin up to there; a per-token input keeps the scheme's 64 (32). */
+static void test_scalar_scale_layers_join_for_fewer_tokens(void **st)
 {
     unsetenv("QSERVE_SMALL_STEP_TOKENS");
-    fixture f;
-    setup_fixture(&f, QS_SCHEME_FP8_W8A8);
-    f.lin[0].desc.wscale = QS_WSCALE_TENSOR;
-    f.lin[0].desc.aquant = QS_AQUANT_STATIC_TENSOR;
-    f.lin[1].desc.wscale = QS_WSCALE_TENSOR;
-    f.lin[1].desc.aquant = QS_AQUANT_DYNAMIC_TOKEN;
-    assert_int_equal(prepare(&f, QS_SCHEME_FP8_W8A8), 0);
-    assert_ptr_equal(f.lin[0].small_kernel, &MARLIN);
-    assert_int_equal(f.lin[0].small_max_rows, QS_SCALAR_SCALE_STEP_TOKENS);
-    assert_int_equal(f.lin[0].small_max_rows, 8);
-    assert_ptr_equal(f.lin[1].small_kernel, &MARLIN);
-    assert_int_equal(f.lin[1].small_max_rows, 32);
-    assert_int_equal(g_prepared_marlin, 2);
-    qs_err err;
-    assert_int_equal(qs_linear_apply(&f.model, &f.lin[0], NULL, NULL, 8, &err), 0);
-    assert_int_equal(qs_linear_apply(&f.model, &f.lin[0], NULL, NULL, 9, &err), 0);
-    assert_int_equal(g_calls_marlin, 1);
-    assert_int_equal(g_calls_cublaslt, 1);
-    /* a lower QSERVE_SMALL_STEP_TOKENS still caps them */
-    assert_int_equal(qs_step_dispatch_layer_tokens(&f.lin[0].desc, 4), 4);
-    assert_int_equal(qs_step_dispatch_layer_tokens(&f.lin[1].desc, 4), 4);
-    teardown_fixture(&f);
+    for (int cc = 8; cc <= 9; cc++) {
+        fixture f;
+        setup_fixture(&f, QS_SCHEME_FP8_W8A8);
+        f.model.dev.cc_major = cc;
+        f.lin[0].desc.wscale = QS_WSCALE_TENSOR;
+        f.lin[0].desc.aquant = QS_AQUANT_STATIC_TENSOR;
+        f.lin[1].desc.wscale = QS_WSCALE_TENSOR;
+        f.lin[1].desc.aquant = QS_AQUANT_DYNAMIC_TOKEN;
+        assert_int_equal(prepare(&f, QS_SCHEME_FP8_W8A8), 0);
+        const int scalar = cc == 9 ? 32 : 8, scheme = cc == 9 ? 64 : 32;
+        assert_ptr_equal(f.lin[0].small_kernel, &MARLIN);
+        assert_int_equal(f.lin[0].small_max_rows, scalar);
+        assert_ptr_equal(f.lin[1].small_kernel, &MARLIN);
+        assert_int_equal(f.lin[1].small_max_rows, scheme);
+        assert_int_equal(g_prepared_marlin, 2);
+        qs_err err;
+        assert_int_equal(qs_linear_apply(&f.model, &f.lin[0], NULL, NULL, scalar, &err), 0);
+        assert_int_equal(qs_linear_apply(&f.model, &f.lin[0], NULL, NULL, scalar + 1, &err), 0);
+        assert_int_equal(g_calls_marlin, 1);
+        assert_int_equal(g_calls_cublaslt, 1);
+        /* a lower QSERVE_SMALL_STEP_TOKENS still caps them */
+        assert_int_equal(qs_step_dispatch_layer_tokens(&f.lin[0].desc, &f.model.dev, 4), 4);
+        assert_int_equal(qs_step_dispatch_layer_tokens(&f.lin[1].desc, &f.model.dev, 4), 4);
+        teardown_fixture(&f);
+    }
 }
 
 static void test_threshold_from_environment(void **st)
@@ -215,7 +219,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_small_steps_take_marlin),
-        cmocka_unit_test(test_scalar_scale_layers_join_up_to_8_tokens),
+        cmocka_unit_test(test_scalar_scale_layers_join_for_fewer_tokens),
         cmocka_unit_test(test_threshold_from_environment),
         cmocka_unit_test(test_one_kernel_otherwise),
     };
