@@ -206,14 +206,6 @@ __device__ __forceinline__ void tensor_copy_2d(uint32_t dst, const void *map, in
 #endif
 }
 
-// Fetches a tensor map (a kernel parameter) into the tensor-copy engine's cache ahead of its use.
-__device__ __forceinline__ void prefetch_tensor_map(const void *map)
-{
-#ifdef QS_WGMMA
-    asm volatile("prefetch.tensormap [%0];\n" ::"l"(map) : "memory");
-#endif
-}
-
 // Named barrier `id` of `threads` threads: arrive without waiting (the arriving threads' earlier
 // memory accesses are performed for the threads that wait on it), and arrive-and-wait.
 template <int ID, int THREADS> __device__ __forceinline__ void named_arrive()

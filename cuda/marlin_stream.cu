@@ -1,4 +1,4 @@
-// marlin_stream.cu — the `marlin` kernel on Hopper (sm_90a) for steps of 17-64 tokens: one
+// marlin_stream.cu — the `marlin` kernel on Hopper (sm_90a) for steps of 9-64 tokens: one
 // persistent CTA per SM walks a stream-K share of the layer's (128-row group, 128-k stage) work,
 // its weights arriving through a shared-memory ring that a producer thread fills with one tensor
 // copy per stage, so that the consumers never wait on their own loads (the register-prefetching
@@ -24,7 +24,10 @@
 // split between CTAs is summed by the CTA that owns its first stage (for it, always the last
 // segment of its share): the others store their partial sums (slot = their distance from it) and
 // warp 15 releases a per-group count; the summing CTA waits for the count and adds the partials in
-// slot order — deterministic run to run, and the consumers never stall on a fence.
+// slot order — deterministic run to run, and the consumers never stall on a fence. A summing CTA
+// only ever waits for CTAs of higher index (the group's later stages), which publish at the start
+// of their shares; with at most one CTA per SM and CTAs dispatched in index order, the wait cannot
+// deadlock even when fewer SMs than CTAs are free.
 //
 // When it runs: stream_takes (measured rule). Measurements: docs/marlin.md, sessions 8 and 9.
 #include <algorithm>
@@ -189,10 +192,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                     st = 0, group++;
             }
         } else if (warp == kStrips + 1) {
-            // Activations: the stage's 128 k of NT tokens as two 64-k boxes (their map fetched
-            // while the previous kernel finishes).
-            if (lane == 0 && !(p.diag & 64))
-                prefetch_tensor_map(&x_map);
+            // Activations: the stage's 128 k of NT tokens as two 64-k boxes.
             wait_for_previous_grid();
             allow_next_grid();
             if (lane != 0)
@@ -204,13 +204,9 @@ __global__ void __launch_bounds__(kThreads, 1)
                     mbar_wait(x_empty + 8 * pos.slot, pos.phase ^ 1);
                 const uint32_t full = x_full + 8 * pos.slot;
                 const uint32_t dst = (uint32_t)__cvta_generic_to_shared(staged_ring + pos.slot * ASTAGE);
-                if (p.diag & 32) {
-                    mbar_arrive(full);
-                } else {
                 mbar_arrive_expect(full, ASTAGE);
                 tensor_copy_2d(dst, &x_map, st * kStageK, 0, full);
                 tensor_copy_2d(dst + kHalfBytes<NT>, &x_map, st * kStageK + 64, 0, full);
-                }
                 pos.next(kStagedStages);
                 if (++st == nst)
                     st = 0;
@@ -223,7 +219,6 @@ __global__ void __launch_bounds__(kThreads, 1)
                 mbar_wait(x_full + 8 * xpos.slot, xpos.phase);
                 if (i >= kActStages)
                     mbar_wait(a_empty + 8 * apos.slot, apos.phase ^ 1);
-                if (!(p.diag & 48))
                 rewrite_stage<FP4, NT>(staged_ring + xpos.slot * ASTAGE, act_ring + apos.slot * ASTAGE, tid);
                 fence_async_shared(); // the generic-proxy stores, before wgmma reads them
                 __syncwarp();
@@ -239,7 +234,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             allow_next_grid();
             // A share that starts inside a group starts with a partial segment (consumers below):
             // once its partials are stored, count them in for the group's summing CTA.
-            if (lo % nst != 0 && !(p.diag & 4)) {
+            if (lo % nst != 0) {
                 named_sync<kPublishBarrier, kPublishThreads>();
                 if (lane == 0) {
                     __threadfence();
@@ -352,8 +347,6 @@ __global__ void __launch_bounds__(kThreads, 1)
             if (!has_first) {
                 // (the share's first segment) partials to slot (this CTA - first); warp 15
                 // publishes them, the consumers go on
-                if (p.diag & 4)
-                    continue;
                 float4 *const mine = slots + (blockIdx.x - first) * SLOT;
 #pragma unroll
                 for (int i = 0; i < NT / 8; i++)
@@ -363,14 +356,14 @@ __global__ void __launch_bounds__(kThreads, 1)
             }
             // (the share's last segment) the other owners published theirs at their shares'
             // starts: the wait is normally over at once
-            if (threadIdx.x == 0 && !(p.diag & 1)) {
+            if (threadIdx.x == 0) {
                 while (load_acquire(p.cnt + group) < last - first) {
                 }
                 p.cnt[group] = 0; // no one else reads or writes it in this call
             }
             consumers_sync();
             // Two slots' loads in flight at a time, added in slot order (deterministic).
-            const int n = (p.diag & 2) ? 0 : last - first;
+            const int n = last - first;
             for (int j = 1; j <= n; j += 2) {
                 float4 v0[NT / 8], v1[NT / 8];
 #pragma unroll
@@ -385,8 +378,6 @@ __global__ void __launch_bounds__(kThreads, 1)
                 }
             }
         }
-        if (p.diag & 8)
-            continue;
         if (strip < p.strips) {
 #pragma unroll
             for (int idx = 0; idx < NT / 2; idx++)
@@ -572,8 +563,6 @@ int stream(const Layer &l, Params &p, const __nv_bfloat16 *x, int64_t xs, const 
         return -1;
     p.ring = g.ring;
     p.splits = (int)g.max_shares; // partial slots per group
-    static const int diag = env_int("QSERVE_MARLIN_STREAM_DIAG", 0);
-    p.diag = diag;
     return with_tile(l.fp4, g.nt, Launch{l, p, (unsigned)g.ctas, rt, s, x, xs, err});
 }
 
