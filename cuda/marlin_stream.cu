@@ -82,6 +82,26 @@ struct RingPos {
     }
 };
 
+// One producer thread's walk through its share [lo, hi) of (group, stage) items: per item, waits
+// for ring slot `slot` (mbarriers full / empty + 8 * slot) to be free, announces `bytes` on its full
+// barrier and has copy(full, slot, group, stage) issue the copies that complete on it.
+template <typename Copy>
+__device__ __forceinline__ void fill_ring(uint32_t full, uint32_t empty, int depth, uint32_t bytes, int64_t lo,
+                                          int64_t hi, int nst, Copy &&copy)
+{
+    int group = (int)(lo / nst), st = (int)(lo % nst);
+    RingPos pos;
+    for (int64_t i = 0; i < hi - lo; i++) {
+        if (i >= depth)
+            mbar_wait(empty + 8 * pos.slot, pos.phase ^ 1);
+        mbar_arrive_expect(full + 8 * pos.slot, bytes);
+        copy(full + 8 * pos.slot, pos.slot, group, st);
+        pos.next(depth);
+        if (++st == nst)
+            st = 0, group++;
+    }
+}
+
 // The CTA whose share holds work item w of T shared by C CTAs (CTA c: [c T / C, (c+1) T / C)).
 __device__ __forceinline__ int owner_of(int64_t w, int64_t T, int C) { return (int)(((w + 1) * C - 1) / T); }
 
@@ -176,41 +196,23 @@ __global__ void __launch_bounds__(kThreads, 1)
             allow_next_grid();
             if (lane != 0)
                 return;
-            int group = (int)(lo / nst), st = (int)(lo % nst);
-            RingPos pos;
-            for (int64_t i = 0; i < hi - lo; i++) {
-                if (i >= depth)
-                    mbar_wait(w_empty + 8 * pos.slot, pos.phase ^ 1);
-                const uint32_t full = w_full + 8 * pos.slot;
-                const uint32_t dst = (uint32_t)__cvta_generic_to_shared(weight_ring + pos.slot * WSTAGE);
-                mbar_arrive_expect(full, WSTAGE);
+            fill_ring(w_full, w_empty, depth, WSTAGE, lo, hi, nst, [&](uint32_t full, int slot, int group, int st) {
+                const uint32_t dst = (uint32_t)__cvta_generic_to_shared(weight_ring + slot * WSTAGE);
                 tensor_copy_3d(dst, &weight_map, 0, st, group * kStrips, full);
                 if (FP4)
                     tensor_copy_3d(dst + kStrips * STRIP_BYTES, &scale_map, 0, st / 2, group * kStrips, full);
-                pos.next(depth);
-                if (++st == nst)
-                    st = 0, group++;
-            }
+            });
         } else if (warp == kStrips + 1) {
             // Activations: the stage's 128 k of NT tokens as two 64-k boxes.
             wait_for_previous_grid();
             allow_next_grid();
             if (lane != 0)
                 return;
-            int st = (int)(lo % nst);
-            RingPos pos;
-            for (int64_t i = 0; i < hi - lo; i++) {
-                if (i >= kStagedStages)
-                    mbar_wait(x_empty + 8 * pos.slot, pos.phase ^ 1);
-                const uint32_t full = x_full + 8 * pos.slot;
-                const uint32_t dst = (uint32_t)__cvta_generic_to_shared(staged_ring + pos.slot * ASTAGE);
-                mbar_arrive_expect(full, ASTAGE);
+            fill_ring(x_full, x_empty, kStagedStages, ASTAGE, lo, hi, nst, [&](uint32_t full, int slot, int, int st) {
+                const uint32_t dst = (uint32_t)__cvta_generic_to_shared(staged_ring + slot * ASTAGE);
                 tensor_copy_2d(dst, &x_map, st * kStageK, 0, full);
                 tensor_copy_2d(dst + kHalfBytes<NT>, &x_map, st * kStageK + 64, 0, full);
-                pos.next(kStagedStages);
-                if (++st == nst)
-                    st = 0;
-            }
+            });
         } else if (warp < kPermuteWarp0 + kPermuteWarps) {
             allow_next_grid();
             const int tid = threadIdx.x - kPermuteWarp0 * 32;
