@@ -543,7 +543,8 @@ int reserve_workspace(const Layer &l, int64_t m_max, qs_err *err)
     for (int64_t mm = 1; mm <= m_max; mm++) {
         size_t f = 0, c = 0;
         if (stream_takes(l, mm, rt)) {
-            // and what the kernel below needs, should a step's activations not suit it
+            // its workspace, and (below) that of the kernel a step falls back to when its
+            // activations do not suit the stream kernel's tensor map
             stream_workspace(l, mm, rt.sms, &f, &c);
             floats = std::max(floats, f);
             counters = std::max(counters, c);

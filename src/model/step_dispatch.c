@@ -1,13 +1,13 @@
 /* step_dispatch.c — per-step kernel choice for W8A8 FP8 linear layers under `auto` on CUDA.
  * Measured on the H200 (docs/marlin.md): marlin (weight-only, FP8 dequantised in registers) is
  * faster per decoder layer than cuBLASLt's FP8 GEMM with per-channel x per-token scales up to 64
- * tokens per step (97 against 162 us at 64 with the stream kernel; 32 tokens before it) and far
+ * tokens per step (95.7 against 161.4 us at 64 with the stream kernel; 32 tokens before it) and far
  * slower above. So when auto picks cublaslt for fp8_w8a8 or fp8_block_w8a8, the layers also get a
  * marlin copy of their weights, and qs_linear_apply takes marlin for steps of at most
  * QSERVE_SMALL_STEP_TOKENS tokens (decode), cublaslt for the rest (prefill). Layers with one scale
  * for the whole weight and one for the whole input join for fewer tokens: cuBLASLt's scalar-scale
- * FP8 GEMM is faster than the per-channel one (Hopper, session 9: marlin 74.5 against 76.8 us per
- * layer at 32 tokens, 97.2 against 83.8 at 64; before the stream kernel only up to 8 tokens). The
+ * FP8 GEMM is faster than the per-channel one (Hopper, session 9: marlin 74.2 against 76.8 us per
+ * layer at 32 tokens, 95.7 against 84.0 at 64; before the stream kernel only up to 8 tokens). The
  * price is a second copy of the weights, logged at start-up. An explicit backend,
  * --batch-invariant, a disabled marlin, or QSERVE_SMALL_STEP_TOKENS=0 leave one kernel. */
 #include "model/step_dispatch.h"
