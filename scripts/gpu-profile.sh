@@ -19,7 +19,13 @@ for c in ${PROFILE_TIMES:-}; do
   "$NCU" --clock-control none --metrics gpu__time_duration.sum,dram__bytes_read.sum,lts__t_bytes.sum \
     --kernel-name "regex:marlin|stage_images|permute|pad_rows" --launch-count 8 --csv --page raw \
     "$D/bench_kernels" --kernels "$kern" --shapes "$shape" --m "$m" --iters 1 2>/dev/null |
-    awk -F'","' 'NR != 2 { n = split($0, f, "\",\""); print f[5] " | " f[n-2] " | " f[n-1] " | " f[n] }' |
+    awk -v want="Kernel Name,gpu__time_duration.sum,dram__bytes_read.sum,lts__t_bytes.sum" '
+      # columns found by their header names (the raw page adds launch__* and other columns
+      # around the requested metrics, so positions from the end are not stable)
+      { n = split($0, f, "\",\""); f[1] = substr(f[1], 2); f[n] = substr(f[n], 1, length(f[n]) - 1) }
+      NR == 1 { k = split(want, w, ","); for (i = 1; i <= k; i++) for (j = 1; j <= n; j++) if (f[j] == w[i]) col[i] = j }
+      NR >= 2 { line = ""; for (i = 1; i <= k; i++) line = line (i > 1 ? " | " : "") (col[i] ? f[col[i]] : "?")
+                if (NR == 2) line = line "  (units)"; print line }' |
     sed -E 's/\(qs_marlin::Params\)|qs_marlin::|\(anonymous namespace\)::|"//g' | cut -c1-160
 done
 for c in ${PROFILE_FULL:-}; do
