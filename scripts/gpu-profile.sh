@@ -17,7 +17,7 @@ for c in ${PROFILE_TIMES:-}; do
   IFS=: read -r kern shape m <<<"$c"
   echo "== times: $kern $shape M=$m"
   "$NCU" --clock-control none --metrics gpu__time_duration.sum,dram__bytes_read.sum,lts__t_bytes.sum \
-    --kernel-name "regex:marlin|stage_images|permute|pad_rows" --launch-count 8 --csv --page raw \
+    --kernel-name "regex:marlin|permute|pad_rows" --launch-count 8 --csv --page raw \
     "$D/bench_kernels" --kernels "$kern" --shapes "$shape" --m "$m" --iters 1 2>/dev/null |
     awk -v want="Kernel Name,gpu__time_duration.sum,dram__bytes_read.sum,lts__t_bytes.sum" '
       # columns found by their header names (the raw page adds launch__* and other columns
