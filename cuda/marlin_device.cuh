@@ -32,7 +32,6 @@ struct Params {
     int rotate; // start each CTA's k walk at a different step (spreads the activation reads over L2)
     int units_k, strips; // the small-M kernel (marlin_gemv.cu): packed units per strip, 16-row strips
     int ring;            // the stream kernel (marlin_stream.cu): weight stages in its shared-memory ring
-    int cluster;         // the stream kernel: CTAs per cluster splitting one group's k (0: stream-K shares)
 };
 
 namespace {
@@ -145,39 +144,23 @@ __device__ __forceinline__ void store_output(const Params &p, float v, int m, in
 // Launches kernel(p) on stream s; with pdl, as a programmatic dependent launch (the kernel may
 // start while the previous one on the stream finishes: see wait_for_previous_grid).
 // Arguments after p (extra) follow it to the kernel.
-// cluster > 1: launched in thread-block clusters of that many CTAs along x.
 template <typename Kernel, typename... Extra>
-int launch_clustered(Kernel kernel, dim3 grid, int cluster, int threads, size_t smem, bool pdl, cudaStream_t s,
-                     const Params &p, qs_err *err, const Extra &...extra)
+int launch_kernel(Kernel kernel, dim3 grid, int threads, size_t smem, bool pdl, cudaStream_t s, const Params &p,
+                  qs_err *err, const Extra &...extra)
 {
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = grid;
     cfg.blockDim = dim3((unsigned)threads);
     cfg.dynamicSmemBytes = smem;
     cfg.stream = s;
-    cudaLaunchAttribute attr[2];
-    unsigned n = 0;
-    if (pdl) {
-        attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-        attr[n++].val.programmaticStreamSerializationAllowed = 1;
-    }
-    if (cluster > 1) {
-        attr[n].id = cudaLaunchAttributeClusterDimension;
-        attr[n].val.clusterDim.x = (unsigned)cluster;
-        attr[n].val.clusterDim.y = 1;
-        attr[n++].val.clusterDim.z = 1;
-    }
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
     cfg.attrs = attr;
-    cfg.numAttrs = n;
+    cfg.numAttrs = pdl ? 1 : 0;
     QS_CUDA_TRY(cudaLaunchKernelEx(&cfg, kernel, p, extra...), err);
     QS_LAUNCH_CHECK(err);
     return 0;
-}
-template <typename Kernel, typename... Extra>
-int launch_kernel(Kernel kernel, dim3 grid, int threads, size_t smem, bool pdl, cudaStream_t s, const Params &p,
-                  qs_err *err, const Extra &...extra)
-{
-    return launch_clustered(kernel, grid, 1, threads, smem, pdl, s, p, err, extra...);
 }
 
 } // namespace

@@ -217,43 +217,6 @@ template <int ID, int THREADS> __device__ __forceinline__ void named_sync()
     asm volatile("bar.sync %0, %1;\n" ::"n"(ID), "n"(THREADS) : "memory");
 }
 
-// Thread-block clusters: this CTA's rank in its cluster; every non-exited thread of the cluster
-// meets (shared-memory writes before it are visible to the whole cluster after it); the address of
-// the same shared-memory location in CTA `rank` of the cluster, and a 16-byte load from there.
-__device__ __forceinline__ uint32_t cluster_rank()
-{
-    uint32_t r = 0;
-#ifdef QS_WGMMA
-    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-#endif
-    return r;
-}
-__device__ __forceinline__ void cluster_sync()
-{
-#ifdef QS_WGMMA
-    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-#endif
-}
-__device__ __forceinline__ uint32_t cluster_address(uint32_t addr, uint32_t rank)
-{
-    uint32_t r = addr;
-#ifdef QS_WGMMA
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(addr), "r"(rank));
-#endif
-    return r;
-}
-__device__ __forceinline__ float4 load_cluster(uint32_t addr)
-{
-    float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-#ifdef QS_WGMMA
-    asm volatile("ld.shared::cluster.v4.f32 {%0,%1,%2,%3}, [%4];\n"
-                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
-                 : "r"(addr)
-                 : "memory");
-#endif
-    return v;
-}
-
 // A GPU-scope acquire load: what the writer released before its flag is visible after it.
 __device__ __forceinline__ int load_acquire(const int *p)
 {

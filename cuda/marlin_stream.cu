@@ -134,49 +134,6 @@ template <bool FP4, int NT> __device__ __forceinline__ void rewrite_stage(const 
     }
 }
 
-// Cluster mode's epilogue, by the consumers of every CTA of the cluster at their one segment's
-// end: each stores its accumulators in register order into `buf` (shared memory the rings no
-// longer use), the cluster meets, and CTA rank q sums the accumulators of warps [q, q+1) * 8 / S
-// from every CTA's buffer in rank order (deterministic) and stores those rows; the cluster meets
-// again so no buffer is left while another CTA reads it.
-template <int NT>
-__device__ __forceinline__ void reduce_in_cluster(const Params &p, const float (&acc)[NT / 2], uint8_t *buf, int group,
-                                                  int warp, int lane)
-{
-    constexpr int F4 = NT / 8; // float4 per thread
-    float4 *mine = (float4 *)buf;
-#pragma unroll
-    for (int i = 0; i < F4; i++)
-        mine[(warp * F4 + i) * 32 + lane] = make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]);
-    cluster_sync();
-    const int S = p.cluster, q = (int)cluster_rank(), warps = kStrips / S;
-    const uint32_t base = (uint32_t)__cvta_generic_to_shared(buf);
-    for (int j = threadIdx.x; j < warps * F4 * 32; j += kConsumers) {
-        const int src_lane = j % 32, i = (j / 32) % F4, w = q * warps + j / (32 * F4);
-        const uint32_t off = (uint32_t)(((w * F4 + i) * 32 + src_lane) * 16);
-        float4 sum = load_cluster(cluster_address(base + off, 0));
-        for (int rank = 1; rank < S; rank++) {
-            const float4 v = load_cluster(cluster_address(base + off, (uint32_t)rank));
-            sum.x += v.x, sum.y += v.y, sum.z += v.z, sum.w += v.w;
-        }
-        // float4 i of lane (r, c): rows r, r + 8 of strip w, tokens 8i + 2c + {0, 1}
-        const int strip = group * kStrips + w, r = src_lane >> 2, c = src_lane & 3;
-        if (strip < p.strips) {
-            const int row = strip * 16 + r, token = 8 * i + 2 * c;
-            const OutRow o0 = out_row(p, row), o8 = out_row(p, row + 8);
-            if (token < p.M) {
-                store_row(p, o0, sum.x, token, row);
-                store_row(p, o8, sum.z, token, row + 8);
-            }
-            if (token + 1 < p.M) {
-                store_row(p, o0, sum.y, token + 1, row);
-                store_row(p, o8, sum.w, token + 1, row + 8);
-            }
-        }
-    }
-    cluster_sync();
-}
-
 // weight_map: the packed weights as (stage bytes / 8, k stage, strip) 64-bit words, one box = one
 // stage of 8 strips; scale_map (NVFP4): the scale codes as (256 bytes / 8, 256-k step, strip);
 // x_map: the activations as (k, token) BF16, one box = 64 k of NT tokens, 128-byte swizzle.
@@ -210,11 +167,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int nst = p.K / kStageK, groups = (p.strips + kStrips - 1) / kStrips;
     const int64_t T = (int64_t)groups * nst;
     const int C = gridDim.x;
-    // Stream-K: an equal share of all T items. Cluster mode (p.cluster = S CTAs per cluster): the
-    // cluster takes group blockIdx.x / S, its CTA of rank q the q-th of S k ranges of it.
-    const int S = p.cluster;
-    const int64_t lo = S ? (blockIdx.x / S) * (int64_t)nst + (blockIdx.x % S) * nst / S : blockIdx.x * T / C;
-    const int64_t hi = S ? (blockIdx.x / S) * (int64_t)nst + (blockIdx.x % S + 1) * nst / S : (blockIdx.x + 1) * T / C;
+    const int64_t lo = blockIdx.x * T / C, hi = (blockIdx.x + 1) * T / C;
 
     if (threadIdx.x == 0) {
         for (int i = 0; i < depth; i++) {
@@ -283,7 +236,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             allow_next_grid();
             // A share that starts inside a group starts with a partial segment (consumers below):
             // once its partials are stored, count them in for the group's summing CTA.
-            if (!S && lo % nst != 0) {
+            if (lo % nst != 0) {
                 named_sync<kPublishBarrier, kPublishThreads>();
                 if (lane == 0) {
                     __threadfence();
@@ -386,10 +339,6 @@ __global__ void __launch_bounds__(kThreads, 1)
             mbar_arrive(a_empty + 8 * pending_act);
         pending_act = -1;
 
-        if (S) {
-            reduce_in_cluster<NT>(p, acc, staged_ring, group, warp, lane);
-            continue;
-        }
         if (seg_end != group_end || !has_first) {
             // A group split between CTAs; the CTA with its first stage sums it. Partials are kept
             // in the consumers' register order (slot j of the group: float4 i of thread t at
@@ -548,13 +497,13 @@ struct Launch {
         const size_t smem = kSmemOf<FP4, NT> + (size_t)p.ring * kWeightStageBytes<FP4>;
         if (ctas_per_sm((const void *)marlin_stream_kernel<FP4, NT>, kThreads, kSmemBytes, err) < 0)
             return -1;
-        return launch_clustered(marlin_stream_kernel<FP4, NT>, dim3(ctas), p.cluster, kThreads, smem, rt.pdl, s, p, err,
-                                weight_map, scale_map, x_map);
+        return launch_kernel(marlin_stream_kernel<FP4, NT>, dim3(ctas), kThreads, smem, rt.pdl, s, p, err, weight_map,
+                             scale_map, x_map);
     }
 };
 
 struct StreamPlan {
-    int nt, ring, cluster;            // cluster: CTAs per cluster in cluster mode, else 0
+    int nt, ring;
     int64_t ctas, groups, max_shares; // max_shares: the most CTAs one group is split between
 };
 
@@ -568,17 +517,6 @@ StreamPlan plan_stream(const Layer &l, int64_t m, int sms)
     g.ctas = std::min<int64_t>(sms, total); // every CTA gets at least one stage
     const int64_t least = total / g.ctas;   // stages of the shortest share
     g.max_shares = std::min<int64_t>(g.ctas, (nst + least - 1) / least + 1);
-    // Cluster mode (QSERVE_MARLIN_STREAM_CLUSTER=1, not measured yet): where groups x S CTAs fit
-    // the GPU for S = 8, 4 or 2, each group's k split between the S CTAs of a cluster and summed
-    // through distributed shared memory (no partials in global memory, no counts).
-    static const int cluster_mode = env_int("QSERVE_MARLIN_STREAM_CLUSTER", 0);
-    g.cluster = 0;
-    for (int c = 8; cluster_mode && c >= 2 && !g.cluster; c /= 2)
-        if (g.groups * c <= sms && nst >= 2 * c) {
-            g.cluster = c;
-            g.ctas = g.groups * c;
-            g.max_shares = 1;
-        }
     return g;
 }
 
@@ -627,7 +565,6 @@ int stream(const Layer &l, Params &p, const __nv_bfloat16 *x, int64_t xs, const 
         return -1;
     p.ring = g.ring;
     p.splits = (int)g.max_shares; // partial slots per group
-    p.cluster = g.cluster;
     return with_tile(l.fp4, g.nt, Launch{l, p, (unsigned)g.ctas, rt, s, x, xs, err});
 }
 
