@@ -36,6 +36,7 @@
 #include "marlin.h"
 #include "marlin_device.cuh"
 #include "marlin_hopper.cuh"
+#include "marlin_stream_plan.h"
 
 namespace qs_marlin {
 namespace {
@@ -102,9 +103,6 @@ __device__ __forceinline__ void fill_ring(uint32_t full, uint32_t empty, int dep
     }
 }
 
-// The CTA whose share holds work item w of T shared by C CTAs (CTA c: [c T / C, (c+1) T / C)).
-__device__ __forceinline__ int owner_of(int64_t w, int64_t T, int C) { return (int)(((w + 1) * C - 1) / T); }
-
 __device__ __forceinline__ void consumers_sync() { asm volatile("bar.sync 1, %0;\n" ::"n"(kConsumers) : "memory"); }
 
 // Rewrites one staged stage (token n's 128 k at n * 128 bytes of each 64-k half, 16-byte chunks
@@ -167,7 +165,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int nst = p.K / kStageK, groups = (p.strips + kStrips - 1) / kStrips;
     const int64_t T = (int64_t)groups * nst;
     const int C = gridDim.x;
-    const int64_t lo = blockIdx.x * T / C, hi = (blockIdx.x + 1) * T / C;
+    const int64_t lo = share_begin(blockIdx.x, T, C), hi = share_begin(blockIdx.x + 1, T, C);
 
     if (threadIdx.x == 0) {
         for (int i = 0; i < depth; i++) {
@@ -515,8 +513,7 @@ StreamPlan plan_stream(const Layer &l, int64_t m, int sms)
     g.groups = (l.n_pad / 16 + kStrips - 1) / kStrips;
     const int64_t nst = l.k_pad / kStageK, total = g.groups * nst;
     g.ctas = std::min<int64_t>(sms, total); // every CTA gets at least one stage
-    const int64_t least = total / g.ctas;   // stages of the shortest share
-    g.max_shares = std::min<int64_t>(g.ctas, (nst + least - 1) / least + 1);
+    g.max_shares = max_shares(nst, total, g.ctas);
     return g;
 }
 

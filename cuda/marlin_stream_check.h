@@ -1,0 +1,23 @@
+/* marlin_stream_check.h — the stream kernel's work split (marlin_stream_plan.h) checked on the CPU
+ * (marlin_stream_check.cu): for every layer of 1..max_groups groups of 1..max_stages stages and
+ * every CTA count up to max_ctas, the shares cover the items once with none empty, owner_of names
+ * the CTA holding each share's ends, no group is split between more CTAs than max_shares (the
+ * partial-sum slots), and a share starts inside a group exactly when its CTA is one of the group's
+ * publishing owners (the kernel's publish rule). 0, or -1 with `why` naming the first violation.
+ * Needs no GPU; linked when nvcc is found. */
+#ifndef QS_CUDA_MARLIN_STREAM_CHECK_H
+#define QS_CUDA_MARLIN_STREAM_CHECK_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+int qs_marlin_stream_plan_check(int max_groups, int max_stages, int max_ctas, char *why, size_t why_len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
