@@ -1,7 +1,8 @@
 // marlin_hopper.cuh — the Hopper-only (sm_90a) device primitives of the marlin wgmma kernels
 // (marlin_wgmma.cu, marlin_stream.cu): warpgroup MMA with the weights as the register A operand
-// and the activations as a shared-memory B operand, its shared-memory descriptors, and the
-// mbarrier / bulk-copy pair a producer warp fills a shared-memory ring with. Every primitive
+// and the activations as a shared-memory B operand, its shared-memory descriptors, the mbarriers
+// and tensor copies a producer warp fills a shared-memory ring with, register hand-over between
+// warpgroups, named barriers and a GPU-scope acquire load. Every primitive
 // compiles to nothing outside an sm_90a build (the host launches these kernels on 9.0 only).
 #ifndef QS_CUDA_MARLIN_HOPPER_CUH
 #define QS_CUDA_MARLIN_HOPPER_CUH
@@ -101,21 +102,6 @@ template <> __device__ __forceinline__ void wgmma_acc<16>(float (&d)[8], const u
 #endif
 }
 
-// Logical k j0 .. j0+7 of an activation row in the order the wgmma kernels read B (the packer's
-// permutation inside a unit undone, marlin_layout.h), zeros past k: one 16-byte chunk.
-template <bool FP4> __device__ __forceinline__ uint4 permuted_chunk(const __nv_bfloat16 *row, int j0, int k)
-{
-    constexpr int UNIT_K = FP4 ? kFp4UnitK : kFp8UnitK;
-    const int base = j0 / UNIT_K * UNIT_K;
-    __align__(16) __nv_bfloat16 v[8];
-#pragma unroll
-    for (int e = 0; e < 8; e++) {
-        const int src = base + (FP4 ? fp4_logical_source_k(j0 - base + e) : fp8_logical_source_k(j0 - base + e));
-        v[e] = src < k ? row[src] : __float2bfloat16_rn(0.f);
-    }
-    return *(const uint4 *)v;
-}
-
 // mbarriers (one 64-bit word of shared memory each, addressed by its shared-memory address).
 __device__ __forceinline__ void mbar_init(uint32_t bar, int count)
 {
@@ -157,17 +143,6 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity)
     } while (!done);
 #endif
 }
-// bytes (a multiple of 16, both addresses 16-byte aligned) from global to shared memory by the
-// bulk-copy engine, completing on mbarrier `bar`.
-__device__ __forceinline__ void bulk_copy(uint32_t dst, const void *src, uint32_t bytes, uint32_t bar)
-{
-#ifdef QS_WGMMA
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
-                 "l"(src), "r"(bytes), "r"(bar)
-                 : "memory");
-#endif
-}
-
 // Warp-specialised register budgets: a warpgroup that only issues copies hands registers back,
 // one that computes takes them (every warp of the warpgroup executes the same call).
 template <int N> __device__ __forceinline__ void release_registers()

@@ -54,6 +54,7 @@ constexpr int kAlign = 1024;                    // the 128-byte swizzle's period
 constexpr int kBarrierBytes = 1024;             // the mbarriers, then the rings
 constexpr int kMaxWeightStages = 24;         // mbarrier slots reserved (the ring depth is a launch parameter)
 constexpr int kMaxTokens = 64;
+constexpr int kConsumerBarrier = 1;                                     // named barriers (0: __syncthreads)
 constexpr int kPublishBarrier = 2, kPublishThreads = kConsumers + 32; // consumers + warp 15
 
 template <bool FP4> constexpr int kUnits = kStageK / (FP4 ? kFp4UnitK : kFp8UnitK);
@@ -102,8 +103,6 @@ __device__ __forceinline__ void fill_ring(uint32_t full, uint32_t empty, int dep
             st = 0, group++;
     }
 }
-
-__device__ __forceinline__ void consumers_sync() { asm volatile("bar.sync 1, %0;\n" ::"n"(kConsumers) : "memory"); }
 
 // Rewrites one staged stage (token n's 128 k at n * 128 bytes of each 64-k half, 16-byte chunks
 // swizzled: chunk j at j ^ (n % 8)) into wgmma's K-major image: 16-byte core-matrix row (slice s,
@@ -361,7 +360,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                 }
                 p.cnt[group] = 0; // no one else reads or writes it in this call
             }
-            consumers_sync();
+            named_sync<kConsumerBarrier, kConsumers>();
             // Two slots' loads in flight at a time, added in slot order (deterministic).
             const int n = last - first;
             for (int j = 1; j <= n; j += 2) {

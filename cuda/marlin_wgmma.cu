@@ -33,6 +33,21 @@ constexpr int kAhead = 2;     // stages requested ahead: one spare buffer, becau
                               // reading a stage may still run while the next stage starts
 constexpr int kWgMaxTokens = 128;
 
+// Logical k j0 .. j0+7 of an activation row in the order this kernel reads B (the packer's
+// permutation inside a unit undone, marlin_layout.h), zeros past k: one 16-byte chunk.
+template <bool FP4> __device__ __forceinline__ uint4 permuted_chunk(const __nv_bfloat16 *row, int j0, int k)
+{
+    constexpr int UNIT_K = FP4 ? kFp4UnitK : kFp8UnitK;
+    const int base = j0 / UNIT_K * UNIT_K;
+    __align__(16) __nv_bfloat16 v[8];
+#pragma unroll
+    for (int e = 0; e < 8; e++) {
+        const int src = base + (FP4 ? fp4_logical_source_k(j0 - base + e) : fp8_logical_source_k(j0 - base + e));
+        v[e] = src < k ? row[src] : __float2bfloat16_rn(0.f);
+    }
+    return *(const uint4 *)v;
+}
+
 // xp[m][j] = x[m][source of j] (marlin_layout.h) for the padded k (zeros past k): 8 outputs
 // (16 bytes) a thread.
 template <bool FP4>
