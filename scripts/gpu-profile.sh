@@ -7,7 +7,9 @@
 #                                                light, memory and stall summary printed, the
 #                                                report kept as $OUT/<kernel>-<shape>-<m>.ncu-rep;
 #                                                the PROFILE_TOP (40) SASS lines with the most
-#                                                stall samples (scripts/ncu_sass_top.py)
+#                                                stall samples (scripts/ncu_sass_top.py) and
+#                                                the raw metrics matching PROFILE_METRICS (the
+#                                                tensor pipe's and shared memory's use)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/gpu-env.sh out/dev
@@ -39,6 +41,10 @@ for c in ${PROFILE_FULL:-}; do
   "$NCU" -i "$rep.ncu-rep" --page raw --metrics \
     "regex:smsp__average_warps_issue_stalled_.*_per_issue_active.ratio" 2>&1 |
     awk '$NF ~ /^[0-9.]+$/ && $NF > 0.05 { print $1, $NF }' | sort -k2 -nr | head -12
+  # the pipes' and shared memory's use (PROFILE_METRICS: a regex over the raw metric names)
+  "$NCU" -i "$rep.ncu-rep" --page raw 2>&1 |
+    grep -E "${PROFILE_METRICS:-pipe_tensor.*pct_of_peak|mem_shared.*pct|data_pipe_lsu_wavefronts.*pct|sm__throughput.avg.pct}" |
+    awk '{ print $1, $NF }' | head -30
   "$NCU" -i "$rep.ncu-rep" --page source --print-source sass --csv >"$rep-sass.csv" 2>/dev/null &&
     python3 scripts/ncu_sass_top.py "$rep-sass.csv" "${PROFILE_TOP:-40}"
   rm -f "$rep-sass.csv"
