@@ -22,9 +22,14 @@ for v in ${AB_VARIANTS:?set AB_VARIANTS}; do
 done
 {
   echo "$header"
-  # rows: kernel N K M time_us from the first file, then each variant's time column
-  paste "${cols[@]}" | awk -v n=${#cols[@]} '$1 ~ /^marlin|^cublaslt|^emulation/ {
-    w = NF / n; line = $1 " " $2 " " $3 " " $4
-    for (i = 0; i < n; i++) line = line " " $(i * w + 5)
-    print line }'
+  # rows keyed by "kernel N K M" (a variant whose output differs — a failed shape, a note — must
+  # not shift the other columns): the first variant's rows in order, each variant's time or "-"
+  awk -v n=${#cols[@]} '
+    FNR == 1 { f++ }
+    $1 ~ /^marlin|^cublaslt|^emulation/ && $5 ~ /^[0-9.]+$/ {
+      key = $1 " " $2 " " $3 " " $4; t[f, key] = $5
+      if (f == 1) order[++rows] = key }
+    END { for (i = 1; i <= rows; i++) { line = order[i]
+            for (j = 1; j <= n; j++) line = line " " ((j, order[i]) in t ? t[j, order[i]] : "-")
+            print line } }' "${cols[@]}"
 } | { if command -v column >/dev/null; then column -t; else cat; fi; } | tee "$OUT/ab.txt"

@@ -386,8 +386,9 @@ def bytes_per_token(model_dir, weight_bits, n_ctx):
 
 def serve_decode(model, backend, seconds_left):
     """Starts the server with --linear-backend BACKEND (a "+graphs" suffix adds
-    QSERVE_CUDA_GRAPHS=1, "+eager" sets it to 0; decode graphs are on by default), then bench_serve at concurrency 1 and 16:
-    returns (batch-1 tok/s, batch-16 tok/s, the kernel selection lines) from the mean TPOT."""
+    QSERVE_CUDA_GRAPHS=1, "+eager" sets it to 0; decode graphs are on by default), then bench_serve at each
+    concurrency of E2E_BATCHES (default 1,16): returns ({concurrency: decode tok/s}, the kernel selection
+    lines) from the mean TPOT."""
     log_path = os.path.join(WORK, f"server-{os.path.basename(model)}-{backend}.log")
     env = dict(os.environ)
     backend, _, mode = backend.partition("+")
@@ -395,11 +396,12 @@ def serve_decode(model, backend, seconds_left):
         env["QSERVE_CUDA_GRAPHS"] = "1"
     elif mode == "eager":
         env["QSERVE_CUDA_GRAPHS"] = "0"
-    args = ("--linear-backend", backend, "--served-model-name", "m", "--max-num-seqs", "16")
+    batches = [int(b) for b in os.environ.get("E2E_BATCHES", "1,16").split(",")]
+    args = ("--linear-backend", backend, "--served-model-name", "m", "--max-num-seqs", str(max(batches)))
     with qserve_server(model, log_path, args, env=env, wait_s=min(180, seconds_left)) as base:
         vocab = json.load(open(os.path.join(model, "config.json")))["vocab_size"]
-        out = []
-        for conc, n in ((1, 2), (16, 16)):
+        out = {}
+        for conc, n in ((b, max(2, b)) for b in batches):
             r = run([os.path.join(DEV, "bench_serve"), "--url", base, "--model", "m", "--num-prompts", str(n),
                      "--concurrency", str(conc), "--random-input-len", "32", "--random-output-len", "64",
                      "--vocab-size", str(vocab)], timeout=120)
@@ -407,9 +409,9 @@ def serve_decode(model, backend, seconds_left):
             if not m or float(m.group(1)) <= 0:
                 raise RuntimeError(f"bench_serve concurrency {conc}: {r.stdout[-300:]} {r.stderr[-300:]} "
                                    f"server: {open(log_path).read()[-300:]}")
-            out.append(conc * 1000.0 / float(m.group(1)))
+            out[conc] = conc * 1000.0 / float(m.group(1))
         sel = [ln.strip() for ln in open(log_path) if "kernel" in ln and ("linear" in ln or "select" in ln)]
-        return out[0], out[1], sel[:4]
+        return out, sel[:4]
 
 
 def hf_baseline(bf16, figures, deadline):
@@ -435,8 +437,9 @@ def hf_baseline(bf16, figures, deadline):
 
 
 def llama8b():
-    """Random-init Llama-3.1-8B-shape checkpoints (BF16, FP8 per-channel W8A8, NVFP4 W4A16): batch-1
-    and batch-16 decode tok/s per linear backend beside the roofline, and HF transformers (BF16)."""
+    """Random-init Llama-3.1-8B-shape checkpoints (BF16, FP8 per-channel W8A8, NVFP4 W4A16): decode
+    tok/s at the E2E_BATCHES concurrencies (default batch 1 and 16) per linear backend beside the
+    roofline, and HF transformers (BF16)."""
     deadline = T_START + float(os.environ.get("E2E_DEADLINE_S", "560"))
     bf16 = os.path.join(WORK, "l8b-bf16")
     ckpts = {"fp8": os.path.join(WORK, "l8b-fp8"), "nvfp4": os.path.join(WORK, "l8b-nvfp4")}
@@ -477,15 +480,16 @@ def llama8b():
                 record(f"llama-8b {name} {backend}", False, "not run: out of time")
                 continue
             try:
-                b1, b16, sel = serve_decode(ckpts[name], backend, left)
+                rates, sel = serve_decode(ckpts[name], backend, left)
             except Exception as e:  # noqa: BLE001
                 record(f"llama-8b {name} {backend}", False, str(e)[-400:])
                 continue
-            figures[f"{name}_{backend}_batch1_tok_s"] = b1
-            figures[f"{name}_{backend}_batch16_tok_s"] = b16
-            record(f"llama-8b {name} {backend}", True,
-                   f"batch-1 {b1:.1f} tok/s ({b1 / figures[f'{name}_roofline_tok_s'] * 100:.0f}% of roofline), "
-                   f"batch-16 {b16:.1f} tok/s; {' | '.join(sel)}")
+            parts = []
+            for conc, rate in rates.items():
+                figures[f"{name}_{backend}_batch{conc}_tok_s"] = rate
+                roof = f" ({rate / figures[f'{name}_roofline_tok_s'] * 100:.0f}% of roofline)" if conc == 1 else ""
+                parts.append(f"batch-{conc} {rate:.1f} tok/s{roof}")
+            record(f"llama-8b {name} {backend}", True, f"{', '.join(parts)}; {' | '.join(sel)}")
         shutil.rmtree(ckpts[name], ignore_errors=True)
     figures["bf16_roofline_tok_s"] = copy_bw / bytes_per_token(bf16, 16, n_ctx)
     json.dump(figures, open(os.path.join(OUT, "llama8b.json"), "w"), indent=1)
