@@ -37,6 +37,7 @@
 #include "marlin_device.cuh"
 #include "marlin_hopper.cuh"
 #include "marlin_stream_plan.h"
+#include "marlin_stream_rewrite.h"
 
 namespace qs_marlin {
 namespace {
@@ -104,31 +105,13 @@ __device__ __forceinline__ void fill_ring(uint32_t full, uint32_t empty, int dep
     }
 }
 
-// Rewrites one staged stage (token n's 128 k at n * 128 bytes of each 64-k half, 16-byte chunks
-// swizzled: chunk j at j ^ (n % 8)) into wgmma's K-major image: 16-byte core-matrix row (slice s,
-// core h, token n) at s * NT * 32 + (n / 8) * 256 + h * 128 + (n % 8) * 16. Item q of token n is 32
-// k of the stage (FP8: unit q; NVFP4: half q % 2 of unit q / 2's lane chunks): its four chunks c
-// hold pairs (t, h) = word 2t + h each, and core row (slice 2q + t, h) is word 2t + h of chunks
-// 0..3 (marlin_layout.h: physical k 8c + 4t + 2h + e is logical 16t + 8h + 2c + e; NVFP4 alike
-// with chunk stride 16 k).
+// Rewrites one staged stage into wgmma's K-major image (marlin_stream_rewrite.h), item by item;
+// consecutive threads take consecutive tokens (no bank conflicts).
 template <bool FP4, int NT> __device__ __forceinline__ void rewrite_stage(const uint8_t *staged, uint8_t *act, int tid)
 {
 #pragma unroll 1
-    for (int i = tid; i < 4 * NT; i += kPermuteWarps * 32) {
-        const int n = i % NT, q = i / NT; // consecutive threads: consecutive tokens (no bank conflicts)
-        const uint8_t *row = staged + (q / 2) * kHalfBytes<NT> + n * 128;
-        uint4 ch[4];
-#pragma unroll
-        for (int c = 0; c < 4; c++) {
-            const int j = FP4 ? 2 * c + (q & 1) : 4 * (q & 1) + c;
-            ch[c] = *(const uint4 *)(row + ((j ^ (n & 7)) << 4));
-        }
-        uint8_t *out = act + (n / 8) * 256 + (n % 8) * 16;
-        *(uint4 *)(out + (2 * q) * kSliceBytes<NT>) = make_uint4(ch[0].x, ch[1].x, ch[2].x, ch[3].x);
-        *(uint4 *)(out + (2 * q) * kSliceBytes<NT> + 128) = make_uint4(ch[0].y, ch[1].y, ch[2].y, ch[3].y);
-        *(uint4 *)(out + (2 * q + 1) * kSliceBytes<NT>) = make_uint4(ch[0].z, ch[1].z, ch[2].z, ch[3].z);
-        *(uint4 *)(out + (2 * q + 1) * kSliceBytes<NT> + 128) = make_uint4(ch[0].w, ch[1].w, ch[2].w, ch[3].w);
-    }
+    for (int i = tid; i < 4 * NT; i += kPermuteWarps * 32)
+        rewrite_item<FP4, NT>(staged, act, i % NT, i / NT);
 }
 
 // weight_map: the packed weights as (stage bytes / 8, k stage, strip) 64-bit words, one box = one

@@ -1,9 +1,13 @@
 // marlin_stream_check.cu — the stream kernel's work split (marlin_stream_plan.h) checked on the
-// host against its invariants (marlin_stream_check.h); the kernel's split-group sums rely on them.
+// host against its invariants, and its activation rewrite (marlin_stream_rewrite.h, the kernel's
+// own code run on the host) against the packer's k permutation (marlin_stream_check.h).
 #include <stdio.h>
+#include <string.h>
+#include <vector>
 
 #include "marlin_stream_check.h"
 #include "marlin_stream_plan.h"
+#include "marlin_stream_rewrite.h"
 
 namespace {
 
@@ -45,7 +49,53 @@ int check_split(int64_t groups, int64_t stages, int64_t ctas, char *why, size_t 
     return 0;
 }
 
+// One stage of NT tokens: every activation a distinct 16-bit code (token, k), placed where the
+// tensor copy puts it, rewritten item by item as the kernel does; then slice s, logical position
+// j of the image must hold the activation of the k that A's position j multiplies: the unit's k
+// fp8_logical_source_k / fp4_logical_source_k of the slot (marlin_layout.h).
+template <bool FP4, int NT> int check_rewrite(char *why, size_t why_len)
+{
+    constexpr int kStage = 128, kUnit = FP4 ? 64 : 32, kSlices = kStage / 16;
+    std::vector<uint4> staged_words(NT * kStage * 2 / 16), image_words(NT * kStage * 2 / 16);
+    uint8_t *staged = (uint8_t *)staged_words.data(), *image = (uint8_t *)image_words.data();
+    auto code = [](int n, int k) { return (uint16_t)(n * kStage + k); };
+    for (int n = 0; n < NT; n++)
+        for (int k = 0; k < kStage; k++) {
+            const uint16_t v = code(n, k);
+            memcpy(staged + staged_offset(NT, n, k), &v, 2);
+        }
+    memset(image, 0xFF, NT * kStage * 2); // poisoned: a position no item writes reads as 0xFFFF
+    for (int q = 0; q < 4; q++)
+        for (int n = 0; n < NT; n++)
+            rewrite_item<FP4, NT>(staged, image, n, q);
+    for (int s = 0; s < kSlices; s++)
+        for (int n = 0; n < NT; n++)
+            for (int j = 0; j < 16; j++) {
+                const int pos = (s * 16) % kUnit + j, unit = s * 16 / kUnit;
+                const int k = unit * kUnit + (FP4 ? fp4_logical_source_k(pos) : fp8_logical_source_k(pos));
+                uint16_t got;
+                memcpy(&got, image + image_offset(NT, n, s, j), 2);
+                if (got != code(n, k)) {
+                    snprintf(why, why_len,
+                             "%s rewrite, %d tokens: slice %d, token %d, position %d holds (token %d, k %d), "
+                             "wants (token %d, k %d)",
+                             FP4 ? "NVFP4" : "FP8", NT, s, n, j, got / kStage, got % kStage, n, k);
+                    return -1;
+                }
+            }
+    return 0;
+}
+
 } // namespace
+
+extern "C" int qs_marlin_stream_rewrite_check(char *why, size_t why_len)
+{
+    if (check_rewrite<false, 16>(why, why_len) || check_rewrite<false, 32>(why, why_len) ||
+        check_rewrite<false, 64>(why, why_len) || check_rewrite<true, 16>(why, why_len) ||
+        check_rewrite<true, 32>(why, why_len) || check_rewrite<true, 64>(why, why_len))
+        return -1;
+    return 0;
+}
 
 extern "C" int qs_marlin_stream_plan_check(int max_groups, int max_stages, int max_ctas, char *why, size_t why_len)
 {

@@ -15,6 +15,11 @@ extern "C" {
 #endif
 
 int qs_marlin_stream_plan_check(int max_groups, int max_stages, int max_ctas, char *why, size_t why_len);
+/* The activation rewrite (marlin_stream_rewrite.h) run on the host for FP8 and NVFP4 stages of 16,
+ * 32 and 64 tokens: every position of the wgmma image holds the activation that the packed weight
+ * in that position of the A fragment multiplies (marlin_layout.h's permutation undone) and no
+ * position is left unwritten. 0, or -1 with `why` naming the first wrong position. */
+int qs_marlin_stream_rewrite_check(char *why, size_t why_len);
 
 #ifdef __cplusplus
 }

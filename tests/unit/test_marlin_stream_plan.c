@@ -1,8 +1,10 @@
-/* test_marlin_stream_plan.c — the stream kernel's work split on the CPU (cuda/marlin_stream_check.cu):
- * every layer of up to 64 groups x 128 stages (and the Llama-3.1-8B group counts) on 1..132 CTAs
- * keeps the invariants its split-group sums rely on — shares cover every item once, owner_of is
- * right, partial-sum slots suffice, publishing owners are exactly the shares that start inside a
- * group. Skipped where the CUDA code is not built (no nvcc). */
+/* test_marlin_stream_plan.c — the stream kernel's work split and activation rewrite on the CPU
+ * (cuda/marlin_stream_check.cu): every layer of up to 64 groups x 128 stages (and the Llama-3.1-8B
+ * group counts) on 1..132 CTAs keeps the invariants its split-group sums rely on — shares cover
+ * every item once, owner_of is right, partial-sum slots suffice, publishing owners are exactly the
+ * shares that start inside a group; and the kernel's rewrite of a stage's activations puts each
+ * one where the packed weight it multiplies sits (FP8 and NVFP4, 16 / 32 / 64 tokens). Skipped
+ * where the CUDA code is not built (no nvcc). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -28,10 +30,25 @@ static void stream_split_keeps_its_invariants(void **state)
 #endif
 }
 
+static void stream_rewrite_undoes_the_packing(void **state)
+{
+    (void)state;
+#ifdef QS_HAVE_CUDA
+    char why[256] = "";
+    int rc = qs_marlin_stream_rewrite_check(why, sizeof why);
+    if (rc)
+        print_error("%s\n", why);
+    assert_int_equal(rc, 0);
+#else
+    skip();
+#endif
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(stream_split_keeps_its_invariants),
+        cmocka_unit_test(stream_rewrite_undoes_the_packing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
