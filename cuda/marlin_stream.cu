@@ -72,6 +72,38 @@ constexpr int kFixedSmem = kAlign + kBarrierBytes + (kActStages + kStagedStages)
 template <bool FP4, int NT>
 constexpr int kWeightStages = std::min(kMaxWeightStages, (kSmemBytes - kFixedSmem<NT>) / kWeightStageBytes<FP4>);
 
+// Trace builds (-DQS_MARLIN_STREAM_TRACE, for measurements): CTA 0 records the SM clock at each
+// event of its first kTraceItems items — what each role waited for and when — and the host prints
+// the timeline (stream(), below). Other builds compile trace() to nothing.
+#ifdef QS_MARLIN_STREAM_TRACE
+constexpr bool kTrace = true;
+#else
+constexpr bool kTrace = false;
+#endif
+constexpr int kTraceItems = 64;
+enum TraceEvent {
+    kWeightCopy,   // the weight producer issued the item's copy (its slot was free)
+    kActCopy,      // the activation producer issued the item's copy
+    kStaged,       // rewriter warp 0 saw the staged activations
+    kRewritten,    // rewriter warp 0 finished the rewrite (arrived on the act ring's full barrier)
+    kWeightsIn,    // consumer warp 0 saw the item's weights
+    kExpanded,     // consumer warp 0 expanded them
+    kActIn,        // consumer warp 0 saw the item's rewritten activations
+    kIssued,       // consumer warp 0 committed the item's wgmma group
+    kPrevDone,     // consumer warp 0's wait for the previous group returned
+    kActIn1,       // consumer warp 4 (the second warpgroup) saw the item's activations
+    kTraceEvents
+};
+__device__ __forceinline__ void trace(const Params &p, int event, int64_t item)
+{
+#ifdef QS_MARLIN_STREAM_TRACE
+    if (blockIdx.x == 0 && item < kTraceItems && (threadIdx.x & 31) == 0)
+        p.trace[event * kTraceItems + item] = clock64();
+#else
+    (void)p, (void)event, (void)item;
+#endif
+}
+
 // The ring slot and phase parity of a walk through a ring of `depth` slots.
 struct RingPos {
     int slot = 0;
@@ -98,7 +130,7 @@ __device__ __forceinline__ void fill_ring(uint32_t full, uint32_t empty, int dep
         if (i >= depth)
             mbar_wait(empty + 8 * pos.slot, pos.phase ^ 1);
         mbar_arrive_expect(full + 8 * pos.slot, bytes);
-        copy(full + 8 * pos.slot, pos.slot, group, st);
+        copy(full + 8 * pos.slot, pos.slot, group, st, i);
         pos.next(depth);
         if (++st == nst)
             st = 0, group++;
@@ -176,7 +208,8 @@ __global__ void __launch_bounds__(kThreads, 1)
             allow_next_grid();
             if (lane != 0)
                 return;
-            fill_ring(w_full, w_empty, depth, WSTAGE, lo, hi, nst, [&](uint32_t full, int slot, int group, int st) {
+            fill_ring(w_full, w_empty, depth, WSTAGE, lo, hi, nst, [&](uint32_t full, int slot, int group, int st, int64_t i) {
+                trace(p, kWeightCopy, i);
                 const uint32_t dst = (uint32_t)__cvta_generic_to_shared(weight_ring + slot * WSTAGE);
                 tensor_copy_3d(dst, &weight_map, 0, st, group * kStrips, full);
                 if (FP4)
@@ -188,7 +221,8 @@ __global__ void __launch_bounds__(kThreads, 1)
             allow_next_grid();
             if (lane != 0)
                 return;
-            fill_ring(x_full, x_empty, kStagedStages, ASTAGE, lo, hi, nst, [&](uint32_t full, int slot, int, int st) {
+            fill_ring(x_full, x_empty, kStagedStages, ASTAGE, lo, hi, nst, [&](uint32_t full, int slot, int, int st, int64_t i) {
+                trace(p, kActCopy, i);
                 const uint32_t dst = (uint32_t)__cvta_generic_to_shared(staged_ring + slot * ASTAGE);
                 tensor_copy_2d(dst, &x_map, st * kStageK, 0, full);
                 tensor_copy_2d(dst + kHalfBytes<NT>, &x_map, st * kStageK + 64, 0, full);
@@ -199,6 +233,8 @@ __global__ void __launch_bounds__(kThreads, 1)
             RingPos xpos, apos;
             for (int64_t i = 0; i < hi - lo; i++) {
                 mbar_wait(x_full + 8 * xpos.slot, xpos.phase);
+                if (warp == kPermuteWarp0)
+                    trace(p, kStaged, i);
                 if (i >= kActStages)
                     mbar_wait(a_empty + 8 * apos.slot, apos.phase ^ 1);
                 rewrite_stage<FP4, NT>(staged_ring + xpos.slot * ASTAGE, act_ring + apos.slot * ASTAGE, tid);
@@ -208,6 +244,8 @@ __global__ void __launch_bounds__(kThreads, 1)
                     mbar_arrive(x_empty + 8 * xpos.slot);
                     mbar_arrive(a_full + 8 * apos.slot);
                 }
+                if (warp == kPermuteWarp0)
+                    trace(p, kRewritten, i);
                 xpos.next(kStagedStages);
                 apos.next(kActStages);
             }
@@ -242,8 +280,10 @@ __global__ void __launch_bounds__(kThreads, 1)
     // One stage: the warp's units from the ring into registers (the slot is free once they are
     // loaded), expanded into a, then one wgmma group against the stage's activations; the group
     // before it is then complete, so its activation slot is handed back.
-    auto run_stage = [&](uint32_t(&a)[UNITS][SLICES_PER_UNIT][4], int st) {
+    auto run_stage = [&](uint32_t(&a)[UNITS][SLICES_PER_UNIT][4], int st, int64_t item) {
         mbar_wait(w_full + 8 * wpos.slot, wpos.phase);
+        if (warp == 0)
+            trace(p, kWeightsIn, item);
         const uint8_t *ws = weight_ring + wpos.slot * WSTAGE;
         uint4 v[UNITS];
 #pragma unroll
@@ -272,7 +312,11 @@ __global__ void __launch_bounds__(kThreads, 1)
                 dequant_fp4(v[u].w, s_r, s_r8, a[u][3]);
             }
         }
+        if (warp == 0)
+            trace(p, kExpanded, item);
         mbar_wait(a_full + 8 * apos.slot, apos.phase);
+        if (warp == 0 || warp == 4)
+            trace(p, warp == 0 ? kActIn : kActIn1, item);
         const uint64_t desc = act_desc + (uint64_t)(apos.slot * ASTAGE >> 4);
         wgmma_fence();
 #pragma unroll
@@ -281,7 +325,11 @@ __global__ void __launch_bounds__(kThreads, 1)
             for (int t = 0; t < SLICES_PER_UNIT; t++)
                 wgmma_acc<NT>(acc, a[u][t], desc + (uint64_t)((u * SLICES_PER_UNIT + t) * kSliceBytes<NT> >> 4));
         wgmma_commit();
+        if (warp == 0)
+            trace(p, kIssued, item);
         wgmma_wait<1>();
+        if (warp == 0)
+            trace(p, kPrevDone, item);
         __syncwarp();
         if (pending_act >= 0 && lane == 0)
             mbar_arrive(a_empty + 8 * pending_act);
@@ -307,11 +355,11 @@ __global__ void __launch_bounds__(kThreads, 1)
         // compiler see a0 rewritten under its own pending wgmma, and it then serializes them all.
         int st = (int)(w % nst);
         for (; w + 1 < seg_end; w += 2, st += 2) {
-            run_stage(a0, st);
-            run_stage(a1, st + 1);
+            run_stage(a0, st, w - lo);
+            run_stage(a1, st + 1, w + 1 - lo);
         }
         if (w < seg_end)
-            run_stage(a0, st);
+            run_stage(a0, st, w - lo);
         w = seg_end;
         wgmma_wait<0>();
         __syncwarp();
@@ -534,6 +582,50 @@ void stream_workspace(const Layer &l, int64_t m, int sms, size_t *floats, size_t
     *counters = (size_t)g.groups;
 }
 
+#ifdef QS_MARLIN_STREAM_TRACE
+// Trace builds: call QSERVE_MARLIN_STREAM_TRACE_CALL (default 3: after the benchmark's warm-up) of
+// the stream kernel prints CTA 0's timeline to stderr: per item, each event's SM clock minus the
+// first event's.
+int traced_launch(const Layer &l, Params &p, Launch launch, int nt, cudaStream_t s, qs_err *err)
+{
+    static long long *trace = nullptr;
+    static int calls = 0;
+    static const int wanted = env_int("QSERVE_MARLIN_STREAM_TRACE_CALL", 3);
+    const size_t bytes = sizeof(long long) * kTraceEvents * kTraceItems;
+    if (!trace)
+        QS_CUDA_TRY(cudaMalloc(&trace, bytes), err);
+    QS_CUDA_TRY(cudaMemsetAsync(trace, 0, bytes, s), err);
+    p.trace = trace;
+    if (with_tile(l.fp4, nt, launch))
+        return -1;
+    cudaStreamCaptureStatus capturing;
+    QS_CUDA_TRY(cudaStreamIsCapturing(s, &capturing), err);
+    if (capturing != cudaStreamCaptureStatusNone || ++calls != wanted)
+        return 0; // (a graph being captured cannot be waited for: only eager calls count)
+    long long host[kTraceEvents * kTraceItems];
+    QS_CUDA_TRY(cudaStreamSynchronize(s), err);
+    QS_CUDA_TRY(cudaMemcpy(host, trace, bytes, cudaMemcpyDeviceToHost), err);
+    long long t0 = 0;
+    for (long long t : host)
+        if (t && (!t0 || t < t0))
+            t0 = t;
+    fprintf(stderr, "stream trace: %s %d x %d, %d tokens, CTA 0 (SM clocks from its first event)\n",
+            l.fp4 ? "NVFP4" : "FP8", (int)l.n, (int)l.k, p.M);
+    fprintf(stderr, "item  wcopy  xcopy staged rewrit   w_in  expand  x_in0 issued prevdn  x_in1\n");
+    for (int i = 0; i < kTraceItems; i++) {
+        if (!host[kWeightsIn * kTraceItems + i])
+            break;
+        fprintf(stderr, "%4d", i);
+        for (int e = 0; e < kTraceEvents; e++) {
+            const long long t = host[e * kTraceItems + i];
+            fprintf(stderr, " %6lld", t ? t - t0 : -1);
+        }
+        fprintf(stderr, "\n");
+    }
+    return 0;
+}
+#endif
+
 int stream(const Layer &l, Params &p, const __nv_bfloat16 *x, int64_t xs, const Runtime &rt, cudaStream_t s,
            qs_err *err)
 {
@@ -544,7 +636,11 @@ int stream(const Layer &l, Params &p, const __nv_bfloat16 *x, int64_t xs, const 
         return -1;
     p.ring = g.ring;
     p.splits = (int)g.max_shares; // partial slots per group
+#ifdef QS_MARLIN_STREAM_TRACE
+    return traced_launch(l, p, Launch{l, p, (unsigned)g.ctas, rt, s, x, xs, err}, g.nt, s, err);
+#else
     return with_tile(l.fp4, g.nt, Launch{l, p, (unsigned)g.ctas, rt, s, x, xs, err});
+#endif
 }
 
 } // namespace qs_marlin
