@@ -76,11 +76,8 @@ constexpr int kWeightStages = std::min(kMaxWeightStages, (kSmemBytes - kFixedSme
 // event of its first kTraceItems items — what each role waited for and when — and the host prints
 // the timeline (stream(), below). Other builds compile trace() to nothing.
 #ifdef QS_MARLIN_STREAM_TRACE
-constexpr bool kTrace = true;
-#else
-constexpr bool kTrace = false;
-#endif
 constexpr int kTraceItems = 64;
+#endif
 enum TraceEvent {
     kWeightCopy,   // the weight producer issued the item's copy (its slot was free)
     kActCopy,      // the activation producer issued the item's copy
