@@ -34,6 +34,11 @@ ifneq ($(NVCC),)
     $(foreach a,$(CUDA_ARCHS),-gencode=arch=compute_$(a),code=sm_$(a)) -Xcompiler -fPIC
   CUDA_OBJ   := $(CUDA_SRC:%.cu=$(BUILD)/%.o)
   DEFS       += -DQS_HAVE_CUDA=1
+  # marlin's Hopper kernels (wgmma, the stream kernel) exist only in builds with sm_90a code; the
+  # per-step dispatch's Hopper thresholds (model/step_dispatch.c) were measured with them
+  ifneq ($(filter 90a,$(CUDA_ARCHS)),)
+    DEFS     += -DQS_HAVE_SM90A=1
+  endif
   LDLIBS     += -L$(CUDA_HOME)/lib64 -lcudart -ldl -Wl,-rpath,'$$ORIGIN/lib' -Wl,-rpath,$(CUDA_HOME)/lib64
 else
   CUDA_OBJ   :=

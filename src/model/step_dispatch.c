@@ -18,7 +18,17 @@
 
 #include "util/log.h"
 
-static bool hopper(const qs_device_caps *dev) { return dev->cc_major == 9; }
+/* The Hopper thresholds hold where marlin's stream kernel runs: compute capability 9.0 and a build
+ * with sm_90a code (the Makefile defines QS_HAVE_SM90A when CUDA_ARCHS has 90a). */
+static bool hopper(const qs_device_caps *dev)
+{
+#ifdef QS_HAVE_SM90A
+    return dev->cc_major == 9 && dev->cc_minor == 0;
+#else
+    (void)dev;
+    return false;
+#endif
+}
 
 int qs_small_step_tokens(const qs_device_caps *dev, qs_err *err)
 {

@@ -17,6 +17,14 @@
 
 static int g_calls_cublaslt, g_calls_marlin, g_prepared_marlin;
 
+/* A compute capability 9.0 device gets the Hopper thresholds only from a build with marlin's
+ * sm_90a kernels (QS_HAVE_SM90A, the default CUDA build); other builds keep the general ones. */
+#ifdef QS_HAVE_SM90A
+enum { HOPPER_STEP_TOKENS = QS_SMALL_STEP_TOKENS_HOPPER, HOPPER_SCALAR_TOKENS = QS_SCALAR_SCALE_STEP_TOKENS_HOPPER };
+#else
+enum { HOPPER_STEP_TOKENS = QS_SMALL_STEP_TOKENS, HOPPER_SCALAR_TOKENS = QS_SCALAR_SCALE_STEP_TOKENS };
+#endif
+
 static int ok_supported(const qs_device_caps *d, char *why, size_t cap) { return 1; }
 static int ok_linear(const qs_linear_desc *d, char *why, size_t cap) { return 1; }
 /* marlin stand-in refuses layers named "*.odd" (as a real can_implement refuses a shape) */
@@ -118,11 +126,12 @@ static void test_small_steps_take_marlin(void **st)
     assert_ptr_equal(f.lin[0].small_kernel, &MARLIN);
     assert_null(f.lin[2].small_kernel);
     qs_err err = {{0}};
-    int64_t steps[] = {1, 16, 64, 65, 512}; /* the fixture's device is a Hopper: up to 64 */
+    /* the fixture's device is a Hopper: marlin up to HOPPER_STEP_TOKENS (64 with sm_90a code) */
+    int64_t steps[] = {1, 16, HOPPER_STEP_TOKENS, HOPPER_STEP_TOKENS + 1, 512};
     for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++)
         assert_int_equal(qs_linear_apply(&f.model, &f.lin[0], NULL, NULL, steps[i], &err), 0);
-    assert_int_equal(g_calls_marlin, 3);   /* 1, 16, 64 */
-    assert_int_equal(g_calls_cublaslt, 2); /* 65, 512 */
+    assert_int_equal(g_calls_marlin, 3);   /* 1, 16, HOPPER_STEP_TOKENS */
+    assert_int_equal(g_calls_cublaslt, 2); /* one more, 512 */
     assert_int_equal(qs_linear_apply(&f.model, &f.lin[2], NULL, NULL, 1, &err), 0);
     assert_int_equal(g_calls_cublaslt, 3); /* the refused layer stays on cublaslt */
     teardown_fixture(&f);
@@ -143,7 +152,8 @@ static void test_scalar_scale_layers_join_for_fewer_tokens(void **st)
         f.lin[1].desc.wscale = QS_WSCALE_TENSOR;
         f.lin[1].desc.aquant = QS_AQUANT_DYNAMIC_TOKEN;
         assert_int_equal(prepare(&f, QS_SCHEME_FP8_W8A8), 0);
-        const int scalar = cc == 9 ? 32 : 8, scheme = cc == 9 ? 64 : 32;
+        const int scalar = cc == 9 ? HOPPER_SCALAR_TOKENS : QS_SCALAR_SCALE_STEP_TOKENS;
+        const int scheme = cc == 9 ? HOPPER_STEP_TOKENS : QS_SMALL_STEP_TOKENS;
         assert_ptr_equal(f.lin[0].small_kernel, &MARLIN);
         assert_int_equal(f.lin[0].small_max_rows, scalar);
         assert_ptr_equal(f.lin[1].small_kernel, &MARLIN);
