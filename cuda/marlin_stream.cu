@@ -146,9 +146,7 @@ template <bool FP4, int NT> __device__ __forceinline__ void rewrite_stage(const 
 // weight_map: the packed weights as (stage bytes / 8, k stage, strip) 64-bit words, one box = one
 // stage of 8 strips; scale_map (NVFP4): the scale codes as (256 bytes / 8, 256-k step, strip);
 // x_map: the activations as (k, token) BF16, one box = 64 k of NT tokens, 128-byte swizzle.
-// FOLD (QSERVE_MARLIN_STREAM_FOLD=1, an experiment): the consumers rewrite each staged stage
-// themselves into one of two image slots (a named barrier, no act ring, no rewriting warps).
-template <bool FP4, int NT, bool FOLD>
+template <bool FP4, int NT>
 __global__ void __launch_bounds__(kThreads, 1)
     marlin_stream_kernel(const Params p, const __grid_constant__ CUtensorMap weight_map,
                          const __grid_constant__ CUtensorMap scale_map, const __grid_constant__ CUtensorMap x_map)
@@ -169,13 +167,11 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int depth = p.ring; // weight stages (<= kWeightStages: the host checks)
     const uint32_t base = (uint32_t)__cvta_generic_to_shared(smem);
     const uint32_t w_full = base, w_empty = base + 8 * kMaxWeightStages;
-    // FOLD: two image slots suffice (the consumers write them), the staging ring takes the rest
-    constexpr int ACT = FOLD ? 2 : kActStages, STAGED = kActStages + kStagedStages - ACT;
-    const uint32_t a_full = base + 16 * kMaxWeightStages, a_empty = a_full + 8 * ACT;
-    const uint32_t x_full = a_empty + 8 * ACT, x_empty = x_full + 8 * STAGED;
+    const uint32_t a_full = base + 16 * kMaxWeightStages, a_empty = a_full + 8 * kActStages;
+    const uint32_t x_full = a_empty + 8 * kActStages, x_empty = x_full + 8 * kStagedStages;
     uint8_t *const staged_ring = smem + kBarrierBytes;
-    uint8_t *const act_ring = staged_ring + STAGED * ASTAGE;
-    uint8_t *const weight_ring = act_ring + ACT * ASTAGE;
+    uint8_t *const act_ring = staged_ring + kStagedStages * ASTAGE;
+    uint8_t *const weight_ring = act_ring + kActStages * ASTAGE;
 
     const int nst = p.K / kStageK, groups = (p.strips + kStrips - 1) / kStrips;
     const int64_t T = (int64_t)groups * nst;
@@ -187,13 +183,13 @@ __global__ void __launch_bounds__(kThreads, 1)
             mbar_init(w_full + 8 * i, 1);
             mbar_init(w_empty + 8 * i, kStrips);
         }
-        for (int i = 0; i < ACT; i++) {
+        for (int i = 0; i < kActStages; i++) {
             mbar_init(a_full + 8 * i, kPermuteWarps);
             mbar_init(a_empty + 8 * i, kStrips);
         }
-        for (int i = 0; i < STAGED; i++) {
+        for (int i = 0; i < kStagedStages; i++) {
             mbar_init(x_full + 8 * i, 1);
-            mbar_init(x_empty + 8 * i, FOLD ? kStrips : kPermuteWarps);
+            mbar_init(x_empty + 8 * i, kPermuteWarps);
         }
         mbar_init_fence();
     }
@@ -222,7 +218,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             allow_next_grid();
             if (lane != 0)
                 return;
-            fill_ring(x_full, x_empty, STAGED, ASTAGE, lo, hi, nst, [&](uint32_t full, int slot, int, int st, int64_t i) {
+            fill_ring(x_full, x_empty, kStagedStages, ASTAGE, lo, hi, nst, [&](uint32_t full, int slot, int, int st, int64_t i) {
                 trace(p, kActCopy, i);
                 const uint32_t dst = (uint32_t)__cvta_generic_to_shared(staged_ring + slot * ASTAGE);
                 tensor_copy_2d(dst, &x_map, st * kStageK, 0, full);
@@ -230,15 +226,13 @@ __global__ void __launch_bounds__(kThreads, 1)
             });
         } else if (warp < kPermuteWarp0 + kPermuteWarps) {
             allow_next_grid();
-            if (FOLD)
-                return;
             const int tid = threadIdx.x - kPermuteWarp0 * 32;
             RingPos xpos, apos;
             for (int64_t i = 0; i < hi - lo; i++) {
                 mbar_wait(x_full + 8 * xpos.slot, xpos.phase);
                 if (warp == kPermuteWarp0)
                     trace(p, kStaged, i);
-                if (i >= ACT)
+                if (i >= kActStages)
                     mbar_wait(a_empty + 8 * apos.slot, apos.phase ^ 1);
                 rewrite_stage<FP4, NT>(staged_ring + xpos.slot * ASTAGE, act_ring + apos.slot * ASTAGE, tid);
                 fence_async_shared(); // the generic-proxy stores, before wgmma reads them
@@ -249,8 +243,8 @@ __global__ void __launch_bounds__(kThreads, 1)
                 }
                 if (warp == kPermuteWarp0)
                     trace(p, kRewritten, i);
-                xpos.next(STAGED);
-                apos.next(ACT);
+                xpos.next(kStagedStages);
+                apos.next(kActStages);
             }
         } else if (warp == kPublishWarp) {
             wait_for_previous_grid(); // the counts are the previous kernel's until it ends
@@ -276,9 +270,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     // Consumers.
     const int r = lane >> 2, c = lane & 3;
     const uint64_t act_desc = slice_descriptor(act_ring);
-    RingPos wpos, apos, xpos;
+    RingPos wpos, apos;
     int pending_act = -1; // the activation slot whose wgmma group may still run
-    int image = 0;        // FOLD: the image slot of the next stage (the other may still be read)
     float acc[NT / 2];
     uint32_t a0[UNITS][SLICES_PER_UNIT][4], a1[UNITS][SLICES_PER_UNIT][4];
     // One stage: the warp's units from the ring into registers (the slot is free once they are
@@ -318,29 +311,10 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
         if (warp == 0)
             trace(p, kExpanded, item);
-        uint64_t desc;
-        if constexpr (FOLD) {
-            // the image slot's last reader (the group before the previous one) is complete: the
-            // previous stage's wait_group 1 returned
-            mbar_wait(x_full + 8 * xpos.slot, xpos.phase);
-            if (warp == 0 || warp == 4)
-                trace(p, warp == 0 ? kActIn : kActIn1, item);
-            const uint8_t *staged = staged_ring + xpos.slot * ASTAGE;
-            for (int i = threadIdx.x; i < 4 * NT; i += kConsumers)
-                rewrite_item<FP4, NT>(staged, act_ring + image * ASTAGE, i % NT, i / NT);
-            fence_async_shared(); // the generic-proxy stores, before wgmma reads them
-            __syncwarp();
-            if (lane == 0)
-                mbar_arrive(x_empty + 8 * xpos.slot);
-            xpos.next(STAGED);
-            named_sync<kConsumerBarrier, kConsumers>(); // every consumer's part of the image is written
-            desc = act_desc + (uint64_t)(image * ASTAGE >> 4);
-        } else {
-            mbar_wait(a_full + 8 * apos.slot, apos.phase);
-            if (warp == 0 || warp == 4)
-                trace(p, warp == 0 ? kActIn : kActIn1, item);
-            desc = act_desc + (uint64_t)(apos.slot * ASTAGE >> 4);
-        }
+        mbar_wait(a_full + 8 * apos.slot, apos.phase);
+        if (warp == 0 || warp == 4)
+            trace(p, warp == 0 ? kActIn : kActIn1, item);
+        const uint64_t desc = act_desc + (uint64_t)(apos.slot * ASTAGE >> 4);
         wgmma_fence();
 #pragma unroll
         for (int u = 0; u < UNITS; u++)
@@ -353,15 +327,11 @@ __global__ void __launch_bounds__(kThreads, 1)
         wgmma_wait<1>();
         if (warp == 0)
             trace(p, kPrevDone, item);
-        if constexpr (FOLD) {
-            image ^= 1;
-        } else {
-            __syncwarp();
-            if (pending_act >= 0 && lane == 0)
-                mbar_arrive(a_empty + 8 * pending_act);
-            pending_act = apos.slot;
-            apos.next(ACT);
-        }
+        __syncwarp();
+        if (pending_act >= 0 && lane == 0)
+            mbar_arrive(a_empty + 8 * pending_act);
+        pending_act = apos.slot;
+        apos.next(kActStages);
     };
 
     // Accumulator 4i+e of lane (r, c): row r + 8 (e / 2) of the warp's strip, token 8i + 2c + e % 2.
@@ -389,12 +359,10 @@ __global__ void __launch_bounds__(kThreads, 1)
             run_stage(a0, st, w - lo);
         w = seg_end;
         wgmma_wait<0>();
-        if constexpr (!FOLD) {
-            __syncwarp();
-            if (lane == 0)
-                mbar_arrive(a_empty + 8 * pending_act);
-            pending_act = -1;
-        }
+        __syncwarp();
+        if (lane == 0)
+            mbar_arrive(a_empty + 8 * pending_act);
+        pending_act = -1;
 
         if (seg_end != group_end || !has_first) {
             // A group split between CTAs; the CTA with its first stage sums it. Partials are kept
@@ -552,18 +520,10 @@ struct Launch {
         if (activation_map(&x_map, x, p.M, l.k, xs, NT, err))
             return -1;
         const size_t smem = kSmemOf<FP4, NT> + (size_t)p.ring * kWeightStageBytes<FP4>;
-        static const bool fold = env_int("QSERVE_MARLIN_STREAM_FOLD", 0) != 0;
-        if (fold)
-            return go(marlin_stream_kernel<FP4, NT, true>, smem, weight_map, scale_map, x_map);
-        return go(marlin_stream_kernel<FP4, NT, false>, smem, weight_map, scale_map, x_map);
-    }
-    template <typename Kernel>
-    int go(Kernel kernel, size_t smem, const CUtensorMap &weight_map, const CUtensorMap &scale_map,
-           const CUtensorMap &x_map)
-    {
-        if (ctas_per_sm((const void *)kernel, kThreads, kSmemBytes, err) < 0)
+        if (ctas_per_sm((const void *)marlin_stream_kernel<FP4, NT>, kThreads, kSmemBytes, err) < 0)
             return -1;
-        return launch_kernel(kernel, dim3(ctas), kThreads, smem, rt.pdl, s, p, err, weight_map, scale_map, x_map);
+        return launch_kernel(marlin_stream_kernel<FP4, NT>, dim3(ctas), kThreads, smem, rt.pdl, s, p, err, weight_map,
+                             scale_map, x_map);
     }
 };
 
