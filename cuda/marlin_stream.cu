@@ -65,8 +65,6 @@ template <bool FP4> constexpr int kStripStageBytes = kUnits<FP4> * kUnitBytes;
 template <bool FP4>
 constexpr int kWeightStageBytes = kStrips * kStripStageBytes<FP4> + (FP4 ? kStrips * kFp4ScaleStepBytes : 0);
 template <int NT> constexpr int kActStageBytes = NT * kStageK * 2; // a rewritten or a staged stage
-template <int NT> constexpr int kSliceBytes = NT * 32;            // one k16 slice of a rewritten stage
-template <int NT> constexpr int kHalfBytes = NT * 128;            // 64 k of a staged stage (one box)
 template <int NT>
 constexpr int kFixedSmem = kAlign + kBarrierBytes + (kActStages + kStagedStages) * kActStageBytes<NT>;
 template <bool FP4, int NT>
@@ -222,7 +220,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                 trace(p, kActCopy, i);
                 const uint32_t dst = (uint32_t)__cvta_generic_to_shared(staged_ring + slot * ASTAGE);
                 tensor_copy_2d(dst, &x_map, st * kStageK, 0, full);
-                tensor_copy_2d(dst + kHalfBytes<NT>, &x_map, st * kStageK + 64, 0, full);
+                tensor_copy_2d(dst + staged_half_bytes(NT), &x_map, st * kStageK + 64, 0, full);
             });
         } else if (warp < kPermuteWarp0 + kPermuteWarps) {
             allow_next_grid();
@@ -320,7 +318,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         for (int u = 0; u < UNITS; u++)
 #pragma unroll
             for (int t = 0; t < SLICES_PER_UNIT; t++)
-                wgmma_acc<NT>(acc, a[u][t], desc + (uint64_t)((u * SLICES_PER_UNIT + t) * kSliceBytes<NT> >> 4));
+                wgmma_acc<NT>(acc, a[u][t], desc + (uint64_t)((u * SLICES_PER_UNIT + t) * image_slice_bytes(NT) >> 4));
         wgmma_commit();
         if (warp == 0)
             trace(p, kIssued, item);
@@ -572,11 +570,19 @@ bool stream_takes(const Layer &l, int64_t m, const Runtime &rt)
 
 bool stream_fits(const __nv_bfloat16 *x) { return ((uintptr_t)x & 15) == 0; }
 
+namespace {
+// A plan's split-group workspace: max_shares slots per group, each the consumers' accumulators,
+// and one count per group.
+void workspace_of(const StreamPlan &g, size_t *floats, size_t *counters)
+{
+    *floats = (size_t)g.max_shares * g.groups * kConsumers * (g.nt / 2);
+    *counters = (size_t)g.groups;
+}
+} // namespace
+
 void stream_workspace(const Layer &l, int64_t m, int sms, size_t *floats, size_t *counters)
 {
-    const StreamPlan g = plan_stream(l, m, sms);
-    *floats = (size_t)g.max_shares * g.groups * kConsumers * (g.nt / 2); // each slot: the consumers' accumulators
-    *counters = (size_t)g.groups;
+    workspace_of(plan_stream(l, m, sms), floats, counters);
 }
 
 #ifdef QS_MARLIN_STREAM_TRACE
@@ -628,7 +634,7 @@ int stream(const Layer &l, Params &p, const __nv_bfloat16 *x, int64_t xs, const 
 {
     const StreamPlan g = plan_stream(l, p.M, rt.sms);
     size_t floats, counters;
-    stream_workspace(l, p.M, rt.sms, &floats, &counters);
+    workspace_of(g, &floats, &counters);
     if (g.max_shares > 1 && split_workspace(floats, counters, p, err))
         return -1;
     p.ring = g.ring;

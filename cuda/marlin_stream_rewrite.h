@@ -18,16 +18,21 @@
 
 namespace qs_marlin {
 
+// Bytes of one 64-k half of a staged stage (one tensor-copy box) and of one k16 slice of the
+// image, for nt tokens.
+QS_HD constexpr int staged_half_bytes(int nt) { return nt * 128; }
+QS_HD constexpr int image_slice_bytes(int nt) { return nt * 32; }
+
 // Byte offset of token n's k (0..127) in a staged stage of nt tokens.
 QS_HD int staged_offset(int nt, int n, int k)
 {
-    return (k / 64) * nt * 128 + n * 128 + ((((k % 64) / 8) ^ (n % 8)) << 4) + (k % 8) * 2;
+    return (k / 64) * staged_half_bytes(nt) + n * 128 + ((((k % 64) / 8) ^ (n % 8)) << 4) + (k % 8) * 2;
 }
 
 // Byte offset of token n's logical position j (0..15) of slice s in the rewritten image.
 QS_HD int image_offset(int nt, int n, int s, int j)
 {
-    return s * nt * 32 + (n / 8) * 256 + (j / 8) * 128 + (n % 8) * 16 + (j % 8) * 2;
+    return s * image_slice_bytes(nt) + (n / 8) * 256 + (j / 8) * 128 + (n % 8) * 16 + (j % 8) * 2;
 }
 
 // Item q (0..3) of token n: 32 k of the stage (FP8: unit q; NVFP4: half q % 2 of unit q / 2's lane
@@ -38,7 +43,7 @@ QS_HD int image_offset(int nt, int n, int s, int j)
 // four 16-byte loads, a 4 x 4 transpose of 4-byte pairs in registers, four 16-byte stores.
 template <bool FP4, int NT> QS_HD void rewrite_item(const uint8_t *staged, uint8_t *image, int n, int q)
 {
-    const uint8_t *row = staged + (q / 2) * NT * 128 + n * 128;
+    const uint8_t *row = staged + (q / 2) * staged_half_bytes(NT) + n * 128;
     uint4 ch[4];
 #pragma unroll
     for (int c = 0; c < 4; c++) {
@@ -46,7 +51,7 @@ template <bool FP4, int NT> QS_HD void rewrite_item(const uint8_t *staged, uint8
         ch[c] = *(const uint4 *)(row + ((j ^ (n & 7)) << 4));
     }
     uint8_t *out = image + (n / 8) * 256 + (n % 8) * 16;
-    const int slice = NT * 32;
+    constexpr int slice = image_slice_bytes(NT);
     *(uint4 *)(out + (2 * q) * slice) = make_uint4(ch[0].x, ch[1].x, ch[2].x, ch[3].x);
     *(uint4 *)(out + (2 * q) * slice + 128) = make_uint4(ch[0].y, ch[1].y, ch[2].y, ch[3].y);
     *(uint4 *)(out + (2 * q + 1) * slice) = make_uint4(ch[0].z, ch[1].z, ch[2].z, ch[3].z);

@@ -259,7 +259,7 @@ void qs_config_print_help(FILE *out)
                  "  QSERVE_BATCH_INVARIANT=1       same as --batch-invariant\n"
                  "  QSERVE_NO_FUSE=1               keep q/k/v and gate/up as separate layers (no fusion)\n"
                  "  QSERVE_SMALL_STEP_TOKENS=N     auto on CUDA: W8A8 FP8 steps of <= N tokens on marlin (default 64 on\n"
-                 "                                 compute capability 9.x, else 32; 0 off)\n"
+                 "                                 compute capability 9.0 with sm_90a kernels built, else 32; 0 off)\n"
                  "  QSERVE_CUDA_GRAPHS=0           CUDA: run decode steps eagerly instead of capturing them once per batch-size bucket and replaying them\n"
                  "  QSERVE_LOG_LEVEL=debug|info|warn|error\n"
                  "\nsee docs/cli.md (options, YAML format) and docs/backends.md (kernel selection).\n");

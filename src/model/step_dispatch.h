@@ -10,8 +10,8 @@
 /* Tokens per step up to which W8A8 FP8 layers that `auto` gave to cublaslt run on marlin
  * instead on dev: QSERVE_SMALL_STEP_TOKENS, else QS_SMALL_STEP_TOKENS_HOPPER on compute
  * capability 9.0 in a build with sm_90a code (marlin's stream kernel) and QS_SMALL_STEP_TOKENS
- * elsewhere; 0 turns the
- * dispatch off. -1 with err set when the variable is not a whole number in 0..4096. */
+ * elsewhere; 0 turns the dispatch off. -1 with err set when the variable is not a whole number in
+ * 0..4096. */
 int qs_small_step_tokens(const qs_device_caps *dev, qs_err *err);
 #define QS_SMALL_STEP_TOKENS 32
 #define QS_SMALL_STEP_TOKENS_HOPPER 64
