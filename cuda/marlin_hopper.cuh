@@ -143,22 +143,6 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity)
     } while (!done);
 #endif
 }
-// Waits until two mbarriers' phases (parities parity0, parity1) have completed: both polls in
-// flight at once, so two waits cost one latency.
-__device__ __forceinline__ void mbar_wait2(uint32_t bar0, uint32_t parity0, uint32_t bar1, uint32_t parity1)
-{
-#ifdef QS_WGMMA
-    uint32_t done0, done1;
-    do {
-        asm volatile("{\n.reg .pred p, q;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%2], %3;\n"
-                     "mbarrier.try_wait.parity.shared::cta.b64 q, [%4], %5;\n"
-                     "selp.u32 %0, 1, 0, p;\nselp.u32 %1, 1, 0, q;\n}\n"
-                     : "=r"(done0), "=r"(done1)
-                     : "r"(bar0), "r"(parity0), "r"(bar1), "r"(parity1)
-                     : "memory");
-    } while (!(done0 & done1));
-#endif
-}
 // Warp-specialised register budgets: a warpgroup that only issues copies hands registers back,
 // one that computes takes them (every warp of the warpgroup executes the same call).
 template <int N> __device__ __forceinline__ void release_registers()

@@ -39,10 +39,6 @@
 #include "marlin_stream_plan.h"
 #include "marlin_stream_rewrite.h"
 
-#ifndef QS_STREAM_PAIR
-#define QS_STREAM_PAIR 0
-#endif
-
 namespace qs_marlin {
 namespace {
 
@@ -276,43 +272,44 @@ __global__ void __launch_bounds__(kThreads, 1)
     int pending_act = -1; // the activation slot whose wgmma group may still run
     float acc[NT / 2];
     uint32_t a0[UNITS][SLICES_PER_UNIT][4], a1[UNITS][SLICES_PER_UNIT][4];
-    struct Units {
+    // One stage: the warp's units from the ring into registers (the slot is free once they are
+    // loaded), expanded into a, then one wgmma group against the stage's activations; the group
+    // before it is then complete, so its activation slot is handed back.
+    auto run_stage = [&](uint32_t(&a)[UNITS][SLICES_PER_UNIT][4], int st, int64_t item) {
+        mbar_wait(w_full + 8 * wpos.slot, wpos.phase);
+        if (warp == 0)
+            trace(p, kWeightsIn, item);
+        const uint8_t *ws = weight_ring + wpos.slot * WSTAGE;
         uint4 v[UNITS];
-        uint32_t sc[UNITS];
-    };
-    // The warp's units of the stage in weight slot `slot` into registers.
-    auto load_units = [&](Units &u_, int slot, int st) {
-        const uint8_t *ws = weight_ring + slot * WSTAGE;
 #pragma unroll
         for (int u = 0; u < UNITS; u++)
-            u_.v[u] = *(const uint4 *)(ws + warp * STRIP_BYTES + u * kUnitBytes + lane * 16);
+            v[u] = *(const uint4 *)(ws + warp * STRIP_BYTES + u * kUnitBytes + lane * 16);
+        uint32_t sc[UNITS];
         if constexpr (FP4) {
 #pragma unroll
             for (int u = 0; u < UNITS; u++)
-                u_.sc[u] = *(const unsigned short *)(ws + kStrips * STRIP_BYTES + warp * kFp4ScaleStepBytes +
-                                                     fp4_scale_byte(lane, (st & 1) * UNITS + u, 0));
+                sc[u] = *(const unsigned short *)(ws + kStrips * STRIP_BYTES + warp * kFp4ScaleStepBytes +
+                                                  fp4_scale_byte(lane, (st & 1) * UNITS + u, 0));
         }
-    };
-    // Loaded units expanded into a, then one wgmma group against the stage's activations (waited
-    // for unless act_ready); the group before it is then complete, so its activation slot is
-    // handed back.
-    auto run_units = [&](uint32_t(&a)[UNITS][SLICES_PER_UNIT][4], const Units &u_, int64_t item, bool act_ready) {
+        __syncwarp();
+        if (lane == 0)
+            mbar_arrive(w_empty + 8 * wpos.slot);
+        wpos.next(depth);
 #pragma unroll
         for (int u = 0; u < UNITS; u++) {
             if constexpr (!FP4) {
-                expand_fp8_unit(u_.v[u], &a[u][0][0]);
+                expand_fp8_unit(v[u], &a[u][0][0]);
             } else {
-                const uint32_t s_r = scale_bf16x2(u_.sc[u], 0), s_r8 = scale_bf16x2(u_.sc[u], 1);
-                dequant_fp4(u_.v[u].x, s_r, s_r8, a[u][0]);
-                dequant_fp4(u_.v[u].y, s_r, s_r8, a[u][1]);
-                dequant_fp4(u_.v[u].z, s_r, s_r8, a[u][2]);
-                dequant_fp4(u_.v[u].w, s_r, s_r8, a[u][3]);
+                const uint32_t s_r = scale_bf16x2(sc[u], 0), s_r8 = scale_bf16x2(sc[u], 1);
+                dequant_fp4(v[u].x, s_r, s_r8, a[u][0]);
+                dequant_fp4(v[u].y, s_r, s_r8, a[u][1]);
+                dequant_fp4(v[u].z, s_r, s_r8, a[u][2]);
+                dequant_fp4(v[u].w, s_r, s_r8, a[u][3]);
             }
         }
         if (warp == 0)
             trace(p, kExpanded, item);
-        if (!act_ready)
-            mbar_wait(a_full + 8 * apos.slot, apos.phase);
+        mbar_wait(a_full + 8 * apos.slot, apos.phase);
         if (warp == 0 || warp == 4)
             trace(p, warp == 0 ? kActIn : kActIn1, item);
         const uint64_t desc = act_desc + (uint64_t)(apos.slot * ASTAGE >> 4);
@@ -334,46 +331,6 @@ __global__ void __launch_bounds__(kThreads, 1)
         pending_act = apos.slot;
         apos.next(kActStages);
     };
-    // One stage: its weights waited for, loaded (the slot is then free) and run.
-    auto run_stage = [&](uint32_t(&a)[UNITS][SLICES_PER_UNIT][4], int st, int64_t item) {
-        mbar_wait(w_full + 8 * wpos.slot, wpos.phase);
-        if (warp == 0)
-            trace(p, kWeightsIn, item);
-        Units u_;
-        load_units(u_, wpos.slot, st);
-        __syncwarp();
-        if (lane == 0)
-            mbar_arrive(w_empty + 8 * wpos.slot);
-        wpos.next(depth);
-        run_units(a, u_, item, false);
-    };
-    // EXPERIMENT (QS_STREAM_PAIR): two stages at once — both weight slots and both activation
-    // slots waited for together, all their units loaded at once, then run one after the other:
-    // one wait latency and one shared-memory load latency per two stages.
-    auto run_pair = [&](int st, int64_t item) {
-        RingPos w1 = wpos;
-        w1.next(depth);
-        mbar_wait2(w_full + 8 * wpos.slot, wpos.phase, w_full + 8 * w1.slot, w1.phase);
-        if (warp == 0) {
-            trace(p, kWeightsIn, item);
-            trace(p, kWeightsIn, item + 1);
-        }
-        Units u0, u1;
-        load_units(u0, wpos.slot, st);
-        load_units(u1, w1.slot, st + 1);
-        __syncwarp();
-        if (lane == 0) {
-            mbar_arrive(w_empty + 8 * wpos.slot);
-            mbar_arrive(w_empty + 8 * w1.slot);
-        }
-        wpos = w1;
-        wpos.next(depth);
-        RingPos a1pos = apos;
-        a1pos.next(kActStages);
-        mbar_wait2(a_full + 8 * apos.slot, apos.phase, a_full + 8 * a1pos.slot, a1pos.phase);
-        run_units(a0, u0, item, true);
-        run_units(a1, u1, item + 1, true);
-    };
 
     // Accumulator 4i+e of lane (r, c): row r + 8 (e / 2) of the warp's strip, token 8i + 2c + e % 2.
     auto token_of = [&](int idx) { return 8 * (idx / 4) + 2 * c + (idx & 1); };
@@ -393,12 +350,8 @@ __global__ void __launch_bounds__(kThreads, 1)
         // compiler see a0 rewritten under its own pending wgmma, and it then serializes them all.
         int st = (int)(w % nst);
         for (; w + 1 < seg_end; w += 2, st += 2) {
-            if (QS_STREAM_PAIR) {
-                run_pair(st, w - lo);
-            } else {
-                run_stage(a0, st, w - lo);
-                run_stage(a1, st + 1, w + 1 - lo);
-            }
+            run_stage(a0, st, w - lo);
+            run_stage(a1, st + 1, w + 1 - lo);
         }
         if (w < seg_end)
             run_stage(a0, st, w - lo);
