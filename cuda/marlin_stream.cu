@@ -39,16 +39,6 @@
 #include "marlin_stream_plan.h"
 #include "marlin_stream_rewrite.h"
 
-#ifndef QS_STREAM_KEEP
-#define QS_STREAM_KEEP 1
-#endif
-#ifndef QS_STREAM_PRODUCER_REGS
-#define QS_STREAM_PRODUCER_REGS 48
-#endif
-#ifndef QS_STREAM_PREFETCH
-#define QS_STREAM_PREFETCH 0
-#endif
-
 namespace qs_marlin {
 namespace {
 
@@ -204,7 +194,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     __syncthreads();
 
     if (warp >= kStrips) {
-        release_registers<QS_STREAM_PRODUCER_REGS>();
+        release_registers<48>();
         if (warp == kStrips) {
             // Weights: one tensor copy per stage brings the group's 8 strips (strips past the
             // layer's last read as zeros), one more NVFP4's scale codes. Weights are written by no
@@ -271,7 +261,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
         return;
     }
-    claim_registers<256 - QS_STREAM_PRODUCER_REGS>(); // the two warpgroups share what the producers hand back
+    claim_registers<208>();
     wait_for_previous_grid();
     allow_next_grid();
 
@@ -279,26 +269,22 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int r = lane >> 2, c = lane & 3;
     const uint64_t act_desc = slice_descriptor(act_ring);
     RingPos wpos, apos;
-    // EXPERIMENT switches (build-time): QS_STREAM_KEEP wgmma groups left running after each commit
-    // (KEEP + 1 register buffers), QS_STREAM_PREFETCH: the next stage's weights loaded from the
-    // ring right after the current group is issued, before its wait.
-    constexpr int KEEP = QS_STREAM_KEEP;
-    constexpr bool PREFETCH = QS_STREAM_PREFETCH;
-    int pend0 = -1, pend1 = -1; // activation slots of the groups that may still run, oldest first
+    int pending_act = -1; // the activation slot whose wgmma group may still run
     float acc[NT / 2];
     uint32_t a0[UNITS][SLICES_PER_UNIT][4], a1[UNITS][SLICES_PER_UNIT][4];
-    uint32_t a2[KEEP == 2 ? UNITS : 1][SLICES_PER_UNIT][4];
-    uint4 v[UNITS];
-    uint32_t sc[UNITS];
-    // The warp's units of one stage from the ring into registers (the slot is free once loaded).
-    auto load_stage = [&](int st, int64_t item) {
+    // One stage: the warp's units from the ring into registers (the slot is free once they are
+    // loaded), expanded into a, then one wgmma group against the stage's activations; the group
+    // before it is then complete, so its activation slot is handed back.
+    auto run_stage = [&](uint32_t(&a)[UNITS][SLICES_PER_UNIT][4], int st, int64_t item) {
         mbar_wait(w_full + 8 * wpos.slot, wpos.phase);
         if (warp == 0)
             trace(p, kWeightsIn, item);
         const uint8_t *ws = weight_ring + wpos.slot * WSTAGE;
+        uint4 v[UNITS];
 #pragma unroll
         for (int u = 0; u < UNITS; u++)
             v[u] = *(const uint4 *)(ws + warp * STRIP_BYTES + u * kUnitBytes + lane * 16);
+        uint32_t sc[UNITS];
         if constexpr (FP4) {
 #pragma unroll
             for (int u = 0; u < UNITS; u++)
@@ -309,17 +295,6 @@ __global__ void __launch_bounds__(kThreads, 1)
         if (lane == 0)
             mbar_arrive(w_empty + 8 * wpos.slot);
         wpos.next(depth);
-    };
-    auto wait_act = [&](const RingPos &pos, int64_t item) {
-        mbar_wait(a_full + 8 * pos.slot, pos.phase);
-        if (warp == 0 || warp == 4)
-            trace(p, warp == 0 ? kActIn : kActIn1, item);
-    };
-    // One stage: its loaded units expanded into a, then one wgmma group against the stage's
-    // activations; the group KEEP before it is then complete, so its activation slot is handed back.
-    auto run_stage = [&](auto &a, int st, int64_t item, bool load_next) {
-        if (!PREFETCH)
-            load_stage(st, item);
 #pragma unroll
         for (int u = 0; u < UNITS; u++) {
             if constexpr (!FP4) {
@@ -334,8 +309,9 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
         if (warp == 0)
             trace(p, kExpanded, item);
-        if (!PREFETCH)
-            wait_act(apos, item);
+        mbar_wait(a_full + 8 * apos.slot, apos.phase);
+        if (warp == 0 || warp == 4)
+            trace(p, warp == 0 ? kActIn : kActIn1, item);
         const uint64_t desc = act_desc + (uint64_t)(apos.slot * ASTAGE >> 4);
         wgmma_fence();
 #pragma unroll
@@ -346,24 +322,13 @@ __global__ void __launch_bounds__(kThreads, 1)
         wgmma_commit();
         if (warp == 0)
             trace(p, kIssued, item);
-        if (PREFETCH && load_next) {
-            load_stage(st + 1, item + 1);
-            RingPos next = apos;
-            next.next(kActStages);
-            wait_act(next, item + 1);
-        }
-        wgmma_wait<KEEP>();
+        wgmma_wait<1>();
         if (warp == 0)
             trace(p, kPrevDone, item);
         __syncwarp();
-        if (pend0 >= 0 && lane == 0)
-            mbar_arrive(a_empty + 8 * pend0);
-        if (KEEP == 2) {
-            pend0 = pend1;
-            pend1 = apos.slot;
-        } else {
-            pend0 = apos.slot;
-        }
+        if (pending_act >= 0 && lane == 0)
+            mbar_arrive(a_empty + 8 * pending_act);
+        pending_act = apos.slot;
         apos.next(kActStages);
     };
 
@@ -381,42 +346,21 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
         for (int i = 0; i < NT / 2; i++)
             acc[i] = 0.f;
-        // Whole runs of the KEEP + 1 buffers, then the rest: a loop that could run a buffer again
-        // before its group is known complete would let the compiler see it rewritten under its
-        // own pending wgmma, and it then serializes them all.
+        // Whole pairs, then a lone stage: a loop that could run a0 twice in a row would let the
+        // compiler see a0 rewritten under its own pending wgmma, and it then serializes them all.
         int st = (int)(w % nst);
-        if (PREFETCH) {
-            load_stage(st, w - lo);
-            wait_act(apos, w - lo);
+        for (; w + 1 < seg_end; w += 2, st += 2) {
+            run_stage(a0, st, w - lo);
+            run_stage(a1, st + 1, w + 1 - lo);
         }
-        if constexpr (KEEP == 2) {
-            for (; w + 2 < seg_end; w += 3, st += 3) {
-                run_stage(a0, st, w - lo, true);
-                run_stage(a1, st + 1, w + 1 - lo, true);
-                run_stage(a2, st + 2, w + 2 - lo, w + 3 < seg_end);
-            }
-            if (w < seg_end)
-                run_stage(a0, st, w - lo, w + 1 < seg_end);
-            if (w + 1 < seg_end)
-                run_stage(a1, st + 1, w + 1 - lo, false);
-        } else {
-            for (; w + 1 < seg_end; w += 2, st += 2) {
-                run_stage(a0, st, w - lo, true);
-                run_stage(a1, st + 1, w + 1 - lo, w + 2 < seg_end);
-            }
-            if (w < seg_end)
-                run_stage(a0, st, w - lo, false);
-        }
+        if (w < seg_end)
+            run_stage(a0, st, w - lo);
         w = seg_end;
         wgmma_wait<0>();
         __syncwarp();
-        if (lane == 0) {
-            if (KEEP == 1 || pend0 >= 0) // (KEEP 1: a segment has at least one stage)
-                mbar_arrive(a_empty + 8 * pend0);
-            if (KEEP == 2 && pend1 >= 0)
-                mbar_arrive(a_empty + 8 * pend1);
-        }
-        pend0 = pend1 = -1;
+        if (lane == 0)
+            mbar_arrive(a_empty + 8 * pending_act);
+        pending_act = -1;
 
         if (seg_end != group_end || !has_first) {
             // A group split between CTAs; the CTA with its first stage sums it. Partials are kept
