@@ -48,14 +48,8 @@ constexpr int kThreads = (kStrips + 8) * 32;    // + two producer warpgroups
 constexpr int kPermuteWarp0 = kStrips + 2, kPermuteWarps = 4;
 constexpr int kPublishWarp = kStrips + 7;
 constexpr int kStageK = 128;                    // k per stage (4 FP8 / 2 NVFP4 units)
-#ifndef QS_STREAM_ACTS
-#define QS_STREAM_ACTS 4
-#endif
-#ifndef QS_STREAM_STAGED
-#define QS_STREAM_STAGED 4
-#endif
-constexpr int kActStages = QS_STREAM_ACTS;      // activation ring depth (the rewritten stages)
-constexpr int kStagedStages = QS_STREAM_STAGED; // staging ring depth (the copied stages)
+constexpr int kActStages = 4;                   // activation ring depth (the rewritten stages)
+constexpr int kStagedStages = 4;                // staging ring depth (the copied stages)
 constexpr int kSmemBytes = 227 * 1024;          // the most dynamic shared memory a CTA may take on sm_90
 constexpr int kAlign = 1024;                    // the 128-byte swizzle's period: the staging ring's alignment
 constexpr int kBarrierBytes = 1024;             // the mbarriers, then the rings
