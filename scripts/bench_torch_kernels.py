@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Same-run torch baselines for tools/bench_kernels.c (run on the GPU machine): for the
 Llama-3.1-8B linear shapes and M of ../shared/TARGETS.md, times torch.matmul in BF16,
-torch._scaled_mm in FP8 (per-tensor and rowwise scales) and a plain read of the FP8 and NVFP4
-weight bytes (torch.sum), rotating weight copies past the L2, and prints the
-same columns as bench_kernels plus the device-to-device copy bandwidth. Calls are timed as CUDA-graph
-replays, as bench_kernels times its kernels back to back without host work in between."""
+torch._scaled_mm in FP8 (per-tensor and rowwise scales), rotating weight copies past the L2, and
+prints the same columns as bench_kernels plus the device-to-device copy bandwidth. Calls are timed
+as CUDA-graph replays, as bench_kernels times its kernels back to back without host work in
+between. (The read ceiling per shape is bench_kernels' own read-*-bytes rows: a torch.sum over
+the bytes, tried in session 11, ran slower than marlin itself and was no ceiling.)"""
 import math
 import sys
 
@@ -75,17 +76,6 @@ def main():
     print(f"torch {torch.__version__}; copy bandwidth {bw:.0f} GB/s")
     print(f"{'kernel':22s} {'N':>6s} {'K':>6s} {'M':>5s} {'time_us':>10s} {'TFLOP/s':>9s} {'weight_GB/s':>11s} {'%copy':>8s}")
     for n, k in SHAPES:
-        # What one streaming read of the layer's weight bytes costs (torch.sum over a buffer of
-        # that size, L2 defeated the same way): the ceiling any single kernel reading them meets,
-        # start and drain included. M does not matter; the row repeats for each M's table.
-        for name, rbytes in (("torch-read-fp8-bytes", n * k), ("torch-read-nvfp4-bytes", n * k // 2 + n * k // 16)):
-            copies = max(2, min(16, math.ceil(3 * l2 / rbytes)))
-            bufs = [torch.rand(rbytes // 4, device="cuda") for _ in range(copies)]
-            us = median_us(lambda i: bufs[i].sum(), copies)
-            gbs = rbytes / (us * 1e-6) / 1e9
-            for m in ms:
-                print(f"{name:22s} {n:6d} {k:6d} {m:5d} {us:10.1f} {0.0:9.1f} {gbs:11.0f} {100 * gbs / bw:7.0f}%")
-            del bufs
         for name in ("torch-bf16", "torch-scaled_mm-fp8", "torch-scaled_mm-fp8-rowwise"):
             wbytes = n * k * (2 if name == "torch-bf16" else 1)
             copies = max(2, min(16, math.ceil(3 * l2 / wbytes)))

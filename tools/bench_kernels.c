@@ -2,7 +2,9 @@
  * linear shapes and a list of M, times each registered CUDA kernel on fresh random weights,
  * rotating several weight copies so the working set exceeds the L2 cache, and prints time,
  * TFLOP/s and weight bytes / time beside the device-to-device copy bandwidth measured in the same
- * run. torch's baselines for the same shapes come from scripts/bench_torch_kernels.py in the same
+ * run, and first, per shape, the read ceiling: one plain streaming read of as many bytes as the
+ * layer's FP8 and NVFP4 weights (`read-fp8-bytes`, `read-nvfp4-bytes`; --kernels read selects it).
+ * torch's baselines for the same shapes come from scripts/bench_torch_kernels.py in the same
  * device call.
  * Usage: bench_kernels [--kernels a,b,...] [--m 1,4,16,...] [--shapes NxK,...] [--iters N] */
 #include <math.h>
@@ -14,6 +16,7 @@
 #include "qs_cuda.h"
 #include "qs_cuda_mem.h"
 #include "qs_cuda_ops.h"
+#include "read_probe.h"
 #include "quant/fp4.h"
 #include "quant/fp8.h"
 #include "registry/registry.h"
@@ -141,12 +144,14 @@ static int cmp_float(const void *a, const void *b)
 
 static qs_cuda_timer *timer;
 
+/* One call of what is timed: call i of a run (i picks the weight copy), on `stream`. */
+typedef int (*bench_call)(void *ctx, int i, void *stream, qs_err *err);
+
 /* Median time of one call (µs) over 7 timed runs of `per` calls, rotating the weight copies,
  * after one untimed run. graph: the `per` calls are recorded once into a CUDA graph on a stream
  * of their own and the graph is replayed, so the host's launch cost is out of the figure (as in
  * torch's CUDA-graph baselines); otherwise they are launched one by one from here. */
-static int time_calls(const qs_kernel *kern, void **states, int copies, void *x, void *y, int64_t m, int per, int graph,
-                      double *us, qs_err *err)
+static int time_calls(bench_call call, void *ctx, int per, int graph, double *us, qs_err *err)
 {
     const qs_graph_ops *g = &qs_cuda_graph_ops;
     void *stream = NULL, *prev = NULL, *exec = NULL;
@@ -158,7 +163,7 @@ static int time_calls(const qs_kernel *kern, void **states, int copies, void *x,
         rc = g->capture_begin(err);
         if (!rc) {
             for (int i = 0; i < per && !rc; i++)
-                rc = kern->apply_linear(states[i % copies], x, y, m, stream, err);
+                rc = call(ctx, i, stream, err);
             qs_err end_err; /* keeps the first failure's message in err */
             int end_rc = g->capture_end(&exec, NULL, rc ? &end_err : err);
             if (rc)
@@ -174,7 +179,7 @@ static int time_calls(const qs_kernel *kern, void **states, int copies, void *x,
         if (graph)
             rc = g->graph_launch(exec, err);
         for (int i = 0; i < per && !graph && !rc; i++)
-            rc = kern->apply_linear(states[i % copies], x, y, m, stream, err);
+            rc = call(ctx, i, stream, err);
         float ms = qs_cuda_timer_stop_ms(timer);
         if (r > 0)
             times[r - 1] = ms * 1000.f / per;
@@ -191,6 +196,89 @@ static int time_calls(const qs_kernel *kern, void **states, int copies, void *x,
     qsort(times, reps, sizeof(float), cmp_float);
     *us = times[reps / 2];
     return 0;
+}
+
+/* A linear kernel's call: y = x W^T on weight copy i % copies. */
+typedef struct {
+    const qs_kernel *kern;
+    void **states;
+    int copies;
+    void *x, *y;
+    int64_t m;
+} linear_calls;
+
+static int call_linear(void *ctx, int i, void *stream, qs_err *err)
+{
+    const linear_calls *c = ctx;
+    return c->kern->apply_linear(c->states[i % c->copies], c->x, c->y, c->m, stream, err);
+}
+
+/* The read probe's call: one streaming read of buffer i % copies. */
+typedef struct {
+    void **bufs;
+    int copies;
+    size_t bytes;
+    uint32_t *sum;
+} read_calls;
+
+static int call_read(void *ctx, int i, void *stream, qs_err *err)
+{
+    const read_calls *c = ctx;
+    return qs_cuda_read_sum(c->bufs[i % c->copies], c->bytes, c->sum, stream, err);
+}
+
+/* Copies of a working set of `bytes` that together exceed the L2 cache three times (2..16). */
+static int l2_defeating_copies(double bytes)
+{
+    int copies = (int)ceil(3.0 * qs_cuda_l2_bytes() / bytes);
+    return copies < 2 ? 2 : (copies > 16 ? 16 : copies);
+}
+
+static const bench_kernel *kernel_named(const char *label)
+{
+    for (size_t i = 0; i < sizeof KERNELS / sizeof KERNELS[0]; i++)
+        if (!strcmp(KERNELS[i].label, label))
+            return &KERNELS[i];
+    abort(); /* a label of the table above */
+}
+
+/* The read ceiling: per shape, one streaming read (cuda/read_probe.cu) of as many bytes as
+ * marlin's FP8 and NVFP4 weights of the layer, timed as the kernels are (rotating copies past the
+ * L2, graph replay), printed once per M so that the per-M tables carry it. */
+static void bench_read_ceiling(const long *ms_list, int n_m, int iters, double copy_gbps)
+{
+    const bench_kernel *const formats[] = {kernel_named("marlin-fp8"), kernel_named("marlin-nvfp4")};
+    static const char *const labels[] = {"read-fp8-bytes", "read-nvfp4-bytes"};
+    for (int si = 0; si < n_shapes; si++) {
+        for (int f = 0; f < 2; f++) {
+            int64_t n = SHAPES[si][0], k = SHAPES[si][1];
+            size_t bytes = (size_t)weight_bytes(formats[f], n, k) / 4 * 4;
+            void *bufs[16] = {0}, *sum = NULL;
+            read_calls rc = {bufs, l2_defeating_copies((double)bytes), bytes, NULL};
+            qs_err err = {{0}};
+            int failed = qs_cuda_malloc(&sum, 4, &err);
+            for (int c = 0; c < rc.copies && !failed; c++)
+                failed = qs_cuda_malloc(&bufs[c], bytes, &err) || qs_cuda_memset(bufs[c], c + 1, bytes, &err);
+            rc.sum = sum;
+            double eager_us = 0, us = 0;
+            failed = failed || time_calls(call_read, &rc, iters, 0, &eager_us, &err) ||
+                     time_calls(call_read, &rc, iters, 1, &us, &err);
+            for (int mi = 0; mi < n_m; mi++) {
+                if (failed) {
+                    printf("%-22s %6lld %6lld %5ld  failed: %s\n", labels[f], (long long)n, (long long)k, ms_list[mi],
+                           err.msg);
+                    continue;
+                }
+                double gbps = bytes / (us * 1e-6) / 1e9;
+                printf("%-22s %6lld %6lld %5ld %10.1f %9.1f %11.0f %7.0f%% %9.1f\n", labels[f], (long long)n,
+                       (long long)k, ms_list[mi], us, 0.0, gbps, 100.0 * gbps / copy_gbps, eager_us);
+            }
+            fflush(stdout);
+            for (int c = 0; c < rc.copies; c++)
+                qs_cuda_free(bufs[c]);
+            qs_cuda_free(sum);
+        }
+    }
 }
 
 static int parse_list(const char *s, long *out, int cap)
@@ -239,6 +327,8 @@ int main(int argc, char **argv)
     printf("%-22s %6s %6s %5s %10s %9s %11s %8s %9s\n", "kernel", "N", "K", "M", "time_us", "TFLOP/s", "weight_GB/s",
            "%copy", "eager_us");
     timer = qs_cuda_timer_new();
+    if (!only || strstr(only, "read"))
+        bench_read_ceiling(ms_list, n_m, iters, copy_gbps);
     for (size_t ki = 0; ki < sizeof KERNELS / sizeof KERNELS[0]; ki++) {
         const bench_kernel *bk = &KERNELS[ki];
         if (only && !strstr(only, bk->label))
@@ -263,8 +353,7 @@ int main(int argc, char **argv)
                 continue;
             }
             double wb = weight_bytes(bk, n, k);
-            int copies = (int)ceil(3.0 * qs_cuda_l2_bytes() / wb);
-            copies = copies < 2 ? 2 : (copies > 16 ? 16 : copies);
+            int copies = l2_defeating_copies(wb);
             void *states[16] = {0};
             int ok = 1;
             for (int c = 0; c < copies && ok; c++)
@@ -288,8 +377,9 @@ int main(int argc, char **argv)
                 qs_cuda_upload_f32_as_bf16(x, hx, m * k, &err);
                 free(hx);
                 double eager_us, graph_us;
-                int failed = time_calls(kern, states, copies, x, y, m, iters, 0, &eager_us, &err);
-                int no_graph = failed ? 1 : time_calls(kern, states, copies, x, y, m, iters, 1, &graph_us, &err);
+                linear_calls calls = {kern, states, copies, x, y, m};
+                int failed = time_calls(call_linear, &calls, iters, 0, &eager_us, &err);
+                int no_graph = failed ? 1 : time_calls(call_linear, &calls, iters, 1, &graph_us, &err);
                 if (failed) {
                     printf("%-22s %6lld %6lld %5lld  failed: %s\n", bk->label, (long long)n, (long long)k, (long long)m,
                            err.msg);
