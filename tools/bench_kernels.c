@@ -254,15 +254,15 @@ static void bench_read_ceiling(const long *ms_list, int n_m, int iters, double c
             int64_t n = SHAPES[si][0], k = SHAPES[si][1];
             size_t bytes = (size_t)weight_bytes(formats[f], n, k) / 4 * 4;
             void *bufs[16] = {0}, *sum = NULL;
-            read_calls rc = {bufs, l2_defeating_copies((double)bytes), bytes, NULL};
+            read_calls calls = {bufs, l2_defeating_copies((double)bytes), bytes, NULL};
             qs_err err = {{0}};
             int failed = qs_cuda_malloc(&sum, 4, &err);
-            for (int c = 0; c < rc.copies && !failed; c++)
+            for (int c = 0; c < calls.copies && !failed; c++)
                 failed = qs_cuda_malloc(&bufs[c], bytes, &err) || qs_cuda_memset(bufs[c], c + 1, bytes, &err);
-            rc.sum = sum;
+            calls.sum = sum;
             double eager_us = 0, us = 0;
-            failed = failed || time_calls(call_read, &rc, iters, 0, &eager_us, &err) ||
-                     time_calls(call_read, &rc, iters, 1, &us, &err);
+            failed = failed || time_calls(call_read, &calls, iters, 0, &eager_us, &err) ||
+                     time_calls(call_read, &calls, iters, 1, &us, &err);
             for (int mi = 0; mi < n_m; mi++) {
                 if (failed) {
                     printf("%-22s %6lld %6lld %5ld  failed: %s\n", labels[f], (long long)n, (long long)k, ms_list[mi],
@@ -274,7 +274,7 @@ static void bench_read_ceiling(const long *ms_list, int n_m, int iters, double c
                        (long long)k, ms_list[mi], us, 0.0, gbps, 100.0 * gbps / copy_gbps, eager_us);
             }
             fflush(stdout);
-            for (int c = 0; c < rc.copies; c++)
+            for (int c = 0; c < calls.copies; c++)
                 qs_cuda_free(bufs[c]);
             qs_cuda_free(sum);
         }
