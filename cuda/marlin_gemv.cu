@@ -17,10 +17,6 @@
 #include "marlin.h"
 #include "marlin_device.cuh"
 
-#ifndef QS_GEMV_ROLL
-#define QS_GEMV_ROLL 0
-#endif
-
 namespace qs_marlin {
 namespace {
 
@@ -114,18 +110,6 @@ __global__ void __launch_bounds__(kGemvThreads, OCC) marlin_gemv_kernel(const Pa
             }
         }
     };
-    // EXPERIMENT (QS_GEMV_ROLL): unit i of strip s of a batch, once used, reloaded at once with
-    // unit `first + i` (zeros past the warp's range), so two batches stay in flight throughout
-    // instead of one while a batch is computed.
-    auto refill_unit = [&](Batch<FP4, ST, B> &b, int s, int i, int first) {
-        const bool in = first + i < u1;
-        const unsigned u = (unsigned)(first + i);
-        b.w[s][i] = in ? ld_weights(wp[s] + (size_t)u * kUnitBytes) : make_uint4(0, 0, 0, 0);
-        if (FP4)
-            b.sc[s][i] = in ? __ldg((const unsigned short *)(scp[s] + (u / 4) * kFp4ScaleStepBytes +
-                                                             fp4_scale_byte(0, u % 4, 0)))
-                            : 0u;
-    };
     float acc[ST][MT][4];
 #pragma unroll
     for (int s = 0; s < ST; s++)
@@ -134,7 +118,7 @@ __global__ void __launch_bounds__(kGemvThreads, OCC) marlin_gemv_kernel(const Pa
 #pragma unroll
             for (int e = 0; e < 4; e++)
                 acc[s][t][e] = 0.f;
-    auto compute = [&](Batch<FP4, ST, B> &b, int j, auto checked, int refill) {
+    auto compute = [&](const Batch<FP4, ST, B> &b, int j, auto checked) {
         const __nv_bfloat16 *xj[MT];
 #pragma unroll
         for (int t = 0; t < MT; t++)
@@ -156,8 +140,6 @@ __global__ void __launch_bounds__(kGemvThreads, OCC) marlin_gemv_kernel(const Pa
                 for (int s = 0; s < ST; s++) {
                     uint32_t a[8];
                     expand_fp8_unit(b.w[s][i], a);
-                    if (QS_GEMV_ROLL && refill >= 0)
-                        refill_unit(b, s, i, refill);
 #pragma unroll
                     for (int t = 0; t < MT; t++) {
                         const uint4 x = ST > 1 ? xa[t] : __ldg((const uint4 *)(xj[t] + i * UNIT_K));
@@ -178,8 +160,6 @@ __global__ void __launch_bounds__(kGemvThreads, OCC) marlin_gemv_kernel(const Pa
                 for (int s = 0; s < ST; s++) {
                     const uint4 v = b.w[s][i];
                     const uint32_t s_r = scale_bf16x2(b.sc[s][i], 0), s_r8 = scale_bf16x2(b.sc[s][i], 1);
-                    if (QS_GEMV_ROLL && refill >= 0)
-                        refill_unit(b, s, i, refill);
                     const uint32_t words[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
                     for (int q = 0; q < 4; q++) {
@@ -205,40 +185,23 @@ __global__ void __launch_bounds__(kGemvThreads, OCC) marlin_gemv_kernel(const Pa
         load(b0, j, whole);
     else
         load(b0, j, checked);
-    if constexpr (QS_GEMV_ROLL) {
-        // Both batches requested before the wait; each unit refilled as soon as it is used.
+    wait_for_previous_grid();
+    allow_next_grid();
+    for (; j + 2 * B <= u1; j += 2 * B) {
+        load(b1, j + B, whole);
+        compute(b0, j, whole);
+        if (j + 3 * B <= u1)
+            load(b0, j + 2 * B, whole);
+        else if (j + 2 * B < u1)
+            load(b0, j + 2 * B, checked);
+        compute(b1, j + B, whole);
+    }
+    if (j < u1) { // the tail: b0 holds batch j, at most two partial batches left
         if (j + B < u1)
             load(b1, j + B, checked);
-        wait_for_previous_grid();
-        allow_next_grid();
-        for (; j + 2 * B <= u1; j += 2 * B) {
-            compute(b0, j, whole, j + 2 * B < u1 ? j + 2 * B : -1);
-            compute(b1, j + B, whole, j + 3 * B < u1 ? j + 3 * B : -1);
-        }
-        if (j < u1) { // the tail: b0 holds batch j, b1 batch j + B if any
-            compute(b0, j, checked, -1);
-            if (j + B < u1)
-                compute(b1, j + B, checked, -1);
-        }
-    } else {
-        wait_for_previous_grid();
-        allow_next_grid();
-        for (; j + 2 * B <= u1; j += 2 * B) {
-            load(b1, j + B, whole);
-            compute(b0, j, whole, -1);
-            if (j + 3 * B <= u1)
-                load(b0, j + 2 * B, whole);
-            else if (j + 2 * B < u1)
-                load(b0, j + 2 * B, checked);
-            compute(b1, j + B, whole, -1);
-        }
-        if (j < u1) { // the tail: b0 holds batch j, at most two partial batches left
-            if (j + B < u1)
-                load(b1, j + B, checked);
-            compute(b0, j, checked, -1);
-            if (j + B < u1)
-                compute(b1, j + B, checked, -1);
-        }
+        compute(b0, j, checked);
+        if (j + B < u1)
+            compute(b1, j + B, checked);
     }
 
     // Sum the warps, RED slots per round: in each round warp w owns slots w and w + 8 of every
