@@ -412,8 +412,6 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
 }
 
-template <bool FP4, int NT> constexpr size_t kSmemOf = (size_t)kFixedSmem<NT>;
-
 // Calls f.template operator()<FP4, NT>() for the layer's format and the step's token tile.
 template <typename F> int with_tile(bool fp4, int nt, F &&f)
 {
@@ -517,7 +515,7 @@ struct Launch {
             return -1;
         if (activation_map(&x_map, x, p.M, l.k, xs, NT, err))
             return -1;
-        const size_t smem = kSmemOf<FP4, NT> + (size_t)p.ring * kWeightStageBytes<FP4>;
+        const size_t smem = (size_t)kFixedSmem<NT> + (size_t)p.ring * kWeightStageBytes<FP4>;
         if (ctas_per_sm((const void *)marlin_stream_kernel<FP4, NT>, kThreads, kSmemBytes, err) < 0)
             return -1;
         return launch_kernel(marlin_stream_kernel<FP4, NT>, dim3(ctas), kThreads, smem, rt.pdl, s, p, err, weight_map,

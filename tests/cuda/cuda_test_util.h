@@ -11,13 +11,19 @@
 
 #include "model/safetensors.h"
 
-/* Uniform in [-1, 1) from an xorshift64 state. */
-static inline float qs_test_frand(uint64_t *state)
+/* The next state of an xorshift64 source (its high bits are the usable ones). */
+static inline uint64_t qs_test_xorshift(uint64_t *state)
 {
     *state ^= *state << 13;
     *state ^= *state >> 7;
     *state ^= *state << 17;
-    return (float)((*state >> 40) * (1.0 / (1ull << 23))) - 1.0f;
+    return *state;
+}
+
+/* Uniform in [-1, 1) from an xorshift64 state. */
+static inline float qs_test_frand(uint64_t *state)
+{
+    return (float)((qs_test_xorshift(state) >> 40) * (1.0 / (1ull << 23))) - 1.0f;
 }
 
 /* n uniform floats in [-scale, scale), rounded to BF16 so that both sides of a test see the same

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "cuda_test_util.h"
 #include "qs_cuda.h"
 #include "qs_cuda_mem.h"
 #include "read_probe.h"
@@ -14,13 +15,7 @@
 static int g_passed, g_failed;
 static uint64_t g_rng = 0x243F6A8885A308D3ull;
 
-static uint32_t next_u32(void)
-{
-    g_rng ^= g_rng << 13;
-    g_rng ^= g_rng >> 7;
-    g_rng ^= g_rng << 17;
-    return (uint32_t)(g_rng >> 32);
-}
+static uint32_t next_u32(void) { return (uint32_t)(qs_test_xorshift(&g_rng) >> 32); }
 
 static void check(const char *what, int ok, const char *detail)
 {
