@@ -31,6 +31,9 @@
 //
 // When it runs: stream_takes (measured rule). Measurements: docs/marlin.md, sessions 8 and 9.
 #include <algorithm>
+#ifdef QS_MARLIN_STREAM_TRACE
+#include <vector>
+#endif
 #include <cudaTypedefs.h> // CUtensorMap, PFN_cuTensorMapEncodeTiled
 
 #include "marlin.h"
@@ -58,6 +61,12 @@ constexpr int kMaxTokens = 64;
 constexpr int kConsumerBarrier = 1;                                     // named barriers (0: __syncthreads)
 constexpr int kPublishBarrier = 2, kPublishThreads = kConsumers + 32; // consumers + warp 15
 
+// Switches (Params::stream_flags; on by default, QSERVE_MARLIN_STREAM_EVICT_FIRST=0 / _PREFETCH=0
+// turn one off for measurements): the weight copies marked evict-first in L2, and the summing CTA's
+// L2 prefetch of its split group's partials. Params::sum_slots: how many of those partials it
+// copies into its idle rings for the sum (QSERVE_MARLIN_STREAM_SMEM_SUM=N, default: as many as fit;
+// 0: none, all loaded from L2).
+constexpr int kStreamEvictFirst = 1, kStreamPrefetch = 2;
 template <bool FP4> constexpr int kUnits = kStageK / (FP4 ? kFp4UnitK : kFp8UnitK);
 template <bool FP4> constexpr int kStripStageBytes = kUnits<FP4> * kUnitBytes;
 // One weight stage: 8 strips' units, then (NVFP4) each strip's scale codes of the 256-k step the
@@ -96,6 +105,33 @@ __device__ __forceinline__ void trace(const Params &p, int event, int64_t item)
         p.trace[event * kTraceItems + item] = clock64();
 #else
     (void)p, (void)event, (void)item;
+#endif
+}
+
+// Trace builds also record, for every CTA, when its consumer thread 0 passed each phase of the
+// call (the global timer in ns and the SM clock): where the time outside the steady stream goes.
+enum TracePhase {
+    kEnter,        // the CTA started
+    kGridWaited,   // the previous kernel's writes are visible
+    kFirstWeights, // the first stage's weights arrived
+    kFirstActs,    // the first stage's activations were rewritten
+    kLastSegment,  // the last segment of the share started
+    kStreamEnd,    // the last wgmma group completed
+    kSummed,       // the last segment's split partials were waited for (the same as kStreamEnd if none)
+    kExit,         // the last stores were issued
+    kTracePhases
+};
+__device__ __forceinline__ void trace_phase(const Params &p, int phase)
+{
+#ifdef QS_MARLIN_STREAM_TRACE
+    if (threadIdx.x == 0) {
+        long long ns;
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns));
+        p.phases[(blockIdx.x * kTracePhases + phase) * 2] = ns;
+        p.phases[(blockIdx.x * kTracePhases + phase) * 2 + 1] = clock64();
+    }
+#else
+    (void)p, (void)phase;
 #endif
 }
 
@@ -167,14 +203,18 @@ __global__ void __launch_bounds__(kThreads, 1)
     const uint32_t w_full = base, w_empty = base + 8 * kMaxWeightStages;
     const uint32_t a_full = base + 16 * kMaxWeightStages, a_empty = a_full + 8 * kActStages;
     const uint32_t x_full = a_empty + 8 * kActStages, x_empty = x_full + 8 * kStagedStages;
+    const uint32_t sum_full = x_empty + 8 * kStagedStages; // the split partials' bulk copy
+    static_assert(8 * (2 * kMaxWeightStages + 2 * kActStages + 2 * kStagedStages + 1) <= kBarrierBytes, "mbarriers");
     uint8_t *const staged_ring = smem + kBarrierBytes;
     uint8_t *const act_ring = staged_ring + kStagedStages * ASTAGE;
     uint8_t *const weight_ring = act_ring + kActStages * ASTAGE;
+    const int ring_bytes = (kStagedStages + kActStages) * ASTAGE + depth * WSTAGE; // all three, contiguous
 
     const int nst = p.K / kStageK, groups = (p.strips + kStrips - 1) / kStrips;
     const int64_t T = (int64_t)groups * nst;
     const int C = gridDim.x;
     const int64_t lo = share_begin(blockIdx.x, T, C), hi = share_begin(blockIdx.x + 1, T, C);
+    trace_phase(p, kEnter);
 
     if (threadIdx.x == 0) {
         for (int i = 0; i < depth; i++) {
@@ -189,6 +229,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             mbar_init(x_full + 8 * i, 1);
             mbar_init(x_empty + 8 * i, kPermuteWarps);
         }
+        mbar_init(sum_full, 1);
         mbar_init_fence();
     }
     __syncthreads();
@@ -203,11 +244,18 @@ __global__ void __launch_bounds__(kThreads, 1)
             allow_next_grid();
             if (lane != 0)
                 return;
+            const uint64_t policy = l2_evict_first_policy();
+            const bool evict_first = p.stream_flags & kStreamEvictFirst;
             fill_ring(w_full, w_empty, depth, WSTAGE, lo, hi, nst, [&](uint32_t full, int slot, int group, int st, int64_t i) {
                 trace(p, kWeightCopy, i);
                 const uint32_t dst = (uint32_t)__cvta_generic_to_shared(weight_ring + slot * WSTAGE);
-                tensor_copy_3d(dst, &weight_map, 0, st, group * kStrips, full);
-                if (FP4)
+                if (evict_first)
+                    tensor_copy_3d_hint(dst, &weight_map, 0, st, group * kStrips, full, policy);
+                else
+                    tensor_copy_3d(dst, &weight_map, 0, st, group * kStrips, full);
+                if (FP4 && evict_first)
+                    tensor_copy_3d_hint(dst + kStrips * STRIP_BYTES, &scale_map, 0, st / 2, group * kStrips, full, policy);
+                else if (FP4)
                     tensor_copy_3d(dst + kStrips * STRIP_BYTES, &scale_map, 0, st / 2, group * kStrips, full);
             });
         } else if (warp == kStrips + 1) {
@@ -264,6 +312,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     claim_registers<208>();
     wait_for_previous_grid();
     allow_next_grid();
+    trace_phase(p, kGridWaited);
 
     // Consumers.
     const int r = lane >> 2, c = lane & 3;
@@ -279,6 +328,8 @@ __global__ void __launch_bounds__(kThreads, 1)
         mbar_wait(w_full + 8 * wpos.slot, wpos.phase);
         if (warp == 0)
             trace(p, kWeightsIn, item);
+        if (item == 0)
+            trace_phase(p, kFirstWeights);
         const uint8_t *ws = weight_ring + wpos.slot * WSTAGE;
         uint4 v[UNITS];
 #pragma unroll
@@ -312,6 +363,8 @@ __global__ void __launch_bounds__(kThreads, 1)
         mbar_wait(a_full + 8 * apos.slot, apos.phase);
         if (warp == 0 || warp == 4)
             trace(p, warp == 0 ? kActIn : kActIn1, item);
+        if (item == 0)
+            trace_phase(p, kFirstActs);
         const uint64_t desc = act_desc + (uint64_t)(apos.slot * ASTAGE >> 4);
         wgmma_fence();
 #pragma unroll
@@ -340,6 +393,15 @@ __global__ void __launch_bounds__(kThreads, 1)
         const int64_t group_start = (int64_t)group * nst, group_end = group_start + nst;
         const int64_t seg_end = hi < group_end ? hi : group_end;
         const bool has_first = w == group_start; // this segment holds the group's first stage
+        if (seg_end == hi)
+            trace_phase(p, kLastSegment);
+        constexpr size_t SLOT = (size_t)(NT / 8) * kConsumers; // float4 per split-group partial slot
+        if (has_first && seg_end != group_end && threadIdx.x == 0 && (p.stream_flags & kStreamPrefetch)) {
+            // This CTA sums the group at the segment's end: the other owners' partials, stored
+            // long ago if they were the starts of their shares, back into L2 meanwhile.
+            const int n = owner_of(group_end - 1, T, C) - owner_of(group_start, T, C);
+            prefetch_l2((const float4 *)p.ws + ((size_t)group * p.splits + 1) * SLOT, (uint32_t)(n * SLOT * 16));
+        }
         const int strip = group * kStrips + warp, row0 = strip * 16 + r;
         // the epilogue's row factors, loaded now so the stores at the end do not wait for them
         const OutRow o0 = out_row(p, row0), o8 = out_row(p, row0 + 8);
@@ -361,14 +423,15 @@ __global__ void __launch_bounds__(kThreads, 1)
         if (lane == 0)
             mbar_arrive(a_empty + 8 * pending_act);
         pending_act = -1;
+        if (w == hi)
+            trace_phase(p, kStreamEnd);
 
         if (seg_end != group_end || !has_first) {
             // A group split between CTAs; the CTA with its first stage sums it. Partials are kept
             // in the consumers' register order (slot j of the group: float4 i of thread t at
             // (i * 256 + t) * 4), so each thread stores and loads whole 16-byte runs.
             const int first = owner_of(group_start, T, C), last = owner_of(group_end - 1, T, C);
-            float4 *const slots = (float4 *)p.ws + (size_t)group * p.splits * (NT / 8) * kConsumers + threadIdx.x;
-            constexpr size_t SLOT = (size_t)(NT / 8) * kConsumers; // float4 per slot
+            float4 *const slots = (float4 *)p.ws + (size_t)group * p.splits * SLOT + threadIdx.x;
             if (!has_first) {
                 // (the share's first segment) partials to slot (this CTA - first); warp 15
                 // publishes them, the consumers go on
@@ -387,19 +450,32 @@ __global__ void __launch_bounds__(kThreads, 1)
                 p.cnt[group] = 0; // no one else reads or writes it in this call
             }
             named_sync<kConsumerBarrier, kConsumers>();
-            // Two slots' loads in flight at a time, added in slot order (deterministic).
+            trace_phase(p, kSummed);
+            // The partials come into shared memory with one bulk copy (the rings are idle now: every
+            // stage has been consumed), so the sum pays one L2 round trip however many slots there
+            // are; slots beyond what the rings hold are loaded from L2. Added in slot order
+            // (deterministic).
             const int n = last - first;
-            for (int j = 1; j <= n; j += 2) {
-                float4 v0[NT / 8], v1[NT / 8];
-#pragma unroll
-                for (int i = 0; i < NT / 8; i++) {
-                    v0[i] = __ldcg(slots + j * SLOT + i * kConsumers);
-                    v1[i] = j < n ? __ldcg(slots + (j + 1) * SLOT + i * kConsumers) : make_float4(0.f, 0.f, 0.f, 0.f);
+            const float4 *const from = (const float4 *)p.ws + ((size_t)group * p.splits + 1) * SLOT;
+            const int held = ::min(::min(n, p.sum_slots), ring_bytes / (int)(SLOT * 16));
+            if (held) {
+                if (threadIdx.x == 0) {
+                    fence_async_all(); // the ring's generic reads and the count's acquire, before the copy
+                    mbar_arrive_expect(sum_full, (uint32_t)(held * SLOT * 16));
+                    bulk_copy((uint32_t)__cvta_generic_to_shared(staged_ring), from, (uint32_t)(held * SLOT * 16), sum_full);
                 }
+                mbar_wait(sum_full, 0); // (a CTA sums at most one group: its share's last segment)
+            }
+            const float4 *const held_slots = (const float4 *)staged_ring + threadIdx.x;
+            for (int j = 1; j <= n; j++) {
+                float4 v[NT / 8];
+#pragma unroll
+                for (int i = 0; i < NT / 8; i++)
+                    v[i] = j <= held ? held_slots[(j - 1) * SLOT + i * kConsumers] : __ldcg(slots + j * SLOT + i * kConsumers);
 #pragma unroll
                 for (int i = 0; i < NT / 8; i++) {
-                    acc[4 * i] += v0[i].x, acc[4 * i + 1] += v0[i].y, acc[4 * i + 2] += v0[i].z, acc[4 * i + 3] += v0[i].w;
-                    acc[4 * i] += v1[i].x, acc[4 * i + 1] += v1[i].y, acc[4 * i + 2] += v1[i].z, acc[4 * i + 3] += v1[i].w;
+                    acc[4 * i] += v[i].x, acc[4 * i + 1] += v[i].y;
+                    acc[4 * i + 2] += v[i].z, acc[4 * i + 3] += v[i].w;
                 }
             }
         }
@@ -410,6 +486,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                     store_row(p, (idx & 2) ? o8 : o0, acc[idx], token_of(idx), row0 + 8 * ((idx & 3) >> 1));
         }
     }
+    trace_phase(p, kExit);
 }
 
 // Calls f.template operator()<FP4, NT>() for the layer's format and the step's token tile.
@@ -584,19 +661,58 @@ void stream_workspace(const Layer &l, int64_t m, int sms, size_t *floats, size_t
 }
 
 #ifdef QS_MARLIN_STREAM_TRACE
+// Trace builds: every CTA's phase times of the traced call, as min / median / max over the CTAs of
+// the time since the first CTA started (a phase a CTA never passed counts as its previous one),
+// and CTA 0's SM clock rate over the call.
+void print_phases(const long long *dev, unsigned ctas, qs_err *err)
+{
+    std::vector<long long> h((size_t)2 * kTracePhases * ctas);
+    if (cudaMemcpy(h.data(), dev, h.size() * sizeof(long long), cudaMemcpyDeviceToHost) != cudaSuccess) {
+        qs_errf(err, "marlin: the trace's phases could not be read");
+        return;
+    }
+    long long t0 = h[0];
+    for (unsigned c = 0; c < ctas; c++)
+        t0 = std::min(t0, h[(size_t)c * kTracePhases * 2]);
+    static const char *const names[kTracePhases] = {"enter",       "grid waited", "first weights", "first acts",
+                                                    "last segment", "stream end",  "summed",        "exit"};
+    fprintf(stderr, "stream phases (%u CTAs, ns since the first CTA started: min / median / max)\n", ctas);
+    std::vector<long long> col(ctas);
+    for (int e = 0; e < kTracePhases; e++) {
+        for (unsigned c = 0; c < ctas; c++) {
+            int f = e;
+            while (f > 0 && !h[((size_t)c * kTracePhases + f) * 2])
+                f--;
+            col[c] = h[((size_t)c * kTracePhases + f) * 2] - t0;
+        }
+        std::sort(col.begin(), col.end());
+        fprintf(stderr, "  %-14s %7lld %7lld %7lld\n", names[e], col[0], col[ctas / 2], col[ctas - 1]);
+    }
+    const long long dns = h[kExit * 2] - h[kEnter * 2], dclk = h[kExit * 2 + 1] - h[kEnter * 2 + 1];
+    if (dns > 0)
+        fprintf(stderr, "  CTA 0: %lld ns, %lld clk: %.0f MHz\n", dns, dclk, 1e3 * (double)dclk / (double)dns);
+}
+
 // Trace builds: call QSERVE_MARLIN_STREAM_TRACE_CALL (default 3: after the benchmark's warm-up) of
 // the stream kernel prints CTA 0's timeline to stderr: per item, each event's SM clock minus the
 // first event's.
 int traced_launch(const Layer &l, Params &p, Launch launch, int nt, cudaStream_t s, qs_err *err)
 {
-    static long long *trace = nullptr;
+    static long long *trace = nullptr, *phases = nullptr;
     static int calls = 0;
     static const int wanted = env_int("QSERVE_MARLIN_STREAM_TRACE_CALL", 3);
     const size_t bytes = sizeof(long long) * kTraceEvents * kTraceItems;
     if (!trace)
         QS_CUDA_TRY(cudaMalloc(&trace, bytes), err);
+    const size_t phase_bytes = sizeof(long long) * 2 * kTracePhases * launch.ctas;
+    if (!phases)
+        QS_CUDA_TRY(cudaMalloc(&phases, sizeof(long long) * 2 * kTracePhases * 1024), err);
+    if (launch.ctas > 1024)
+        return qs_errf(err, "marlin: the trace build records at most 1024 CTAs");
     QS_CUDA_TRY(cudaMemsetAsync(trace, 0, bytes, s), err);
+    QS_CUDA_TRY(cudaMemsetAsync(phases, 0, phase_bytes, s), err);
     p.trace = trace;
+    p.phases = phases;
     if (with_tile(l.fp4, nt, launch))
         return -1;
     cudaStreamCaptureStatus capturing;
@@ -623,6 +739,7 @@ int traced_launch(const Layer &l, Params &p, Launch launch, int nt, cudaStream_t
         }
         fprintf(stderr, "\n");
     }
+    print_phases(phases, launch.ctas, err);
     return 0;
 }
 #endif
@@ -637,6 +754,11 @@ int stream(const Layer &l, Params &p, const __nv_bfloat16 *x, int64_t xs, const 
         return -1;
     p.ring = g.ring;
     p.splits = (int)g.max_shares; // partial slots per group
+    static const int flags = (env_int("QSERVE_MARLIN_STREAM_EVICT_FIRST", 1) ? kStreamEvictFirst : 0) |
+                             (env_int("QSERVE_MARLIN_STREAM_PREFETCH", 1) ? kStreamPrefetch : 0);
+    static const int sum_slots = std::max(0, env_int("QSERVE_MARLIN_STREAM_SMEM_SUM", 1 << 20));
+    p.stream_flags = flags;
+    p.sum_slots = sum_slots;
 #ifdef QS_MARLIN_STREAM_TRACE
     return traced_launch(l, p, Launch{l, p, (unsigned)g.ctas, rt, s, x, xs, err}, g.nt, s, err);
 #else
