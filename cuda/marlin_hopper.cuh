@@ -170,55 +170,6 @@ __device__ __forceinline__ void tensor_copy_3d(uint32_t dst, const void *map, in
 #endif
 }
 
-// tensor_copy_3d with an L2 cache-eviction policy (l2_evict_first_policy) for the copied lines.
-__device__ __forceinline__ void tensor_copy_3d_hint(uint32_t dst, const void *map, int c0, int c1, int c2, uint32_t bar,
-                                                    uint64_t policy)
-{
-#ifdef QS_WGMMA
-    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint"
-                 " [%0], [%1, {%2, %3, %4}], [%5], %6;\n" ::"r"(dst),
-                 "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(bar), "l"(policy)
-                 : "memory");
-#endif
-}
-
-// A plain copy of `bytes` (a multiple of 16; both ends 16-byte aligned) from global to shared
-// memory, completing on mbarrier `bar`. fence_async_all first where the global bytes were made
-// visible to this thread through the generic proxy (another CTA's stores and an acquire).
-__device__ __forceinline__ void bulk_copy(uint32_t dst, const void *src, uint32_t bytes, uint32_t bar)
-{
-#ifdef QS_WGMMA
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
-                 "l"(src), "r"(bytes), "r"(bar)
-                 : "memory");
-#endif
-}
-__device__ __forceinline__ void fence_async_all()
-{
-#ifdef QS_WGMMA
-    asm volatile("fence.proxy.async;\n" ::: "memory");
-#endif
-}
-
-// An L2 policy that makes the lines it touches the first to be evicted: for data read once (the
-// weights), so that what is read again (activations, split partials) stays in L2.
-__device__ __forceinline__ uint64_t l2_evict_first_policy()
-{
-    uint64_t policy = 0;
-#ifdef QS_WGMMA
-    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
-#endif
-    return policy;
-}
-
-// Asks L2 to fetch `bytes` (a multiple of 16) from 16-byte aligned global memory; no completion.
-__device__ __forceinline__ void prefetch_l2(const void *src, uint32_t bytes)
-{
-#ifdef QS_WGMMA
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(src), "r"(bytes) : "memory");
-#endif
-}
-
 // A box of a 2-D tensor map (coordinates innermost first), as tensor_copy_3d.
 __device__ __forceinline__ void tensor_copy_2d(uint32_t dst, const void *map, int c0, int c1, uint32_t bar)
 {

@@ -61,12 +61,6 @@ constexpr int kMaxTokens = 64;
 constexpr int kConsumerBarrier = 1;                                     // named barriers (0: __syncthreads)
 constexpr int kPublishBarrier = 2, kPublishThreads = kConsumers + 32; // consumers + warp 15
 
-// Switches (Params::stream_flags; on by default, QSERVE_MARLIN_STREAM_EVICT_FIRST=0 / _PREFETCH=0
-// turn one off for measurements): the weight copies marked evict-first in L2, and the summing CTA's
-// L2 prefetch of its split group's partials. Params::sum_slots: how many of those partials it
-// copies into its idle rings for the sum (QSERVE_MARLIN_STREAM_SMEM_SUM=N, default: as many as fit;
-// 0: none, all loaded from L2).
-constexpr int kStreamEvictFirst = 1, kStreamPrefetch = 2;
 template <bool FP4> constexpr int kUnits = kStageK / (FP4 ? kFp4UnitK : kFp8UnitK);
 template <bool FP4> constexpr int kStripStageBytes = kUnits<FP4> * kUnitBytes;
 // One weight stage: 8 strips' units, then (NVFP4) each strip's scale codes of the 256-k step the
@@ -203,12 +197,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     const uint32_t w_full = base, w_empty = base + 8 * kMaxWeightStages;
     const uint32_t a_full = base + 16 * kMaxWeightStages, a_empty = a_full + 8 * kActStages;
     const uint32_t x_full = a_empty + 8 * kActStages, x_empty = x_full + 8 * kStagedStages;
-    const uint32_t sum_full = x_empty + 8 * kStagedStages; // the split partials' bulk copy
-    static_assert(8 * (2 * kMaxWeightStages + 2 * kActStages + 2 * kStagedStages + 1) <= kBarrierBytes, "mbarriers");
     uint8_t *const staged_ring = smem + kBarrierBytes;
     uint8_t *const act_ring = staged_ring + kStagedStages * ASTAGE;
     uint8_t *const weight_ring = act_ring + kActStages * ASTAGE;
-    const int ring_bytes = (kStagedStages + kActStages) * ASTAGE + depth * WSTAGE; // all three, contiguous
 
     const int nst = p.K / kStageK, groups = (p.strips + kStrips - 1) / kStrips;
     const int64_t T = (int64_t)groups * nst;
@@ -229,7 +220,6 @@ __global__ void __launch_bounds__(kThreads, 1)
             mbar_init(x_full + 8 * i, 1);
             mbar_init(x_empty + 8 * i, kPermuteWarps);
         }
-        mbar_init(sum_full, 1);
         mbar_init_fence();
     }
     __syncthreads();
@@ -244,18 +234,11 @@ __global__ void __launch_bounds__(kThreads, 1)
             allow_next_grid();
             if (lane != 0)
                 return;
-            const uint64_t policy = l2_evict_first_policy();
-            const bool evict_first = p.stream_flags & kStreamEvictFirst;
             fill_ring(w_full, w_empty, depth, WSTAGE, lo, hi, nst, [&](uint32_t full, int slot, int group, int st, int64_t i) {
                 trace(p, kWeightCopy, i);
                 const uint32_t dst = (uint32_t)__cvta_generic_to_shared(weight_ring + slot * WSTAGE);
-                if (evict_first)
-                    tensor_copy_3d_hint(dst, &weight_map, 0, st, group * kStrips, full, policy);
-                else
-                    tensor_copy_3d(dst, &weight_map, 0, st, group * kStrips, full);
-                if (FP4 && evict_first)
-                    tensor_copy_3d_hint(dst + kStrips * STRIP_BYTES, &scale_map, 0, st / 2, group * kStrips, full, policy);
-                else if (FP4)
+                tensor_copy_3d(dst, &weight_map, 0, st, group * kStrips, full);
+                if (FP4)
                     tensor_copy_3d(dst + kStrips * STRIP_BYTES, &scale_map, 0, st / 2, group * kStrips, full);
             });
         } else if (warp == kStrips + 1) {
@@ -395,13 +378,6 @@ __global__ void __launch_bounds__(kThreads, 1)
         const bool has_first = w == group_start; // this segment holds the group's first stage
         if (seg_end == hi)
             trace_phase(p, kLastSegment);
-        constexpr size_t SLOT = (size_t)(NT / 8) * kConsumers; // float4 per split-group partial slot
-        if (has_first && seg_end != group_end && threadIdx.x == 0 && (p.stream_flags & kStreamPrefetch)) {
-            // This CTA sums the group at the segment's end: the other owners' partials, stored
-            // long ago if they were the starts of their shares, back into L2 meanwhile.
-            const int n = owner_of(group_end - 1, T, C) - owner_of(group_start, T, C);
-            prefetch_l2((const float4 *)p.ws + ((size_t)group * p.splits + 1) * SLOT, (uint32_t)(n * SLOT * 16));
-        }
         const int strip = group * kStrips + warp, row0 = strip * 16 + r;
         // the epilogue's row factors, loaded now so the stores at the end do not wait for them
         const OutRow o0 = out_row(p, row0), o8 = out_row(p, row0 + 8);
@@ -431,7 +407,8 @@ __global__ void __launch_bounds__(kThreads, 1)
             // in the consumers' register order (slot j of the group: float4 i of thread t at
             // (i * 256 + t) * 4), so each thread stores and loads whole 16-byte runs.
             const int first = owner_of(group_start, T, C), last = owner_of(group_end - 1, T, C);
-            float4 *const slots = (float4 *)p.ws + (size_t)group * p.splits * SLOT + threadIdx.x;
+            float4 *const slots = (float4 *)p.ws + (size_t)group * p.splits * (NT / 8) * kConsumers + threadIdx.x;
+            constexpr size_t SLOT = (size_t)(NT / 8) * kConsumers; // float4 per slot
             if (!has_first) {
                 // (the share's first segment) partials to slot (this CTA - first); warp 15
                 // publishes them, the consumers go on
@@ -451,31 +428,19 @@ __global__ void __launch_bounds__(kThreads, 1)
             }
             named_sync<kConsumerBarrier, kConsumers>();
             trace_phase(p, kSummed);
-            // The partials come into shared memory with one bulk copy (the rings are idle now: every
-            // stage has been consumed), so the sum pays one L2 round trip however many slots there
-            // are; slots beyond what the rings hold are loaded from L2. Added in slot order
-            // (deterministic).
+            // Two slots' loads in flight at a time, added in slot order (deterministic).
             const int n = last - first;
-            const float4 *const from = (const float4 *)p.ws + ((size_t)group * p.splits + 1) * SLOT;
-            const int held = ::min(::min(n, p.sum_slots), ring_bytes / (int)(SLOT * 16));
-            if (held) {
-                if (threadIdx.x == 0) {
-                    fence_async_all(); // the ring's generic reads and the count's acquire, before the copy
-                    mbar_arrive_expect(sum_full, (uint32_t)(held * SLOT * 16));
-                    bulk_copy((uint32_t)__cvta_generic_to_shared(staged_ring), from, (uint32_t)(held * SLOT * 16), sum_full);
-                }
-                mbar_wait(sum_full, 0); // (a CTA sums at most one group: its share's last segment)
-            }
-            const float4 *const held_slots = (const float4 *)staged_ring + threadIdx.x;
-            for (int j = 1; j <= n; j++) {
-                float4 v[NT / 8];
-#pragma unroll
-                for (int i = 0; i < NT / 8; i++)
-                    v[i] = j <= held ? held_slots[(j - 1) * SLOT + i * kConsumers] : __ldcg(slots + j * SLOT + i * kConsumers);
+            for (int j = 1; j <= n; j += 2) {
+                float4 v0[NT / 8], v1[NT / 8];
 #pragma unroll
                 for (int i = 0; i < NT / 8; i++) {
-                    acc[4 * i] += v[i].x, acc[4 * i + 1] += v[i].y;
-                    acc[4 * i + 2] += v[i].z, acc[4 * i + 3] += v[i].w;
+                    v0[i] = __ldcg(slots + j * SLOT + i * kConsumers);
+                    v1[i] = j < n ? __ldcg(slots + (j + 1) * SLOT + i * kConsumers) : make_float4(0.f, 0.f, 0.f, 0.f);
+                }
+#pragma unroll
+                for (int i = 0; i < NT / 8; i++) {
+                    acc[4 * i] += v0[i].x, acc[4 * i + 1] += v0[i].y, acc[4 * i + 2] += v0[i].z, acc[4 * i + 3] += v0[i].w;
+                    acc[4 * i] += v1[i].x, acc[4 * i + 1] += v1[i].y, acc[4 * i + 2] += v1[i].z, acc[4 * i + 3] += v1[i].w;
                 }
             }
         }
@@ -754,11 +719,6 @@ int stream(const Layer &l, Params &p, const __nv_bfloat16 *x, int64_t xs, const 
         return -1;
     p.ring = g.ring;
     p.splits = (int)g.max_shares; // partial slots per group
-    static const int flags = (env_int("QSERVE_MARLIN_STREAM_EVICT_FIRST", 1) ? kStreamEvictFirst : 0) |
-                             (env_int("QSERVE_MARLIN_STREAM_PREFETCH", 1) ? kStreamPrefetch : 0);
-    static const int sum_slots = std::max(0, env_int("QSERVE_MARLIN_STREAM_SMEM_SUM", 1 << 20));
-    p.stream_flags = flags;
-    p.sum_slots = sum_slots;
 #ifdef QS_MARLIN_STREAM_TRACE
     return traced_launch(l, p, Launch{l, p, (unsigned)g.ctas, rt, s, x, xs, err}, g.nt, s, err);
 #else
