@@ -32,7 +32,6 @@ struct Params {
     int rotate; // start each CTA's k walk at a different step (spreads the activation reads over L2)
     int units_k, strips; // the small-M kernel (marlin_gemv.cu): packed units per strip, 16-row strips
     int ring;            // the stream kernel (marlin_stream.cu): weight stages in its shared-memory ring
-    int scatter_owners;  // and the fewest owners of a split group whose sum every owner shares
 #ifdef QS_MARLIN_STREAM_TRACE
     long long *trace;  // the stream kernel's event timeline (trace builds only: marlin_stream.cu)
     long long *phases; // and every CTA's phase times (global timer ns, SM clock)

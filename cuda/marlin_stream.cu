@@ -31,7 +31,6 @@
 //
 // When it runs: stream_takes (measured rule). Measurements: docs/marlin.md, sessions 8 and 9.
 #include <algorithm>
-#include <climits>
 #ifdef QS_MARLIN_STREAM_TRACE
 #include <vector>
 #endif
@@ -43,9 +42,6 @@
 #include "marlin_stream_plan.h"
 #include "marlin_stream_rewrite.h"
 
-#ifndef QS_SUM_REGS
-#define QS_SUM_REGS 64
-#endif
 namespace qs_marlin {
 namespace {
 
@@ -65,14 +61,6 @@ constexpr int kMaxTokens = 64;
 constexpr int kConsumerBarrier = 1;                                     // named barriers (0: __syncthreads)
 constexpr int kPublishBarrier = 2, kPublishThreads = kConsumers + 32; // consumers + warp 15
 
-// Split partial slots the summing CTA loads at once: 64 registers' worth (more spills).
-template <int NT> constexpr int kSumSlots = QS_SUM_REGS / (NT / 2);
-// Groups split between at least Params::scatter_owners (>= kScatterMin) CTAs are summed by all of
-// them, each a 1/owners slice (scatter_sum): a thread's positions in a slice, and the owners whose
-// slots it loads at once (64 registers' worth).
-constexpr int kScatterMin = 3;
-template <int NT> constexpr int kScatterPositions = (NT / 8 + kScatterMin - 1) / kScatterMin;
-template <int NT> constexpr int kScatterOwners = QS_SUM_REGS / (4 * kScatterPositions<NT>);
 template <bool FP4> constexpr int kUnits = kStageK / (FP4 ? kFp4UnitK : kFp8UnitK);
 template <bool FP4> constexpr int kStripStageBytes = kUnits<FP4> * kUnitBytes;
 // One weight stage: 8 strips' units, then (NVFP4) each strip's scale codes of the 256-k step the
@@ -181,68 +169,6 @@ template <bool FP4, int NT> __device__ __forceinline__ void rewrite_stage(const 
 #pragma unroll 1
     for (int i = tid; i < 4 * NT; i += kPermuteWarps * 32)
         rewrite_item<FP4, NT>(staged, act, i % NT, i / NT);
-}
-
-// The end of a group split between `owners` CTAs from `first` on, summed by all of them: each has
-// stored its partial sums in slot (its index - first) and counted itself in (cnt[group]); once all
-// have, owner q adds slice q of the slots' float4 positions over all the slots, in slot order
-// (deterministic), and stores those outputs. The last owner to finish clears the group's two
-// counts for the next call (cnt[groups + group] counts the owners done waiting).
-template <int NT>
-__device__ __forceinline__ void scatter_sum(const Params &p, int group, int groups, int first, int owners)
-{
-    constexpr int SLOT = NT / 8 * kConsumers; // float4 per slot
-    constexpr int I = kScatterPositions<NT>, KO = kScatterOwners<NT>;
-    if (threadIdx.x == 0)
-        while (load_acquire(p.cnt + group) < owners) {
-        }
-    named_sync<kConsumerBarrier, kConsumers>();
-    if (threadIdx.x == 0 && atomicAdd(p.cnt + groups + group, 1) == owners - 1)
-        p.cnt[group] = p.cnt[groups + group] = 0; // every owner has seen the count
-    const int q = (int)blockIdx.x - first;
-    const int f0 = q * SLOT / owners, f1 = (q + 1) * SLOT / owners;
-    const float4 *const slots = (const float4 *)p.ws + (size_t)group * p.splits * SLOT;
-    // Position f is float4 f / 256 of consumer thread f % 256: its lane's rows r and r + 8 of the
-    // thread's strip, tokens 8 (f / 256) + 2c and the next (the epilogue's register order).
-    int row[I], token[I];
-    OutRow o0[I], o8[I];
-    float4 sum[I];
-#pragma unroll
-    for (int i = 0; i < I; i++) {
-        const int f = f0 + (int)threadIdx.x + i * kConsumers, t = f % kConsumers, lane = t & 31;
-        row[i] = ((group * kStrips + (t >> 5)) * 16) + (lane >> 2);
-        token[i] = 8 * (f / kConsumers) + 2 * (lane & 3);
-        if (f >= f1 || row[i] >= p.strips * 16)
-            row[i] = -1;
-        o0[i] = out_row(p, row[i] < 0 ? p.N : row[i]);
-        o8[i] = out_row(p, row[i] < 0 ? p.N : row[i] + 8);
-        sum[i] = make_float4(0.f, 0.f, 0.f, 0.f);
-    }
-    for (int k0 = 0; k0 < owners; k0 += KO) {
-        float4 v[I][KO];
-#pragma unroll
-        for (int i = 0; i < I; i++)
-#pragma unroll
-            for (int k = 0; k < KO; k++)
-                v[i][k] = row[i] >= 0 && k0 + k < owners
-                              ? __ldcg(slots + (size_t)(k0 + k) * SLOT + f0 + threadIdx.x + i * kConsumers)
-                              : make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll
-        for (int i = 0; i < I; i++)
-#pragma unroll
-            for (int k = 0; k < KO; k++)
-                sum[i].x += v[i][k].x, sum[i].y += v[i][k].y, sum[i].z += v[i][k].z, sum[i].w += v[i][k].w;
-    }
-#pragma unroll
-    for (int i = 0; i < I; i++) {
-        if (row[i] < 0)
-            continue;
-        const int m = token[i];
-        if (m < p.M)
-            store_row(p, o0[i], sum[i].x, m, row[i]), store_row(p, o8[i], sum[i].z, m, row[i] + 8);
-        if (m + 1 < p.M)
-            store_row(p, o0[i], sum[i].y, m + 1, row[i]), store_row(p, o8[i], sum[i].w, m + 1, row[i] + 8);
-    }
 }
 
 // weight_map: the packed weights as (stage bytes / 8, k stage, strip) 64-bit words, one box = one
@@ -481,11 +407,6 @@ __global__ void __launch_bounds__(kThreads, 1)
             // in the consumers' register order (slot j of the group: float4 i of thread t at
             // (i * 256 + t) * 4), so each thread stores and loads whole 16-byte runs.
             const int first = owner_of(group_start, T, C), last = owner_of(group_end - 1, T, C);
-#ifdef QS_NO_SCATTER
-            const bool scatter = false;
-#else
-            const bool scatter = last - first + 1 >= p.scatter_owners;
-#endif
             float4 *const slots = (float4 *)p.ws + (size_t)group * p.splits * (NT / 8) * kConsumers + threadIdx.x;
             constexpr size_t SLOT = (size_t)(NT / 8) * kConsumers; // float4 per slot
             if (!has_first) {
@@ -498,19 +419,6 @@ __global__ void __launch_bounds__(kThreads, 1)
                 named_arrive<kPublishBarrier, kPublishThreads>();
                 continue;
             }
-            if (scatter) {
-                // (the share's last segment) this CTA's partials to slot 0, counted in at once: the
-                // owners sum the group together at their ends
-#pragma unroll
-                for (int i = 0; i < NT / 8; i++)
-                    __stcg(slots + i * kConsumers, make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]));
-                named_sync<kConsumerBarrier, kConsumers>();
-                if (threadIdx.x == 0) {
-                    __threadfence();
-                    atomicAdd(p.cnt + group, 1);
-                }
-                continue;
-            }
             // (the share's last segment) the other owners published theirs at their shares'
             // starts: the wait is normally over at once
             if (threadIdx.x == 0) {
@@ -520,24 +428,20 @@ __global__ void __launch_bounds__(kThreads, 1)
             }
             named_sync<kConsumerBarrier, kConsumers>();
             trace_phase(p, kSummed);
-            // kSumSlots slots' loads in flight at a time (each round an L2 round trip on the
-            // call's critical path), added in slot order (deterministic).
-            constexpr int B = kSumSlots<NT>;
+            // Two slots' loads in flight at a time, added in slot order (deterministic).
             const int n = last - first;
-            for (int j = 1; j <= n; j += B) {
-                float4 v[B][NT / 8];
+            for (int j = 1; j <= n; j += 2) {
+                float4 v0[NT / 8], v1[NT / 8];
 #pragma unroll
-                for (int b = 0; b < B; b++)
+                for (int i = 0; i < NT / 8; i++) {
+                    v0[i] = __ldcg(slots + j * SLOT + i * kConsumers);
+                    v1[i] = j < n ? __ldcg(slots + (j + 1) * SLOT + i * kConsumers) : make_float4(0.f, 0.f, 0.f, 0.f);
+                }
 #pragma unroll
-                    for (int i = 0; i < NT / 8; i++)
-                        v[b][i] = j + b <= n ? __ldcg(slots + (j + b) * SLOT + i * kConsumers) : make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll
-                for (int b = 0; b < B; b++)
-#pragma unroll
-                    for (int i = 0; i < NT / 8; i++) {
-                        acc[4 * i] += v[b][i].x, acc[4 * i + 1] += v[b][i].y;
-                        acc[4 * i + 2] += v[b][i].z, acc[4 * i + 3] += v[b][i].w;
-                    }
+                for (int i = 0; i < NT / 8; i++) {
+                    acc[4 * i] += v0[i].x, acc[4 * i + 1] += v0[i].y, acc[4 * i + 2] += v0[i].z, acc[4 * i + 3] += v0[i].w;
+                    acc[4 * i] += v1[i].x, acc[4 * i + 1] += v1[i].y, acc[4 * i + 2] += v1[i].z, acc[4 * i + 3] += v1[i].w;
+                }
             }
         }
         if (strip < p.strips) {
@@ -545,22 +449,6 @@ __global__ void __launch_bounds__(kThreads, 1)
             for (int idx = 0; idx < NT / 2; idx++)
                 if (token_of(idx) < p.M)
                     store_row(p, (idx & 2) ? o8 : o0, acc[idx], token_of(idx), row0 + 8 * ((idx & 3) >> 1));
-        }
-    }
-    // The split groups this CTA shares the sum of, found from its share alone (a value carried out
-    // of the stream loop instead cost that loop its uniform datapath: 344 -> 422 instructions, the
-    // descriptors computed per thread; docs/marlin.md): the first segment's group if the share
-    // starts inside one, the last segment's if the share starts that group and ends inside it.
-#pragma unroll 1
-    for (int j = 0; j < 2; j++) {
-        const int64_t at = j ? hi - 1 : lo;
-        const int group = (int)(at / nst);
-        const int64_t start = (int64_t)group * nst;
-        const bool split = j ? hi % nst != 0 && lo <= start : lo % nst != 0;
-        const int first = owner_of(start, T, C), owners = owner_of(start + nst - 1, T, C) - first + 1;
-        if (split && owners >= p.scatter_owners) {
-            scatter_sum<NT>(p, group, groups, first, owners);
-            trace_phase(p, kSummed);
         }
     }
     trace_phase(p, kExit);
@@ -728,7 +616,7 @@ namespace {
 void workspace_of(const StreamPlan &g, size_t *floats, size_t *counters)
 {
     *floats = (size_t)g.max_shares * g.groups * kConsumers * (g.nt / 2);
-    *counters = (size_t)2 * g.groups; // a group's published partials, and its owners done summing
+    *counters = (size_t)g.groups;
 }
 } // namespace
 
@@ -831,10 +719,6 @@ int stream(const Layer &l, Params &p, const __nv_bfloat16 *x, int64_t xs, const 
         return -1;
     p.ring = g.ring;
     p.splits = (int)g.max_shares; // partial slots per group
-    // QSERVE_MARLIN_STREAM_SCATTER=N: groups split N ways or more are summed by all their owners
-    // (0: none, the first owner sums every group; for measurements)
-    static const int scatter = env_int("QSERVE_MARLIN_STREAM_SCATTER", kScatterMin);
-    p.scatter_owners = scatter <= 0 ? INT_MAX : std::max(scatter, kScatterMin);
 #ifdef QS_MARLIN_STREAM_TRACE
     return traced_launch(l, p, Launch{l, p, (unsigned)g.ctas, rt, s, x, xs, err}, g.nt, s, err);
 #else
