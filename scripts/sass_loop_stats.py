@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+# sass_loop_stats.py — the hot loop of each matching kernel in a CUDA binary or cubin, from its SASS:
+# how many instructions, how many of them move values into uniform registers (R2UR) or run on the
+# uniform datapath (U*), and the whole kernel's local-memory traffic. Runs where cuobjdump is (the
+# GPU machine; this machine's toolkit has none). Why: in session 12 code added after the stream
+# kernel's loop made ptxas compute the wgmma descriptors per thread (344 -> 422 instructions a stage
+# pair, 32 R2UR) and every timing of that build 1-5 us slower; check a variant's loop before timing it.
+#
+#   nvcc -cubin -O3 -std=c++17 -Icuda -Isrc -gencode=arch=compute_90a,code=sm_90a \
+#        cuda/marlin_stream.cu -o out/sass/new.cubin          # here, seconds
+#   python3 scripts/sass_loop_stats.py out/sass/*.cubin      # there (carry ["out/sass", "scripts"])
+#
+# The loop reported is the shortest backward branch whose body holds a --mark instruction (default
+# HGMMA: the wgmma issue), i.e. the innermost hot loop.
+import argparse
+import collections
+import re
+import subprocess
+import sys
+
+INSTR = re.compile(r'\s*/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;')
+BRANCH = re.compile(r'\bBRA\s+(?:!?U?P\w+,\s*)?0x([0-9a-f]+)')
+
+
+def functions(path):
+    """(name, [(address, instruction)]) for every function in the file's SASS."""
+    out = subprocess.run(['cuobjdump', '-sass', path], capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit(f'sass_loop_stats: cuobjdump failed on {path}: {out.stderr.strip()}')
+    for chunk in re.split(r'\n\s*Function : ', out.stdout)[1:]:
+        name, body = chunk.split('\n', 1)
+        ins = [(int(m.group(1), 16), m.group(2)) for m in map(INSTR.match, body.split('\n')) if m]
+        yield name.strip(), ins
+
+
+def readable(name):
+    """The function's name and template arguments, demangled where c++filt is (binutils)."""
+    try:
+        out = subprocess.run(['c++filt', name], capture_output=True, text=True).stdout.strip()
+    except OSError:
+        return name[-44:]
+    if '>(' in out:
+        out = out[:out.rindex('>(') + 1]                # the parameter list
+    elif '(' in out:
+        out = out[:out.rindex('(')]
+    head, sep, tail = out.partition('<')
+    out = head.split('::')[-1] + sep + tail
+    return out[:44]
+
+
+def opcode(text):
+    return re.sub(r'^@!?U?P\w+\s+', '', text).split()[0].split('.')[0]
+
+
+def hot_loop(ins, mark):
+    """(first address, last address) of the shortest loop holding a `mark` instruction, or None."""
+    marks = [a for a, t in ins if mark in t]
+    best = None
+    for a, t in ins:
+        m = BRANCH.search(t)
+        if not m:
+            continue
+        target = int(m.group(1), 16)
+        if target < a and any(target <= x <= a for x in marks):
+            if best is None or a - target < best[1] - best[0]:
+                best = (target, a)
+    return best
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[1])
+    ap.add_argument('files', nargs='+')
+    ap.add_argument('--match', default='marlin_stream_kernel', help='regex on the (mangled) function name')
+    ap.add_argument('--mark', default='HGMMA', help='an instruction the hot loop must hold')
+    args = ap.parse_args()
+    print(f"{'file':28s} {'kernel':44s} {'instr':>6s} {'loop':>5s} {'R2UR':>5s} {'U*':>4s} {'IMAD':>5s} {'LDL':>4s} {'STL':>4s}")
+    for path in args.files:
+        for name, ins in functions(path):
+            if not re.search(args.match, name):
+                continue
+            loop = hot_loop(ins, args.mark)
+            short = readable(name)
+            if loop is None:
+                print(f'{path:28s} {short:44s} {len(ins):6d}  (no loop holds {args.mark})')
+                continue
+            body = [opcode(t) for a, t in ins if loop[0] <= a <= loop[1]]
+            count = collections.Counter(body)
+            uniform = sum(n for op, n in count.items() if op.startswith('U'))
+            ldl = sum(1 for _, t in ins if opcode(t) == 'LDL')
+            stl = sum(1 for _, t in ins if opcode(t) == 'STL')
+            print(f"{path:28s} {short:44s} {len(ins):6d} {len(body):5d} {count['R2UR']:5d} {uniform:4d} {count['IMAD']:5d} {ldl:4d} {stl:4d}")
+
+
+if __name__ == '__main__':
+    main()
