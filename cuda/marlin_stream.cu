@@ -113,6 +113,7 @@ enum TracePhase {
     kStreamEnd,    // the last wgmma group completed
     kSummed,       // the last segment's split partials were waited for (the same as kStreamEnd if none)
     kExit,         // the last stores were issued
+    kSm,           // (not a time: 1 + the SM the CTA ran on)
     kTracePhases
 };
 __device__ __forceinline__ void trace_phase(const Params &p, int phase)
@@ -123,6 +124,11 @@ __device__ __forceinline__ void trace_phase(const Params &p, int phase)
         asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns));
         p.phases[(blockIdx.x * kTracePhases + phase) * 2] = ns;
         p.phases[(blockIdx.x * kTracePhases + phase) * 2 + 1] = clock64();
+        if (phase == kEnter) {
+            unsigned sm;
+            asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+            p.phases[(blockIdx.x * kTracePhases + kSm) * 2] = sm + 1;
+        }
     }
 #else
     (void)p, (void)phase;
@@ -639,11 +645,11 @@ void print_phases(const long long *dev, unsigned ctas, qs_err *err)
     long long t0 = h[0];
     for (unsigned c = 0; c < ctas; c++)
         t0 = std::min(t0, h[(size_t)c * kTracePhases * 2]);
-    static const char *const names[kTracePhases] = {"enter",       "grid waited", "first weights", "first acts",
-                                                    "last segment", "stream end",  "summed",        "exit"};
+    static const char *const names[kSm] = {"enter",       "grid waited", "first weights", "first acts",
+                                           "last segment", "stream end",  "summed",        "exit"};
     fprintf(stderr, "stream phases (%u CTAs, ns since the first CTA started: min / median / max)\n", ctas);
     std::vector<long long> col(ctas);
-    for (int e = 0; e < kTracePhases; e++) {
+    for (int e = 0; e < kSm; e++) {
         for (unsigned c = 0; c < ctas; c++) {
             int f = e;
             while (f > 0 && !h[((size_t)c * kTracePhases + f) * 2])
@@ -656,6 +662,20 @@ void print_phases(const long long *dev, unsigned ctas, qs_err *err)
     const long long dns = h[kExit * 2] - h[kEnter * 2], dclk = h[kExit * 2 + 1] - h[kEnter * 2 + 1];
     if (dns > 0)
         fprintf(stderr, "  CTA 0: %lld ns, %lld clk: %.0f MHz\n", dns, dclk, 1e3 * (double)dclk / (double)dns);
+    // Each CTA's stream (first activations to stream end, ns), slowest first, with its SM: whether
+    // the spread at the end follows particular SMs.
+    std::vector<std::pair<long long, unsigned>> streams;
+    for (unsigned c = 0; c < ctas; c++) {
+        const long long *ph = &h[(size_t)c * kTracePhases * 2];
+        if (ph[kFirstActs * 2] && ph[kStreamEnd * 2])
+            streams.push_back({ph[kStreamEnd * 2] - ph[kFirstActs * 2], c});
+    }
+    std::sort(streams.rbegin(), streams.rend());
+    fprintf(stderr, "  streams (ns, slowest first; cta/sm):");
+    for (size_t i = 0; i < streams.size(); i++)
+        fprintf(stderr, "%s %lld %u/%lld", i % 8 ? "" : "\n   ", streams[i].first, streams[i].second,
+                h[((size_t)streams[i].second * kTracePhases + kSm) * 2] - 1);
+    fprintf(stderr, "\n");
 }
 
 // Trace builds: call QSERVE_MARLIN_STREAM_TRACE_CALL (default 3: after the benchmark's warm-up) of
