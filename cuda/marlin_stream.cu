@@ -679,8 +679,8 @@ void print_phases(const long long *dev, unsigned ctas, qs_err *err)
 }
 
 // Trace builds: call QSERVE_MARLIN_STREAM_TRACE_CALL (default 3: after the benchmark's warm-up) of
-// the stream kernel prints CTA 0's timeline to stderr: per item, each event's SM clock minus the
-// first event's.
+// the stream kernel prints CTA 0's timeline to stderr — per item, each event's SM clock minus the
+// first event's — then every CTA's phases (print_phases).
 int traced_launch(const Layer &l, Params &p, Launch launch, int nt, cudaStream_t s, qs_err *err)
 {
     static long long *trace = nullptr, *phases = nullptr;
@@ -690,10 +690,11 @@ int traced_launch(const Layer &l, Params &p, Launch launch, int nt, cudaStream_t
     if (!trace)
         QS_CUDA_TRY(cudaMalloc(&trace, bytes), err);
     const size_t phase_bytes = sizeof(long long) * 2 * kTracePhases * launch.ctas;
+    constexpr unsigned kMaxCtas = 1024; // one per SM: more than any GPU has
     if (!phases)
-        QS_CUDA_TRY(cudaMalloc(&phases, sizeof(long long) * 2 * kTracePhases * 1024), err);
-    if (launch.ctas > 1024)
-        return qs_errf(err, "marlin: the trace build records at most 1024 CTAs");
+        QS_CUDA_TRY(cudaMalloc(&phases, sizeof(long long) * 2 * kTracePhases * kMaxCtas), err);
+    if (launch.ctas > kMaxCtas)
+        return qs_errf(err, "marlin: the trace build records at most %u CTAs", kMaxCtas);
     QS_CUDA_TRY(cudaMemsetAsync(trace, 0, bytes, s), err);
     QS_CUDA_TRY(cudaMemsetAsync(phases, 0, phase_bytes, s), err);
     p.trace = trace;
