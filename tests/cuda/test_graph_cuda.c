@@ -353,7 +353,12 @@ static void test_marlin_growth_inside_capture_fails(void)
     qs_device_caps caps;
     qs_err err = {{0}};
     test_layer t;
-    make_layer(&t, true, 256, 200); /* k = 200: marlin runs on a zero-padded copy of x */
+    /* k = 196: not a multiple of 8, so no marlin kernel reads x in place (the Hopper stream
+     * kernel's tensor map, which would, needs 16-byte rows): every step runs on a zero-padded copy
+     * of x, which a larger step must grow. With k = 200 the stream kernel took the 48-token step on
+     * the H200 and nothing grew (found in session 12). */
+    const int64_t k = 196;
+    make_layer(&t, true, 256, k);
     if (qs_cuda_device_caps(0, &caps, &err) || !qs_kernel_marlin_linear.is_supported(&caps, why, sizeof why) ||
         !qs_kernel_marlin_linear.can_implement_linear(&t.d, why, sizeof why)) {
         printf("%-64s skip  %s\n", "marlin: growth inside a capture fails cleanly", why);
@@ -363,8 +368,8 @@ static void test_marlin_growth_inside_capture_fails(void)
     }
     void *state = NULL, *graph = NULL;
     int64_t big = 48; /* the padded copy was sized for m = 1 only */
-    float *xh = qs_test_rand_bf16(&g_rng, big * 200, 1.f);
-    void *x = acts(xh, big * 200), *y = gpu->alloc(gpu->act_size * (size_t)(big * 256), &err);
+    float *xh = qs_test_rand_bf16(&g_rng, big * k, 1.f);
+    void *x = acts(xh, big * k), *y = gpu->alloc(gpu->act_size * (size_t)(big * 256), &err);
     void *s = g_stream;
     bool ok = qs_kernel_marlin_linear.prepare_linear(&t.d, &state, &err) == 0 &&
               qs_kernel_marlin_linear.apply_linear(state, x, y, 1, s, &err) == 0 && G->capture_begin(&err) == 0;
