@@ -31,9 +31,6 @@
 //
 // When it runs: stream_takes (measured rule). Measurements: docs/marlin.md, sessions 8 and 9.
 #include <algorithm>
-#ifdef QS_MARLIN_STREAM_TRACE
-#include <vector>
-#endif
 #include <cudaTypedefs.h> // CUtensorMap, PFN_cuTensorMapEncodeTiled
 
 #include "marlin.h"
@@ -41,6 +38,7 @@
 #include "marlin_hopper.cuh"
 #include "marlin_stream_plan.h"
 #include "marlin_stream_rewrite.h"
+#include "marlin_stream_trace.cuh"
 
 namespace qs_marlin {
 namespace {
@@ -72,68 +70,6 @@ template <int NT>
 constexpr int kFixedSmem = kAlign + kBarrierBytes + (kActStages + kStagedStages) * kActStageBytes<NT>;
 template <bool FP4, int NT>
 constexpr int kWeightStages = std::min(kMaxWeightStages, (kSmemBytes - kFixedSmem<NT>) / kWeightStageBytes<FP4>);
-
-// Trace builds (-DQS_MARLIN_STREAM_TRACE, for measurements): CTA 0 records the SM clock at each
-// event of its first kTraceItems items — what each role waited for and when — and the host prints
-// the timeline (stream(), below). Other builds compile trace() to nothing.
-#ifdef QS_MARLIN_STREAM_TRACE
-constexpr int kTraceItems = 64;
-#endif
-enum TraceEvent {
-    kWeightCopy,   // the weight producer issued the item's copy (its slot was free)
-    kActCopy,      // the activation producer issued the item's copy
-    kStaged,       // rewriter warp 0 saw the staged activations
-    kRewritten,    // rewriter warp 0 finished the rewrite (arrived on the act ring's full barrier)
-    kWeightsIn,    // consumer warp 0 saw the item's weights
-    kExpanded,     // consumer warp 0 expanded them
-    kActIn,        // consumer warp 0 saw the item's rewritten activations
-    kIssued,       // consumer warp 0 committed the item's wgmma group
-    kPrevDone,     // consumer warp 0's wait for the previous group returned
-    kActIn1,       // consumer warp 4 (the second warpgroup) saw the item's activations
-    kTraceEvents
-};
-__device__ __forceinline__ void trace(const Params &p, int event, int64_t item)
-{
-#ifdef QS_MARLIN_STREAM_TRACE
-    if (blockIdx.x == 0 && item < kTraceItems && (threadIdx.x & 31) == 0)
-        p.trace[event * kTraceItems + item] = clock64();
-#else
-    (void)p, (void)event, (void)item;
-#endif
-}
-
-// Trace builds also record, for every CTA, when its consumer thread 0 passed each phase of the
-// call (the global timer in ns and the SM clock): where the time outside the steady stream goes.
-enum TracePhase {
-    kEnter,        // the CTA started
-    kGridWaited,   // the previous kernel's writes are visible
-    kFirstWeights, // the first stage's weights arrived
-    kFirstActs,    // the first stage's activations were rewritten
-    kLastSegment,  // the last segment of the share started
-    kStreamEnd,    // the last wgmma group completed
-    kSummed,       // the last segment's split partials were waited for (the same as kStreamEnd if none)
-    kExit,         // the last stores were issued
-    kSm,           // (not a time: 1 + the SM the CTA ran on)
-    kTracePhases
-};
-__device__ __forceinline__ void trace_phase(const Params &p, int phase)
-{
-#ifdef QS_MARLIN_STREAM_TRACE
-    if (threadIdx.x == 0) {
-        long long ns;
-        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns));
-        p.phases[(blockIdx.x * kTracePhases + phase) * 2] = ns;
-        p.phases[(blockIdx.x * kTracePhases + phase) * 2 + 1] = clock64();
-        if (phase == kEnter) {
-            unsigned sm;
-            asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
-            p.phases[(blockIdx.x * kTracePhases + kSm) * 2] = sm + 1;
-        }
-    }
-#else
-    (void)p, (void)phase;
-#endif
-}
 
 // The ring slot and phase parity of a walk through a ring of `depth` slots.
 struct RingPos {
@@ -632,55 +568,9 @@ void stream_workspace(const Layer &l, int64_t m, int sms, size_t *floats, size_t
 }
 
 #ifdef QS_MARLIN_STREAM_TRACE
-// Trace builds: every CTA's phase times of the traced call, as min / median / max over the CTAs of
-// the time since the first CTA started (a phase a CTA never passed counts as its previous one),
-// and CTA 0's SM clock rate over the call.
-void print_phases(const long long *dev, unsigned ctas, qs_err *err)
-{
-    std::vector<long long> h((size_t)2 * kTracePhases * ctas);
-    if (cudaMemcpy(h.data(), dev, h.size() * sizeof(long long), cudaMemcpyDeviceToHost) != cudaSuccess) {
-        qs_errf(err, "marlin: the trace's phases could not be read");
-        return;
-    }
-    long long t0 = h[0];
-    for (unsigned c = 0; c < ctas; c++)
-        t0 = std::min(t0, h[(size_t)c * kTracePhases * 2]);
-    static const char *const names[kSm] = {"enter",       "grid waited", "first weights", "first acts",
-                                           "last segment", "stream end",  "summed",        "exit"};
-    fprintf(stderr, "stream phases (%u CTAs, ns since the first CTA started: min / median / max)\n", ctas);
-    std::vector<long long> col(ctas);
-    for (int e = 0; e < kSm; e++) {
-        for (unsigned c = 0; c < ctas; c++) {
-            int f = e;
-            while (f > 0 && !h[((size_t)c * kTracePhases + f) * 2])
-                f--;
-            col[c] = h[((size_t)c * kTracePhases + f) * 2] - t0;
-        }
-        std::sort(col.begin(), col.end());
-        fprintf(stderr, "  %-14s %7lld %7lld %7lld\n", names[e], col[0], col[ctas / 2], col[ctas - 1]);
-    }
-    const long long dns = h[kExit * 2] - h[kEnter * 2], dclk = h[kExit * 2 + 1] - h[kEnter * 2 + 1];
-    if (dns > 0)
-        fprintf(stderr, "  CTA 0: %lld ns, %lld clk: %.0f MHz\n", dns, dclk, 1e3 * (double)dclk / (double)dns);
-    // Each CTA's stream (first activations to stream end, ns), slowest first, with its SM: whether
-    // the spread at the end follows particular SMs.
-    std::vector<std::pair<long long, unsigned>> streams;
-    for (unsigned c = 0; c < ctas; c++) {
-        const long long *ph = &h[(size_t)c * kTracePhases * 2];
-        if (ph[kFirstActs * 2] && ph[kStreamEnd * 2])
-            streams.push_back({ph[kStreamEnd * 2] - ph[kFirstActs * 2], c});
-    }
-    std::sort(streams.rbegin(), streams.rend());
-    fprintf(stderr, "  streams (ns, slowest first; cta/sm):");
-    for (size_t i = 0; i < streams.size(); i++)
-        fprintf(stderr, "%s %lld %u/%lld", i % 8 ? "" : "\n   ", streams[i].first, streams[i].second,
-                h[((size_t)streams[i].second * kTracePhases + kSm) * 2] - 1);
-    fprintf(stderr, "\n");
-}
-
 // Trace builds: call QSERVE_MARLIN_STREAM_TRACE_CALL (default 3: after the benchmark's warm-up) of
-// the stream kernel prints CTA 0's timeline to stderr — per item, each event's SM clock minus the
-// first event's — then every CTA's phases (print_phases).
+// the stream kernel prints CTA 0's timeline and every CTA's phases to stderr
+// (marlin_stream_trace.cuh).
 int traced_launch(const Layer &l, Params &p, Launch launch, int nt, cudaStream_t s, qs_err *err)
 {
     static long long *trace = nullptr, *phases = nullptr;
@@ -705,28 +595,8 @@ int traced_launch(const Layer &l, Params &p, Launch launch, int nt, cudaStream_t
     QS_CUDA_TRY(cudaStreamIsCapturing(s, &capturing), err);
     if (capturing != cudaStreamCaptureStatusNone || ++calls != wanted)
         return 0; // (a graph being captured cannot be waited for: only eager calls count)
-    long long host[kTraceEvents * kTraceItems];
     QS_CUDA_TRY(cudaStreamSynchronize(s), err);
-    QS_CUDA_TRY(cudaMemcpy(host, trace, bytes, cudaMemcpyDeviceToHost), err);
-    long long t0 = 0;
-    for (long long t : host)
-        if (t && (!t0 || t < t0))
-            t0 = t;
-    fprintf(stderr, "stream trace: %s %d x %d, %d tokens, CTA 0 (SM clocks from its first event)\n",
-            l.fp4 ? "NVFP4" : "FP8", (int)l.n, (int)l.k, p.M);
-    fprintf(stderr, "item  wcopy  xcopy staged rewrit   w_in  expand  x_in0 issued prevdn  x_in1\n");
-    for (int i = 0; i < kTraceItems; i++) {
-        if (!host[kWeightsIn * kTraceItems + i])
-            break;
-        fprintf(stderr, "%4d", i);
-        for (int e = 0; e < kTraceEvents; e++) {
-            const long long t = host[e * kTraceItems + i];
-            fprintf(stderr, " %6lld", t ? t - t0 : -1);
-        }
-        fprintf(stderr, "\n");
-    }
-    print_phases(phases, launch.ctas, err);
-    return 0;
+    return print_timeline(trace, l.fp4, l.n, l.k, p.M, err) || print_phases(phases, launch.ctas, err) ? -1 : 0;
 }
 #endif
 

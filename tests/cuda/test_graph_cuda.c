@@ -361,7 +361,7 @@ static void test_marlin_growth_inside_capture_fails(void)
     make_layer(&t, true, 256, k);
     if (qs_cuda_device_caps(0, &caps, &err) || !qs_kernel_marlin_linear.is_supported(&caps, why, sizeof why) ||
         !qs_kernel_marlin_linear.can_implement_linear(&t.d, why, sizeof why)) {
-        printf("%-64s skip  %s\n", "marlin: growth inside a capture fails cleanly", why);
+        printf("%-64s skip  %s\n", "marlin: growth inside a capture is refused", why);
         g_skipped++;
         free(t.w), free(t.s);
         return;
