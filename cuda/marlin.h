@@ -76,7 +76,7 @@ int split_workspace(size_t floats, size_t counters, Params &p, qs_err *err);
 // workspace it needs at m tokens, and the launch (p filled by gemm(), activations padded; rt: the
 // device facts gemm() read once).
 int64_t gemv_max_m(const Layer &l);
-int gemv_workspace(const Layer &l, int64_t m, const Runtime &rt, size_t *floats, size_t *counters, qs_err *err);
+int gemv_workspace(const Layer &l, int64_t m, int sms, size_t *floats, size_t *counters, qs_err *err);
 int gemv(const Layer &l, Params &p, const Runtime &rt, cudaStream_t s, qs_err *err);
 // k slices for `ctas` CTAs on `wave` resident CTA slots: the count in 1..most (at most 16) with
 // the fewest waves per slice, the smallest on ties (marlin_gemv.cu).

@@ -556,7 +556,7 @@ int reserve_workspace(const Layer &l, int64_t m_max, qs_err *err)
                 return -1;
             permuted = std::max(permuted, pa);
         } else if (mm <= gemv_max_m(l)) {
-            if (gemv_workspace(l, mm, rt, &f, &c, err))
+            if (gemv_workspace(l, mm, rt.sms, &f, &c, err))
                 return -1;
         } else if (mm <= kMaxSplitM) {
             Plan pl = make_plan(l, mm);

@@ -16,7 +16,6 @@
 
 #include "marlin.h"
 #include "marlin_device.cuh"
-#include "marlin_hopper.cuh"
 
 namespace qs_marlin {
 namespace {
@@ -37,20 +36,6 @@ constexpr int kBlockTokens = 32;  // tokens per CTA (four n8 tiles); more tokens
 // decoder layer than the pipelined kernel (docs/marlin.md).
 constexpr int kMaxGemvM = 64;
 constexpr int kMinUnitsPerWarp = 8;
-constexpr int kStepUnits = 4; // units per k step (128 k FP8, 256 k NVFP4): the ring's slot
-
-// The Hopper ring variant (RING): each warp streams its k steps through its own ring of shared-
-// memory slots, one bulk copy per step (and one for NVFP4's scale codes of the step) issued by
-// lane 0 and completing on the slot's mbarrier, so the bytes in flight cost no registers. Slots
-// per warp: as many as fit OCC CTAs per SM beside the warps' sum buffer, at most 6.
-template <bool FP4> constexpr int kRingSlotBytes = kStepUnits * kUnitBytes + (FP4 ? kFp4ScaleStepBytes : 0);
-template <int SLOTS> constexpr int kRedBytes = kGemvWarps * (SLOTS < 16 ? SLOTS : 16) * 32 * 4;
-constexpr int kSmemPerSm = 228 * 1024, kSmemPerCtaReserved = 1024;
-template <bool FP4, int MT, int OCC>
-constexpr int kRingSlots = std::min(6, (kSmemPerSm / OCC - kSmemPerCtaReserved - kRedBytes<MT * 4> - 512) /
-                                           (kGemvWarps * kRingSlotBytes<FP4>));
-template <bool FP4, int MT, int OCC>
-constexpr int kRingSmem = kGemvWarps * kRingSlots<FP4, MT, OCC> * kRingSlotBytes<FP4>;
 
 // Weights are read once: no L1 allocation, non-coherent path.
 __device__ __forceinline__ uint4 ld_weights(const uint8_t *p)
@@ -73,16 +58,9 @@ template <bool FP4, int ST, int B> struct Batch {
 // strips per CTA; each warp runs all ST strips over its k units, so every activation load feeds
 // ST strips' mma (above 8 tokens the activations, re-read per strip from L2, cost more than the
 // weights: docs/marlin.md).
-// RING (sm_90a, one strip per CTA): the weights stream through per-warp shared-memory rings
-// (kRingSlots, above) instead of register batches; the warps then split k at whole steps.
-template <bool FP4, int MT, int ST, int OCC, bool RING = false>
+template <bool FP4, int MT, int ST, int OCC>
 __global__ void __launch_bounds__(kGemvThreads, OCC) marlin_gemv_kernel(const Params p)
 {
-    static_assert(!RING || ST == 1, "the ring variant runs one strip per CTA");
-#ifndef QS_WGMMA
-    if (RING)
-        __trap(); // built for sm_90a only: the host launches it on compute capability 9.0 alone
-#endif
     constexpr int B = kBatch<FP4, OCC> / ST > 0 ? kBatch<FP4, OCC> / ST : 1;
     constexpr int UNIT_K = FP4 ? kFp4UnitK : kFp8UnitK;
     constexpr int TILE_SLOTS = MT * 4;         // accumulators per lane and strip
@@ -94,11 +72,9 @@ __global__ void __launch_bounds__(kGemvThreads, OCC) marlin_gemv_kernel(const Pa
     // weights in L2), y = the group of ST strips, z = the k slice. 32-bit index arithmetic only:
     // with 16-unit warps a 64-bit division here was a noticeable share of the kernel's instructions.
     const int mb = blockIdx.x, group = blockIdx.y, split = blockIdx.z, m0 = mb * kBlockTokens;
-    // (the ring variant splits whole k steps: p.ksteps * kStepUnits == p.units_k)
-    const int parts = RING ? p.ksteps : p.units_k, grain = RING ? kStepUnits : 1;
-    const int cta_u0 = split * parts / p.splits;
-    const int cta_n = (split + 1) * parts / p.splits - cta_u0;
-    const int u0 = (cta_u0 + warp * cta_n / kGemvWarps) * grain, u1 = (cta_u0 + (warp + 1) * cta_n / kGemvWarps) * grain;
+    const int cta_u0 = split * p.units_k / p.splits;
+    const int cta_n = (split + 1) * p.units_k / p.splits - cta_u0;
+    const int u0 = cta_u0 + warp * cta_n / kGemvWarps, u1 = cta_u0 + (warp + 1) * cta_n / kGemvWarps;
     // A group past the last strip reads the last one again; its outputs are never stored.
     const uint8_t *wp[ST];
     const uint8_t *scp[ST];
@@ -142,19 +118,16 @@ __global__ void __launch_bounds__(kGemvThreads, OCC) marlin_gemv_kernel(const Pa
 #pragma unroll
             for (int e = 0; e < 4; e++)
                 acc[s][t][e] = 0.f;
-    // Units j.. j + N - 1 (N: count's value); weights(s, i) / codes(s, i): unit j + i's 16 bytes
-    // and (NVFP4) scale codes of strip s.
-    auto compute = [&](int j, auto checked, auto count, auto &&weights, auto &&codes) {
-        constexpr int N = decltype(count)::value;
+    auto compute = [&](const Batch<FP4, ST, B> &b, int j, auto checked) {
         const __nv_bfloat16 *xj[MT];
 #pragma unroll
         for (int t = 0; t < MT; t++)
             xj[t] = xrow[t] + j * UNIT_K;
 #pragma unroll
-        for (int i = 0; i < N; i++) {
+        for (int i = 0; i < B; i++) {
             if (decltype(checked)::value && j + i >= u1)
                 break;
-            if constexpr (!FP4) {
+            if (!FP4) {
                 // Several strips: every tile's activations loaded once, first. One strip: each
                 // tile's loaded right before its two mma (loading them all first spilled
                 // registers at four tiles and ran 10-20% slower).
@@ -166,7 +139,7 @@ __global__ void __launch_bounds__(kGemvThreads, OCC) marlin_gemv_kernel(const Pa
 #pragma unroll
                 for (int s = 0; s < ST; s++) {
                     uint32_t a[8];
-                    expand_fp8_unit(weights(s, i), a);
+                    expand_fp8_unit(b.w[s][i], a);
 #pragma unroll
                     for (int t = 0; t < MT; t++) {
                         const uint4 x = ST > 1 ? xa[t] : __ldg((const uint4 *)(xj[t] + i * UNIT_K));
@@ -185,9 +158,8 @@ __global__ void __launch_bounds__(kGemvThreads, OCC) marlin_gemv_kernel(const Pa
                 }
 #pragma unroll
                 for (int s = 0; s < ST; s++) {
-                    const uint4 v = weights(s, i);
-                    const uint32_t code = codes(s, i);
-                    const uint32_t s_r = scale_bf16x2(code, 0), s_r8 = scale_bf16x2(code, 1);
+                    const uint4 v = b.w[s][i];
+                    const uint32_t s_r = scale_bf16x2(b.sc[s][i], 0), s_r8 = scale_bf16x2(b.sc[s][i], 1);
                     const uint32_t words[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
                     for (int q = 0; q < 4; q++) {
@@ -204,89 +176,32 @@ __global__ void __launch_bounds__(kGemvThreads, OCC) marlin_gemv_kernel(const Pa
     const std::true_type checked;
     const std::false_type whole;
 
-    if constexpr (RING) {
-        // Each warp its own ring: lane 0 requests step b into slot b % RS (a bulk copy of the
-        // step's 4 units, and NVFP4's scale codes of the step, on the slot's mbarrier) and, once
-        // the warp has read a slot, the step RS further on into it.
-        constexpr int RS = kRingSlots<FP4, MT, OCC>, SLOT = kRingSlotBytes<FP4>;
-        static_assert(RS >= 2, "a ring needs two slots");
-        extern __shared__ __align__(128) uint8_t ring_smem[];
-        __shared__ __align__(8) uint64_t ring_bars[kGemvWarps][RS];
-        uint8_t *const ring = ring_smem + warp * RS * SLOT;
-        const uint32_t ring_addr = (uint32_t)__cvta_generic_to_shared(ring);
-        const uint32_t bar0 = (uint32_t)__cvta_generic_to_shared(&ring_bars[warp][0]);
-        const int strip = min(group, p.strips - 1);
-        const uint8_t *const wstrip = p.w + (size_t)strip * p.units_k * kUnitBytes;
-        const uint8_t *const cstrip = FP4 ? p.sc + (size_t)strip * p.ksteps * kFp4ScaleStepBytes : nullptr;
-        const int s0 = u0 / kStepUnits, steps = (u1 - u0) / kStepUnits;
-        auto request = [&](int b) {
-            const uint32_t bar = bar0 + 8 * (b % RS), dst = ring_addr + (b % RS) * SLOT;
-            mbar_arrive_expect(bar, SLOT);
-            bulk_copy(dst, wstrip + (size_t)(s0 + b) * kStepUnits * kUnitBytes, kStepUnits * kUnitBytes, bar);
-            if (FP4)
-                bulk_copy(dst + kStepUnits * kUnitBytes, cstrip + (size_t)(s0 + b) * kFp4ScaleStepBytes,
-                          kFp4ScaleStepBytes, bar);
-        };
-        if (lane == 0) {
-            for (int k = 0; k < RS; k++)
-                mbar_init(bar0 + 8 * k, 1);
-            mbar_init_fence();
-            for (int b = 0; b < RS && b < steps; b++)
-                request(b); // weights: before the previous kernel has finished
-        }
-        __syncwarp();
-        wait_for_previous_grid();
-        allow_next_grid();
-        const std::integral_constant<int, kStepUnits> kStep;
-        for (int b = 0; b < steps; b++) {
-            mbar_wait(bar0 + 8 * (b % RS), (uint32_t)(b / RS) & 1);
-            const uint8_t *const slot = ring + (b % RS) * SLOT;
-            compute(
-                u0 + b * kStepUnits, whole, kStep,
-                [&](int, int i) { return *(const uint4 *)(slot + i * kUnitBytes + lane * 16); },
-                [&](int, int i) -> uint32_t {
-                    return FP4 ? *(const unsigned short *)(slot + kStepUnits * kUnitBytes + fp4_scale_byte(lane, i, 0))
-                               : 0u;
-                });
-            __syncwarp();
-            if (lane == 0 && b + RS < steps) {
-                fence_async_shared(); // the warp's reads of the slot, before the copy overwrites it
-                request(b + RS);
-            }
-        }
-    } else {
-        const std::integral_constant<int, B> kB;
-        auto from = [](const Batch<FP4, ST, B> &b) { return [&b](int s, int i) { return b.w[s][i]; }; };
-        auto codes_of = [](const Batch<FP4, ST, B> &b) {
-            return [&b](int s, int i) -> uint32_t { return FP4 ? b.sc[s][i] : 0u; };
-        };
-        // The weights do not depend on the previous kernel: the first batch is requested before
-        // waiting for it (programmatic dependent launch); the activations are read after. Two
-        // batches in flight: while one is expanded and multiplied, the next one's loads are out.
-        Batch<FP4, ST, B> b0, b1;
-        int j = u0;
-        if (j + B <= u1)
-            load(b0, j, whole);
-        else
-            load(b0, j, checked);
-        wait_for_previous_grid();
-        allow_next_grid();
-        for (; j + 2 * B <= u1; j += 2 * B) {
-            load(b1, j + B, whole);
-            compute(j, whole, kB, from(b0), codes_of(b0));
-            if (j + 3 * B <= u1)
-                load(b0, j + 2 * B, whole);
-            else if (j + 2 * B < u1)
-                load(b0, j + 2 * B, checked);
-            compute(j + B, whole, kB, from(b1), codes_of(b1));
-        }
-        if (j < u1) { // the tail: b0 holds batch j, at most two partial batches left
-            if (j + B < u1)
-                load(b1, j + B, checked);
-            compute(j, checked, kB, from(b0), codes_of(b0));
-            if (j + B < u1)
-                compute(j + B, checked, kB, from(b1), codes_of(b1));
-        }
+    // The weights do not depend on the previous kernel: the first batch is requested before
+    // waiting for it (programmatic dependent launch); the activations are read after. Two
+    // batches in flight: while one is expanded and multiplied, the next one's loads are out.
+    Batch<FP4, ST, B> b0, b1;
+    int j = u0;
+    if (j + B <= u1)
+        load(b0, j, whole);
+    else
+        load(b0, j, checked);
+    wait_for_previous_grid();
+    allow_next_grid();
+    for (; j + 2 * B <= u1; j += 2 * B) {
+        load(b1, j + B, whole);
+        compute(b0, j, whole);
+        if (j + 3 * B <= u1)
+            load(b0, j + 2 * B, whole);
+        else if (j + 2 * B < u1)
+            load(b0, j + 2 * B, checked);
+        compute(b1, j + B, whole);
+    }
+    if (j < u1) { // the tail: b0 holds batch j, at most two partial batches left
+        if (j + B < u1)
+            load(b1, j + B, checked);
+        compute(b0, j, checked);
+        if (j + B < u1)
+            compute(b1, j + B, checked);
     }
 
     // Sum the warps, RED slots per round: in each round warp w owns slots w and w + 8 of every
@@ -344,7 +259,8 @@ __global__ void __launch_bounds__(kGemvThreads, OCC) marlin_gemv_kernel(const Pa
 // fewest waves per slice, the smallest on ties, keeping at least kMinUnitsPerWarp units per warp.
 // Few strips split to fill one wave (4096 rows at M = 1: 256 strips on 264 slots stay whole; the
 // 1024-row k/v projections of a GQA model split).
-// QSERVE_MARLIN_GEMV_SPLITS=N forces N slices where k has room for them (for measurements).
+// QSERVE_MARLIN_GEMV_SPLITS=N forces N slices where k has room for them (for measurements; more
+// slices than the rule's measured slower on every Llama-3.1-8B shape, session 13).
 int gemv_splits(const Layer &l, int64_t ctas, int sms, int resident)
 {
     static const int forced = std::max(0, env_int("QSERVE_MARLIN_GEMV_SPLITS", 0));
@@ -401,46 +317,33 @@ void workspace_for(const Layer &l, int splits, int64_t m, size_t *floats, size_t
 }
 
 using GemvKernel = void (*)(const Params);
-// A kernel instance and the dynamic shared memory it is launched with (its ring; 0 without).
-struct GemvLaunch {
-    GemvKernel kernel;
-    int smem;
-};
 
 // The kernel instance for a step: token tiles from M, strips per CTA, CTAs per SM built for.
-template <bool FP4, int MT, int ST> GemvLaunch kernel_for_occupancy(int occ, bool ring)
+template <bool FP4, int MT, int ST> GemvKernel kernel_for_occupancy(int occ)
 {
-    if constexpr (ST == 1) {
-        if (ring) {
-            if constexpr (MT <= 2)
-                if (occ == 3)
-                    return {marlin_gemv_kernel<FP4, MT, 1, 3, true>, kRingSmem<FP4, MT, 3>};
-            return {marlin_gemv_kernel<FP4, MT, 1, kOccupancy<MT, 1>, true>, kRingSmem<FP4, MT, kOccupancy<MT, 1>>};
-        }
-    }
     if constexpr (MT <= 2 && ST == 1)
         if (occ == 3)
-            return {marlin_gemv_kernel<FP4, MT, ST, 3>, 0};
-    return {marlin_gemv_kernel<FP4, MT, ST, kOccupancy<MT, ST>>, 0};
+            return marlin_gemv_kernel<FP4, MT, ST, 3>;
+    return marlin_gemv_kernel<FP4, MT, ST, kOccupancy<MT, ST>>;
 }
 
-template <bool FP4, int MT> GemvLaunch kernel_for_strips(int st, int occ, bool ring)
+template <bool FP4, int MT> GemvKernel kernel_for_strips(int st, int occ)
 {
-    return st == 4 ? kernel_for_occupancy<FP4, MT, 4>(occ, ring)
-         : st == 2 ? kernel_for_occupancy<FP4, MT, 2>(occ, ring)
-                   : kernel_for_occupancy<FP4, MT, 1>(occ, ring);
+    return st == 4 ? kernel_for_occupancy<FP4, MT, 4>(occ)
+         : st == 2 ? kernel_for_occupancy<FP4, MT, 2>(occ)
+                   : kernel_for_occupancy<FP4, MT, 1>(occ);
 }
 
-template <bool FP4> GemvLaunch kernel_for_tokens(int64_t m, int st, int occ, bool ring)
+template <bool FP4> GemvKernel kernel_for_tokens(int64_t m, int st, int occ)
 {
-    return m <= 8 ? kernel_for_strips<FP4, 1>(st, occ, ring)
-         : m <= 16 ? kernel_for_strips<FP4, 2>(st, occ, ring)
-                   : kernel_for_strips<FP4, 4>(st, occ, ring);
+    return m <= 8 ? kernel_for_strips<FP4, 1>(st, occ)
+         : m <= 16 ? kernel_for_strips<FP4, 2>(st, occ)
+                   : kernel_for_strips<FP4, 4>(st, occ);
 }
 
-GemvLaunch gemv_kernel(bool fp4, int64_t m, int st, int occ, bool ring)
+GemvKernel gemv_kernel(bool fp4, int64_t m, int st, int occ)
 {
-    return fp4 ? kernel_for_tokens<true>(m, st, occ, ring) : kernel_for_tokens<false>(m, st, occ, ring);
+    return fp4 ? kernel_for_tokens<true>(m, st, occ) : kernel_for_tokens<false>(m, st, occ);
 }
 
 } // namespace
@@ -469,40 +372,32 @@ int64_t gemv_max_m(const Layer &l)
 }
 
 namespace {
-// Whether a step runs the ring variant: on sm_90a builds on compute capability 9.0, one strip
-// per CTA, QSERVE_MARLIN_GEMV_RING=1 (measurements; off by default until measured).
-bool ring_takes(int st, const Runtime &rt)
-{
-    static const bool on = env_int("QSERVE_MARLIN_GEMV_RING", 0) == 1;
-    return on && rt.sm90 && st == 1;
-}
-
 // How a step of m tokens runs: token blocks, strips per CTA, the kernel instance, k slices.
 struct GemvPlan {
     int mblocks, st, groups, splits;
-    GemvLaunch launch;
+    GemvKernel kernel;
 };
-int plan_gemv(const Layer &l, int64_t m, const Runtime &rt, GemvPlan *g, qs_err *err)
+int plan_gemv(const Layer &l, int64_t m, int sms, GemvPlan *g, qs_err *err)
 {
     g->mblocks = (int)token_blocks(m);
     g->st = strips_for(l.fp4, m);
     g->groups = (int)((l.n_pad / 16 + g->st - 1) / g->st);
     const int64_t ctas = (int64_t)g->groups * g->mblocks;
-    g->launch = gemv_kernel(l.fp4, m, g->st, occupancy_for(m, g->st, ctas, rt.sms), ring_takes(g->st, rt));
+    g->kernel = gemv_kernel(l.fp4, m, g->st, occupancy_for(m, g->st, ctas, sms));
     // The slots of a wave are what the built kernel really gets (builds for one CTA per SM use
     // more than 128 registers), not what occupancy_for chose between.
-    const int resident = ctas_per_sm((const void *)g->launch.kernel, kGemvThreads, (size_t)g->launch.smem, err);
+    const int resident = ctas_per_sm((const void *)g->kernel, kGemvThreads, 0, err);
     if (resident < 0)
         return -1;
-    g->splits = gemv_splits(l, ctas, rt.sms, resident);
+    g->splits = gemv_splits(l, ctas, sms, resident);
     return 0;
 }
 } // namespace
 
-int gemv_workspace(const Layer &l, int64_t m, const Runtime &rt, size_t *floats, size_t *counters, qs_err *err)
+int gemv_workspace(const Layer &l, int64_t m, int sms, size_t *floats, size_t *counters, qs_err *err)
 {
     GemvPlan g;
-    if (plan_gemv(l, m, rt, &g, err))
+    if (plan_gemv(l, m, sms, &g, err))
         return -1;
     workspace_for(l, g.splits, m, floats, counters);
     return 0;
@@ -511,7 +406,7 @@ int gemv_workspace(const Layer &l, int64_t m, const Runtime &rt, size_t *floats,
 int gemv(const Layer &l, Params &p, const Runtime &rt, cudaStream_t s, qs_err *err)
 {
     GemvPlan g;
-    if (plan_gemv(l, p.M, rt, &g, err))
+    if (plan_gemv(l, p.M, rt.sms, &g, err))
         return -1;
     p.mblocks = g.mblocks;
     p.splits = g.splits;
@@ -523,7 +418,7 @@ int gemv(const Layer &l, Params &p, const Runtime &rt, cudaStream_t s, qs_err *e
         return qs_errf(err, "marlin: %lld output rows are more than the small-M kernel's grid takes (%d)",
                        (long long)l.n, 65535 * 16 * g.st);
     const dim3 grid((unsigned)p.mblocks, (unsigned)g.groups, (unsigned)p.splits);
-    return launch_kernel(g.launch.kernel, grid, kGemvThreads, (size_t)g.launch.smem, rt.pdl, s, p, err);
+    return launch_kernel(g.kernel, grid, kGemvThreads, 0, rt.pdl, s, p, err);
 }
 
 } // namespace qs_marlin

@@ -1,8 +1,7 @@
 // marlin_hopper.cuh — the Hopper-only (sm_90a) device primitives of the marlin wgmma kernels
-// (marlin_wgmma.cu, marlin_stream.cu) and the small-M kernel's ring variant (marlin_gemv.cu):
-// warpgroup MMA with the weights as the register A operand
+// (marlin_wgmma.cu, marlin_stream.cu): warpgroup MMA with the weights as the register A operand
 // and the activations as a shared-memory B operand, its shared-memory descriptors, the mbarriers
-// and tensor / bulk copies a producer fills a shared-memory ring with, register hand-over between
+// and tensor copies a producer warp fills a shared-memory ring with, register hand-over between
 // warpgroups, named barriers and a GPU-scope acquire load. Every primitive
 // compiles to nothing outside an sm_90a build (the host launches these kernels on 9.0 only).
 #ifndef QS_CUDA_MARLIN_HOPPER_CUH
@@ -178,17 +177,6 @@ __device__ __forceinline__ void tensor_copy_2d(uint32_t dst, const void *map, in
     asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], "
                  "[%4];\n" ::"r"(dst),
                  "l"(map), "r"(c0), "r"(c1), "r"(bar)
-                 : "memory");
-#endif
-}
-
-// `bytes` (a multiple of 16, both addresses 16-byte aligned) of contiguous global memory into
-// shared memory by the copy engine, completing on mbarrier `bar`.
-__device__ __forceinline__ void bulk_copy(uint32_t dst, const void *src, uint32_t bytes, uint32_t bar)
-{
-#ifdef QS_WGMMA
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
-                 "l"(src), "r"(bytes), "r"(bar)
                  : "memory");
 #endif
 }
