@@ -68,7 +68,7 @@ def hot_loop(ins, mark):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split('\n')[1])
+    ap = argparse.ArgumentParser(description='the hot loop of each matching kernel in a CUDA binary or cubin')
     ap.add_argument('files', nargs='+')
     ap.add_argument('--match', default='marlin_stream_kernel', help='regex on the (mangled) function name')
     ap.add_argument('--mark', default='HGMMA', help='an instruction the hot loop must hold')
