@@ -66,11 +66,8 @@ template <bool FP4> constexpr int kStripStageBytes = kUnits<FP4> * kUnitBytes;
 template <bool FP4>
 constexpr int kWeightStageBytes = kStrips * kStripStageBytes<FP4> + (FP4 ? kStrips * kFp4ScaleStepBytes : 0);
 template <int NT> constexpr int kActStageBytes = NT * kStageK * 2; // a rewritten or a staged stage
-// Each consumer warp's outputs of a segment, (token, 16 rows) BF16, on their way to 16-byte stores.
-template <int NT> constexpr int kOutTileBytes = kStrips * NT * 16 * 2;
 template <int NT>
-constexpr int kFixedSmem =
-    kAlign + kBarrierBytes + (kActStages + kStagedStages) * kActStageBytes<NT> + kOutTileBytes<NT>;
+constexpr int kFixedSmem = kAlign + kBarrierBytes + (kActStages + kStagedStages) * kActStageBytes<NT>;
 template <bool FP4, int NT>
 constexpr int kWeightStages = std::min(kMaxWeightStages, (kSmemBytes - kFixedSmem<NT>) / kWeightStageBytes<FP4>);
 
@@ -144,8 +141,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     const uint32_t x_full = a_empty + 8 * kActStages, x_empty = x_full + 8 * kStagedStages;
     uint8_t *const staged_ring = smem + kBarrierBytes;
     uint8_t *const act_ring = staged_ring + kStagedStages * ASTAGE;
-    uint8_t *const out_tiles = act_ring + kActStages * ASTAGE;
-    uint8_t *const weight_ring = out_tiles + kOutTileBytes<NT>;
+    uint8_t *const weight_ring = act_ring + kActStages * ASTAGE;
 
     const int nst = p.K / kStageK, groups = (p.strips + kStrips - 1) / kStrips;
     const int64_t T = (int64_t)groups * nst;
@@ -316,9 +312,6 @@ __global__ void __launch_bounds__(kThreads, 1)
 
     // Accumulator 4i+e of lane (r, c): row r + 8 (e / 2) of the warp's strip, token 8i + 2c + e % 2.
     auto token_of = [&](int idx) { return 8 * (idx / 4) + 2 * c + (idx & 1); };
-    // Rows in whole 16-byte runs of y (8 rows) where its row length and address allow.
-    const bool whole_runs = p.N % 8 == 0 && ((uintptr_t)p.y & 15) == 0;
-    __nv_bfloat16 *const out_tile = (__nv_bfloat16 *)out_tiles + warp * NT * 16;
     int64_t w = lo;
     while (w < hi) {
         const int group = (int)(w / nst);
@@ -393,20 +386,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                 }
             }
         }
-        if (strip < p.strips && whole_runs) {
-            // through the warp's tile: each lane then stores 16-byte runs (8 rows of one token)
-            __syncwarp(); // the tile's previous reads
-#pragma unroll
-            for (int idx = 0; idx < NT / 2; idx++)
-                out_tile[token_of(idx) * 16 + r + 8 * ((idx & 3) >> 1)] = out_value(p, (idx & 2) ? o8 : o0, acc[idx]);
-            __syncwarp();
-#pragma unroll
-            for (int q = lane; q < NT * 2; q += 32) {
-                const int t = q >> 1, n = strip * 16 + 8 * (q & 1);
-                if (t < p.M && n < p.N)
-                    *(uint4 *)(p.y + (size_t)t * p.N + n) = *(const uint4 *)(out_tile + q * 8);
-            }
-        } else if (strip < p.strips) {
+        if (strip < p.strips) {
 #pragma unroll
             for (int idx = 0; idx < NT / 2; idx++)
                 if (token_of(idx) < p.M)
