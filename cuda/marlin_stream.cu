@@ -29,7 +29,7 @@
 // of their shares; with at most one CTA per SM and CTAs dispatched in index order, the wait cannot
 // deadlock even when fewer SMs than CTAs are free.
 //
-// When it runs: stream_takes (measured rule). Measurements: docs/marlin.md, sessions 8 and 9.
+// When it runs: stream_takes (measured rule). Measurements: docs/marlin-history.md, sessions 8 and 9.
 #include <algorithm>
 #include <cudaTypedefs.h> // CUtensorMap, PFN_cuTensorMapEncodeTiled
 
@@ -407,7 +407,7 @@ template <typename F> int with_tile(bool fp4, int nt, F &&f)
 }
 
 // The weight ring depth: 4 stages (QSERVE_MARLIN_STREAM_DEPTH=N: N, up to what shared memory
-// holds, for measurements). Measured (docs/marlin.md, session 8): 3-6 within a few percent, 2
+// holds, for measurements). Measured (docs/marlin-history.md, session 8): 3-6 within a few percent, 2
 // slower on the largest layer, the deepest ring (10 FP8 / 16 NVFP4 stages at 64 tokens) slower
 // by ~4 us a call: every CTA requests its whole ring at the start, so the first stages land late.
 struct Depth {
@@ -538,7 +538,7 @@ bool stream_takes(const Layer &l, int64_t m, const Runtime &rt)
         return false;
     if (mode == 2)
         return m >= lo && m <= hi;
-    // The measured rule (docs/marlin.md, session 9; stages of work per SM: 4096x4096 8,
+    // The measured rule (docs/marlin-history.md, session 9; stages of work per SM: 4096x4096 8,
     // 6144x4096 12, 4096x14336 27, 28672x4096 54 on the H200). From 17 tokens it beats the
     // small-M kernel on every Llama-3.1-8B layer but NVFP4's smallest (4096x4096 NVFP4 at 32
     // tokens: 8.5 against 7.5 us); at 9-16 tokens only on FP8 layers of 20+ stages per SM
