@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (device tool, carry ["out/dev"]): times marlin builds and tuning switches
-# side by side in one run, one time column per variant. A variant is name=binary[:VAR=v,VAR=v],
+# side by side in one run, one time column per variant. Each distinct binary's stream-kernel loop
+# is reported first (scripts/sass_loop_stats.py, into $OUT/ab-loops.txt): a build whose loop lost
+# the uniform datapath (R2UR above 0) is slower for reasons other than its idea (docs/developing.md). A variant is name=binary[:VAR=v,VAR=v],
 # the binary a bench_kernels under $DEST (e.g. the last commit's copy, bench_kernels.base, beside
 # the working tree's bench_kernels). Output: $OUT/ab.txt (also printed).
 #   AB_VARIANTS="base=bench_kernels.base new=bench_kernels new-l2=bench_kernels:QSERVE_MARLIN_WG_L2AHEAD=4"
@@ -10,6 +12,8 @@ cd "$(dirname "$0")/.."
 . scripts/gpu-env.sh out/dev
 M=${BENCH_M:-1,8,16,32,64}
 K=${AB_KERNELS:-marlin-fp8,marlin-nvfp4}
+bins=$(for v in ${AB_VARIANTS:?set AB_VARIANTS}; do r=${v#*=}; echo "$D/${r%%:*}"; done | sort -u)
+python3 scripts/sass_loop_stats.py $bins >"$OUT/ab-loops.txt" 2>&1 && cat "$OUT/ab-loops.txt"
 cols=()
 header="kernel N K M"
 for v in ${AB_VARIANTS:?set AB_VARIANTS}; do

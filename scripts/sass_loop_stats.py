@@ -24,7 +24,10 @@ BRANCH = re.compile(r'\bBRA\s+(?:!?U?P\w+,\s*)?0x([0-9a-f]+)')
 
 def functions(path):
     """(name, [(address, instruction)]) for every function in the file's SASS."""
-    out = subprocess.run(['cuobjdump', '-sass', path], capture_output=True, text=True)
+    try:
+        out = subprocess.run(['cuobjdump', '-sass', path], capture_output=True, text=True)
+    except FileNotFoundError:
+        sys.exit('sass_loop_stats: no cuobjdump here (the GPU machine has it)')
     if out.returncode != 0:
         sys.exit(f'sass_loop_stats: cuobjdump failed on {path}: {out.stderr.strip()}')
     for chunk in re.split(r'\n\s*Function : ', out.stdout)[1:]:
