@@ -29,7 +29,8 @@
 // of their shares; with at most one CTA per SM and CTAs dispatched in index order, the wait cannot
 // deadlock even when fewer SMs than CTAs are free.
 //
-// When it runs: stream_takes (measured rule). Measurements: docs/marlin-history.md, sessions 8 and 9.
+// When it runs: stream_takes (measured rule). Measurements: docs/marlin-history.md, sessions 8
+// and 9.
 #include <algorithm>
 #include <cudaTypedefs.h> // CUtensorMap, PFN_cuTensorMapEncodeTiled
 
@@ -407,9 +408,10 @@ template <typename F> int with_tile(bool fp4, int nt, F &&f)
 }
 
 // The weight ring depth: 4 stages (QSERVE_MARLIN_STREAM_DEPTH=N: N, up to what shared memory
-// holds, for measurements). Measured (docs/marlin-history.md, session 8): 3-6 within a few percent, 2
-// slower on the largest layer, the deepest ring (10 FP8 / 16 NVFP4 stages at 64 tokens) slower
-// by ~4 us a call: every CTA requests its whole ring at the start, so the first stages land late.
+// holds, for measurements). Measured (docs/marlin-history.md, session 8): 3-6 within a few
+// percent, 2 slower on the largest layer, the deepest ring (10 FP8 / 16 NVFP4 stages at 64
+// tokens) slower by ~4 us a call: every CTA requests its whole ring at the start, so the first
+// stages land late.
 struct Depth {
     template <bool FP4, int NT> int operator()()
     {

@@ -2,9 +2,10 @@
 # Runs on the GPU machine (device tool, carry ["out/dev"]): times marlin builds and tuning switches
 # side by side in one run, one time column per variant. Each distinct binary's stream-kernel loop
 # is reported first (scripts/sass_loop_stats.py, into $OUT/ab-loops.txt): a build whose loop lost
-# the uniform datapath (R2UR above 0) is slower for reasons other than its idea (docs/developing.md). A variant is name=binary[:VAR=v,VAR=v],
-# the binary a bench_kernels under $DEST (e.g. the last commit's copy, bench_kernels.base, beside
-# the working tree's bench_kernels). Output: $OUT/ab.txt (also printed).
+# the uniform datapath (R2UR above 0) is slower for reasons other than its idea
+# (docs/developing.md). A variant is name=binary[:VAR=v,VAR=v], the binary a bench_kernels under
+# $DEST (e.g. the last commit's copy, bench_kernels.base, beside the working tree's bench_kernels).
+# Output: $OUT/ab.txt (also printed).
 #   AB_VARIANTS="base=bench_kernels.base new=bench_kernels new-l2=bench_kernels:QSERVE_MARLIN_WG_L2AHEAD=4"
 #   BENCH_M=1,16,64   AB_KERNELS=marlin-fp8,marlin-nvfp4
 set -uo pipefail
