@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (device tool, carry ["out/dev"]): times marlin builds and tuning switches
-# side by side in one run, one time column per variant. Each distinct binary's stream-kernel loop
-# is reported first (scripts/sass_loop_stats.py, into $OUT/ab-loops.txt): a build whose loop lost
-# the uniform datapath (R2UR above 0) is slower for reasons other than its idea
-# (docs/developing.md). A variant is name=binary[:VAR=v,VAR=v], the binary a bench_kernels under
-# $DEST (e.g. the last commit's copy, bench_kernels.base, beside the working tree's bench_kernels).
-# Output: $OUT/ab.txt (also printed).
+# side by side in one run, one time column per variant. With AB_LOOPS=1 each distinct binary's
+# stream-kernel loop is reported first (scripts/sass_loop_stats.py, into $OUT/ab-loops.txt): a
+# build whose loop lost the uniform datapath (R2UR above 0) is slower for reasons other than its
+# idea (docs/developing.md). (Opt-in: cuobjdump over a whole bench_kernels has not been timed on
+# the GPU machine yet; a cubin of marlin_stream.cu alone takes seconds.) A variant is
+# name=binary[:VAR=v,VAR=v], the binary a bench_kernels under $DEST (e.g. the last commit's copy,
+# bench_kernels.base, beside the working tree's bench_kernels). Output: $OUT/ab.txt (also printed).
 #   AB_VARIANTS="base=bench_kernels.base new=bench_kernels new-l2=bench_kernels:QSERVE_MARLIN_WG_L2AHEAD=4"
 #   BENCH_M=1,16,64   AB_KERNELS=marlin-fp8,marlin-nvfp4
 set -uo pipefail
@@ -13,8 +14,10 @@ cd "$(dirname "$0")/.."
 . scripts/gpu-env.sh out/dev
 M=${BENCH_M:-1,8,16,32,64}
 K=${AB_KERNELS:-marlin-fp8,marlin-nvfp4}
-bins=$(for v in ${AB_VARIANTS:?set AB_VARIANTS}; do r=${v#*=}; echo "$D/${r%%:*}"; done | sort -u)
-python3 scripts/sass_loop_stats.py $bins >"$OUT/ab-loops.txt" 2>&1 && cat "$OUT/ab-loops.txt"
+if [ "${AB_LOOPS:-0}" = 1 ]; then
+  bins=$(for v in ${AB_VARIANTS:?set AB_VARIANTS}; do r=${v#*=}; echo "$D/${r%%:*}"; done | sort -u)
+  timeout 120 python3 scripts/sass_loop_stats.py $bins >"$OUT/ab-loops.txt" 2>&1; cat "$OUT/ab-loops.txt"
+fi
 cols=()
 header="kernel N K M"
 for v in ${AB_VARIANTS:?set AB_VARIANTS}; do
