@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "cuda_check.h"
+#include "launch_pdl.cuh"
 #include "marlin_layout.h"
 
 namespace qs_marlin {
@@ -152,17 +153,7 @@ template <typename Kernel, typename... Extra>
 int launch_kernel(Kernel kernel, dim3 grid, int threads, size_t smem, bool pdl, cudaStream_t s, const Params &p,
                   qs_err *err, const Extra &...extra)
 {
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = grid;
-    cfg.blockDim = dim3((unsigned)threads);
-    cfg.dynamicSmemBytes = smem;
-    cfg.stream = s;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = pdl ? 1 : 0;
-    QS_CUDA_TRY(cudaLaunchKernelEx(&cfg, kernel, p, extra...), err);
+    QS_CUDA_TRY(qs_launch_pdl(kernel, grid, dim3((unsigned)threads), smem, s, pdl, p, extra...), err);
     QS_LAUNCH_CHECK(err);
     return 0;
 }

@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include "cuda_check.h"
+#include "launch_pdl.cuh"
 #include "read_probe.h"
 
 namespace {
@@ -84,17 +85,10 @@ extern "C" int qs_cuda_read_sum(const void *buf, size_t bytes, uint32_t *dev_sum
     const int n_tail = (int)(bytes % 16 / 4);
     const Device &d = device();
     const size_t want = (n16 + kThreads - 1) / kThreads;
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3((unsigned)(want < (size_t)d.blocks ? (want ? want : 1) : (size_t)d.blocks));
-    cfg.blockDim = dim3(kThreads);
-    cfg.stream = (cudaStream_t)stream;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = d.pdl ? 1 : 0;
-    QS_CUDA_TRY(cudaLaunchKernelEx(&cfg, read_sum_kernel, (const uint4 *)buf, n16,
-                                   (const uint32_t *)((const uint8_t *)buf + n16 * 16), n_tail, dev_sum),
+    const size_t grid = want < (size_t)d.blocks ? (want ? want : 1) : (size_t)d.blocks;
+    QS_CUDA_TRY(qs_launch_pdl(read_sum_kernel, dim3((unsigned)grid), dim3(kThreads), 0, (cudaStream_t)stream, d.pdl,
+                              (const uint4 *)buf, n16, (const uint32_t *)((const uint8_t *)buf + n16 * 16), n_tail,
+                              dev_sum),
                 err);
     QS_LAUNCH_CHECK(err);
     return 0;
