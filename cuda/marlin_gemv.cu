@@ -261,13 +261,16 @@ __global__ void __launch_bounds__(kGemvThreads, OCC) marlin_gemv_kernel(const Pa
 // 1024-row k/v projections of a GQA model split).
 // QSERVE_MARLIN_GEMV_SPLITS=N forces N slices where k has room for them (for measurements; more
 // slices than the rule's measured slower on every Llama-3.1-8B shape, session 13).
+// k slices in 1..16: the range both the rule and the forced count keep to.
+int64_t clamp_splits(int64_t n) { return std::max<int64_t>(1, std::min<int64_t>(16, n)); }
+
 int gemv_splits(const Layer &l, int64_t ctas, int sms, int resident)
 {
     static const int forced = std::max(0, env_int("QSERVE_MARLIN_GEMV_SPLITS", 0));
     const int64_t units_k = l.k_pad / (l.fp4 ? kFp4UnitK : kFp8UnitK);
     const int64_t most = units_k / (kGemvWarps * kMinUnitsPerWarp);
     if (forced)
-        return (int)std::max<int64_t>(1, std::min<int64_t>({(int64_t)forced, most, 16}));
+        return (int)clamp_splits(std::min<int64_t>(forced, most));
     return split_by_waves(ctas, (int64_t)sms * resident, most);
 }
 
@@ -350,7 +353,7 @@ GemvKernel gemv_kernel(bool fp4, int64_t m, int st, int occ)
 
 int split_by_waves(int64_t ctas, int64_t wave, int64_t most)
 {
-    most = std::max<int64_t>(1, std::min<int64_t>(16, most));
+    most = clamp_splits(most);
     int best = 1;
     double best_cost = 1e30;
     for (int s = 1; s <= most; s++) {
