@@ -172,15 +172,6 @@ template <int N> __device__ __forceinline__ void claim_registers()
 #endif
 }
 
-// Brings a tensor map's descriptor into the copy engine's cache ahead of its first copy: without
-// it the first copy of every call also waits for the descriptor's own fetch.
-__device__ __forceinline__ void prefetch_tensor_map(const void *map)
-{
-#ifdef QS_WGMMA
-    asm volatile("prefetch.tensormap [%0];\n" ::"l"(map) : "memory");
-#endif
-}
-
 // A box of a 3-D tensor map (coordinates innermost first) from global to shared memory by the
 // tensor-copy engine, completing on mbarrier `bar`.
 __device__ __forceinline__ void tensor_copy_3d(uint32_t dst, const void *map, int c0, int c1, int c2, uint32_t bar)

@@ -150,13 +150,6 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int64_t lo = share_begin(blockIdx.x, T, C), hi = share_begin(blockIdx.x + 1, T, C);
     trace_phase(p, kEnter);
 
-    if (threadIdx.x == kStrips * 32) { // the weight producer, while thread 0 sets up the barriers
-        prefetch_tensor_map(&weight_map);
-        if (FP4)
-            prefetch_tensor_map(&scale_map);
-    } else if (threadIdx.x == (kStrips + 1) * 32) { // the activation producer
-        prefetch_tensor_map(&x_map);
-    }
     if (threadIdx.x == 0) {
         for (int i = 0; i < depth; i++) {
             mbar_init(w_full + 8 * i, 1);
