@@ -92,9 +92,10 @@ int wgmma_workspace(const Layer &l, int64_t m, int sms, size_t *floats, size_t *
 int wgmma(const Layer &l, Params &p, const __nv_bfloat16 *x, int64_t xs, const Runtime &rt, cudaStream_t s,
           qs_err *err);
 // The stream kernel (marlin_stream.cu, sm_90): the same three, for steps of up to 64 tokens.
-// (stream_fits: the activations' address suits its tensor map, 16-byte aligned; checked per call.)
+// (stream_fits: the activations' address suits its tensor map and the output's its 16-byte stores,
+// both 16-byte aligned; checked per call.)
 bool stream_takes(const Layer &l, int64_t m, const Runtime &rt);
-bool stream_fits(const __nv_bfloat16 *x);
+bool stream_fits(const __nv_bfloat16 *x, const __nv_bfloat16 *y);
 void stream_workspace(const Layer &l, int64_t m, int sms, size_t *floats, size_t *counters);
 int stream(const Layer &l, Params &p, const __nv_bfloat16 *x, int64_t xs, const Runtime &rt, cudaStream_t s,
            qs_err *err);

@@ -133,16 +133,21 @@ __device__ __forceinline__ OutRow out_row(const Params &p, int n)
     }
     return o;
 }
-__device__ __forceinline__ void store_row(const Params &p, const OutRow &o, float v, int m, int n)
+// The output value of accumulator v of a row whose factors are o.
+__device__ __forceinline__ __nv_bfloat16 out_value(const Params &p, const OutRow &o, float v)
 {
-    if (n >= p.N)
-        return;
     if (p.colscale)
         v *= o.colscale;
     v = v * p.post1 * p.post2;
     if (p.bias)
         v += o.bias;
-    p.y[(size_t)m * p.N + n] = __float2bfloat16_rn(v);
+    return __float2bfloat16_rn(v);
+}
+__device__ __forceinline__ void store_row(const Params &p, const OutRow &o, float v, int m, int n)
+{
+    if (n >= p.N)
+        return;
+    p.y[(size_t)m * p.N + n] = out_value(p, o, v);
 }
 __device__ __forceinline__ void store_output(const Params &p, float v, int m, int n) { store_row(p, out_row(p, n), v, m, n); }
 

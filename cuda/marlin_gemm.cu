@@ -598,7 +598,7 @@ int gemm(const Layer &l, const __nv_bfloat16 *x, __nv_bfloat16 *y, int64_t m, cu
     p.strips = (int)(l.n_pad / 16);
     p.units_k = (int)(l.k_pad / (l.fp4 ? kFp4UnitK : kFp8UnitK));
     p.ksteps = (int)(l.k_pad / (l.fp4 ? kFp4StepK : kFp8StepK));
-    if (stream_takes(l, m, rt) && stream_fits(x)) // its tensor map reads x as it is
+    if (stream_takes(l, m, rt) && stream_fits(x, y)) // its tensor map reads x as it is
         return stream(l, p, x, l.k, rt, s, err);
     if (wgmma_takes(l, m, rt)) // its activation copy pads k too
         return wgmma(l, p, x, l.k, rt, s, err);

@@ -67,10 +67,15 @@ template <bool FP4> constexpr int kStripStageBytes = kUnits<FP4> * kUnitBytes;
 template <bool FP4>
 constexpr int kWeightStageBytes = kStrips * kStripStageBytes<FP4> + (FP4 ? kStrips * kFp4ScaleStepBytes : 0);
 template <int NT> constexpr int kActStageBytes = NT * kStageK * 2; // a rewritten or a staged stage
+// Each consumer warp's outputs of a segment, (token, 16 rows) BF16, on their way to 16-byte stores:
+// static shared memory (an address known at link time, so no value lives across the stream loop
+// for it: such values cost the loop its uniform datapath, session 12), beside the dynamic rings.
+template <int NT> constexpr int kOutTileBytes = kStrips * NT * 16 * 2;
 template <int NT>
 constexpr int kFixedSmem = kAlign + kBarrierBytes + (kActStages + kStagedStages) * kActStageBytes<NT>;
 template <bool FP4, int NT>
-constexpr int kWeightStages = std::min(kMaxWeightStages, (kSmemBytes - kFixedSmem<NT>) / kWeightStageBytes<FP4>);
+constexpr int kWeightStages =
+    std::min(kMaxWeightStages, (kSmemBytes - kOutTileBytes<NT> - kFixedSmem<NT>) / kWeightStageBytes<FP4>);
 
 // The ring slot and phase parity of a walk through a ring of `depth` slots.
 struct RingPos {
@@ -389,11 +394,26 @@ __global__ void __launch_bounds__(kThreads, 1)
                 }
             }
         }
+        // The outputs through the warp's tile, so that each lane stores 16-byte runs of y (8 rows of
+        // one token; stream_takes and stream_fits keep rows a multiple of 8 and y 16-byte aligned).
+        // The one barrier is unconditional: a __syncwarp inside the strip test below takes the
+        // stream loop off the uniform datapath (session 13); the tile's previous reads are behind
+        // the __syncwarp at the end of this segment's stream.
+        __shared__ __align__(16) __nv_bfloat16 out_tiles[kStrips][NT * 16];
+        __nv_bfloat16 *const out_tile = out_tiles[warp];
         if (strip < p.strips) {
 #pragma unroll
             for (int idx = 0; idx < NT / 2; idx++)
-                if (token_of(idx) < p.M)
-                    store_row(p, (idx & 2) ? o8 : o0, acc[idx], token_of(idx), row0 + 8 * ((idx & 3) >> 1));
+                out_tile[token_of(idx) * 16 + r + 8 * ((idx & 3) >> 1)] = out_value(p, (idx & 2) ? o8 : o0, acc[idx]);
+        }
+        __syncwarp();
+        if (strip < p.strips) {
+#pragma unroll
+            for (int k = 0; k < NT / 16; k++) {
+                const int q = lane + 32 * k, t = q >> 1, n = strip * 16 + 8 * (q & 1);
+                if (t < p.M && n < p.N)
+                    *(uint4 *)(p.y + (size_t)t * p.N + n) = *(const uint4 *)(out_tile + q * 8);
+            }
         }
     }
     trace_phase(p, kExit);
@@ -504,7 +524,7 @@ struct Launch {
         if (activation_map(&x_map, x, p.M, l.k, xs, NT, err))
             return -1;
         const size_t smem = (size_t)kFixedSmem<NT> + (size_t)p.ring * kWeightStageBytes<FP4>;
-        if (ctas_per_sm((const void *)marlin_stream_kernel<FP4, NT>, kThreads, kSmemBytes, err) < 0)
+        if (ctas_per_sm((const void *)marlin_stream_kernel<FP4, NT>, kThreads, kSmemBytes - kOutTileBytes<NT>, err) < 0)
             return -1;
         return launch_kernel(marlin_stream_kernel<FP4, NT>, dim3(ctas), kThreads, smem, rt.pdl, s, p, err, weight_map,
                              scale_map, x_map);
@@ -537,8 +557,9 @@ bool stream_takes(const Layer &l, int64_t m, const Runtime &rt)
     static const int mode = env_int("QSERVE_MARLIN_STREAM", 1);
     static const int lo = env_int("QSERVE_MARLIN_STREAM_MIN", 1);
     static const int hi = std::min(env_int("QSERVE_MARLIN_STREAM_MAX", kMaxTokens), kMaxTokens);
-    // The activations' tensor map needs rows at a multiple of 16 bytes.
-    if (!mode || !rt.sm90 || l.block || m > kMaxTokens || l.k_pad % kStageK != 0 || l.k % 8 != 0)
+    // The activations' tensor map needs rows at a multiple of 16 bytes; the 16-byte output stores,
+    // output rows of a multiple of 8.
+    if (!mode || !rt.sm90 || l.block || m > kMaxTokens || l.k_pad % kStageK != 0 || l.k % 8 != 0 || l.n % 8 != 0)
         return false;
     if (mode == 2)
         return m >= lo && m <= hi;
@@ -554,7 +575,7 @@ bool stream_takes(const Layer &l, int64_t m, const Runtime &rt)
     return m >= 9 && !l.fp4 && stages_per_sm >= 20;
 }
 
-bool stream_fits(const __nv_bfloat16 *x) { return ((uintptr_t)x & 15) == 0; }
+bool stream_fits(const __nv_bfloat16 *x, const __nv_bfloat16 *y) { return (((uintptr_t)x | (uintptr_t)y) & 15) == 0; }
 
 namespace {
 // A plan's split-group workspace: max_shares slots per group, each the consumers' accumulators,
