@@ -189,7 +189,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                 if (FP4)
                     tensor_copy_3d(dst + kStrips * STRIP_BYTES, &scale_map, 0, st / 2, group * kStrips, full);
             });
-        } else if (warp >= kPermuteWarp0 && warp < kPermuteWarp0 + kPermuteWarps) {
+        } else if (warp < kPermuteWarp0 + kPermuteWarps) {
             // Activations: each of these warps copies one 32-k item q of every stage for all NT
             // tokens straight from x into the activation ring in wgmma's image, 4-byte pairs moved
             // to their permuted places by cp.async (marlin_stream_rewrite.h: image word c of core
