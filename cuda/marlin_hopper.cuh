@@ -129,20 +129,6 @@ __device__ __forceinline__ void mbar_arrive_expect(uint32_t bar, uint32_t bytes)
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
 #endif
 }
-// Copies 4 bytes global -> shared without registers (cp.async through L1); src_bytes 0 writes zeros
-// and reads nothing.
-__device__ __forceinline__ void cp_async4(uint32_t dst, const void *src, int src_bytes)
-{
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
-}
-// One arrival on mbarrier `bar` once all of this thread's earlier cp.async copies have landed
-// (counted in the barrier's expected arrivals: noinc).
-__device__ __forceinline__ void cp_async_arrive(uint32_t bar)
-{
-#ifdef QS_WGMMA
-    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
-#endif
-}
 // Waits until the phase of parity `parity` has completed.
 __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity)
 {

@@ -161,7 +161,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             mbar_init(w_empty + 8 * i, kStrips);
         }
         for (int i = 0; i < kActStages; i++) {
-            mbar_init(a_full + 8 * i, kPermuteWarps * 32); // each copying thread, once its copies land
+            mbar_init(a_full + 8 * i, kPermuteWarps);
             mbar_init(a_empty + 8 * i, kStrips);
         }
         for (int i = 0; i < kStagedStages; i++) {
@@ -189,41 +189,40 @@ __global__ void __launch_bounds__(kThreads, 1)
                 if (FP4)
                     tensor_copy_3d(dst + kStrips * STRIP_BYTES, &scale_map, 0, st / 2, group * kStrips, full);
             });
-        } else if (warp < kPermuteWarp0 + kPermuteWarps) {
-            // Activations: each of these warps copies one 32-k item q of every stage for all NT
-            // tokens straight from x into the activation ring in wgmma's image, 4-byte pairs moved
-            // to their permuted places by cp.async (marlin_stream_rewrite.h: image word c of core
-            // row (slice 2q + w / 2, w % 2) is pair w of item q's chunk c); tokens past M and k
-            // past the layer read as zeros. Lane (n8, c): token 8g + n8, chunk c: 32 lanes, 32
-            // banks. Each thread's copies complete on the slot's full barrier.
+        } else if (warp == kStrips + 1) {
+            // Activations: the stage's 128 k of NT tokens as two 64-k boxes.
             wait_for_previous_grid();
             allow_next_grid();
-            const int q = warp - kPermuteWarp0, n8 = lane >> 2, c = lane & 3;
-            const int kq = FP4 ? 64 * (q / 2) + 16 * c + 8 * (q & 1) : 32 * q + 8 * c;
-            constexpr int SLICE = image_slice_bytes(NT);
-            const uint32_t img0 = (uint32_t)__cvta_generic_to_shared(act_ring) + 2 * q * SLICE + n8 * 16 + 4 * c;
-            int st = (int)(lo % nst);
-            RingPos apos;
+            if (lane != 0)
+                return;
+            fill_ring(x_full, x_empty, kStagedStages, ASTAGE, lo, hi, nst, [&](uint32_t full, int slot, int, int st, int64_t i) {
+                trace(p, kActCopy, i);
+                const uint32_t dst = (uint32_t)__cvta_generic_to_shared(staged_ring + slot * ASTAGE);
+                tensor_copy_2d(dst, &x_map, st * kStageK, 0, full);
+                tensor_copy_2d(dst + staged_half_bytes(NT), &x_map, st * kStageK + 64, 0, full);
+            });
+        } else if (warp < kPermuteWarp0 + kPermuteWarps) {
+            allow_next_grid();
+            const int tid = threadIdx.x - kPermuteWarp0 * 32;
+            RingPos xpos, apos;
             for (int64_t i = 0; i < hi - lo; i++) {
+                mbar_wait(x_full + 8 * xpos.slot, xpos.phase);
+                if (warp == kPermuteWarp0)
+                    trace(p, kStaged, i);
                 if (i >= kActStages)
                     mbar_wait(a_empty + 8 * apos.slot, apos.phase ^ 1);
-                const int k = st * kStageK + kq;
-                const uint32_t img = img0 + apos.slot * ASTAGE;
-#pragma unroll
-                for (int g = 0; g < NT / 8; g++) {
-                    const int n = 8 * g + n8;
-                    const bool in = n < p.M && k < p.XS;
-                    const __nv_bfloat16 *src = p.x + (in ? (size_t)n * p.XS + k : 0);
-#pragma unroll
-                    for (int w = 0; w < 4; w++)
-                        cp_async4(img + g * 256 + (w / 2) * SLICE + (w & 1) * 128, src + 2 * w, in ? 4 : 0);
+                rewrite_stage<FP4, NT>(staged_ring + xpos.slot * ASTAGE, act_ring + apos.slot * ASTAGE, tid);
+                fence_async_shared(); // the generic-proxy stores, before wgmma reads them
+                __syncwarp();
+                if (lane == 0) {
+                    mbar_arrive(x_empty + 8 * xpos.slot);
+                    mbar_arrive(a_full + 8 * apos.slot);
                 }
-                cp_async_arrive(a_full + 8 * apos.slot);
+                if (warp == kPermuteWarp0)
+                    trace(p, kRewritten, i);
+                xpos.next(kStagedStages);
                 apos.next(kActStages);
-                if (++st == nst)
-                    st = 0;
             }
-            asm volatile("cp.async.wait_all;\n" ::: "memory");
         } else if (warp == kPublishWarp) {
             wait_for_previous_grid(); // the counts are the previous kernel's until it ends
             allow_next_grid();
@@ -293,7 +292,6 @@ __global__ void __launch_bounds__(kThreads, 1)
         if (warp == 0)
             trace(p, kExpanded, item);
         mbar_wait(a_full + 8 * apos.slot, apos.phase);
-        fence_async_shared(); // the copies landed through the generic proxy; wgmma reads through the async one
         if (warp == 0 || warp == 4)
             trace(p, warp == 0 ? kActIn : kActIn1, item);
         if (item == 0)
