@@ -31,6 +31,17 @@ __device__ __forceinline__ uint64_t slice_descriptor(const void *smem)
     return ((addr >> 4) & 0x3FFF) | (((lbo >> 4) & 0x3FFF) << 16) | (((sbo >> 4) & 0x3FFF) << 32);
 }
 
+// Shared-memory matrix descriptor of a K-major operand in the 128-byte swizzle a tensor copy with
+// CU_TENSOR_MAP_SWIZZLE_128B leaves (rows of 64 BF16, 8-row atoms of 1024 bytes, 1024-byte aligned):
+// SBO = 1024 between 8-row groups, LBO unused, layout type 1 (bits 62-63). A k16 slice further
+// along the row is this plus its 32-byte offset / 16: the swizzle is applied to the address.
+__device__ __forceinline__ uint64_t swizzled_descriptor(const void *smem)
+{
+    const uint64_t addr = (uint32_t)__cvta_generic_to_shared(smem);
+    constexpr uint64_t sbo = 1024;
+    return ((addr >> 4) & 0x3FFF) | (1ull << 16) | (((sbo >> 4) & 0x3FFF) << 32) | (1ull << 62);
+}
+
 __device__ __forceinline__ void wgmma_fence()
 {
 #ifdef QS_WGMMA

@@ -119,10 +119,17 @@ template <bool FP4, int NT> __device__ __forceinline__ void rewrite_stage(const 
         rewrite_item<FP4, NT>(staged, act, i % NT, i / NT);
 }
 
+// Byte offset of k16 slice s of a stage in the activation ring: the rewritten image's slices one
+// after another, or (XP) 32 bytes along a swizzled 128-byte row, the second 64 k in the second box.
+template <int NT, bool XP> __device__ __forceinline__ int slice_offset(int s)
+{
+    return XP ? (s >> 2) * staged_half_bytes(NT) + (s & 3) * 32 : s * image_slice_bytes(NT);
+}
+
 // weight_map: the packed weights as (stage bytes / 8, k stage, strip) 64-bit words, one box = one
 // stage of 8 strips; scale_map (NVFP4): the scale codes as (256 bytes / 8, 256-k step, strip);
 // x_map: the activations as (k, token) BF16, one box = 64 k of NT tokens, 128-byte swizzle.
-template <bool FP4, int NT>
+template <bool FP4, int NT, bool XP>
 __global__ void __launch_bounds__(kThreads, 1)
     marlin_stream_kernel(const Params p, const __grid_constant__ CUtensorMap weight_map,
                          const __grid_constant__ CUtensorMap scale_map, const __grid_constant__ CUtensorMap x_map)
@@ -161,7 +168,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             mbar_init(w_empty + 8 * i, kStrips);
         }
         for (int i = 0; i < kActStages; i++) {
-            mbar_init(a_full + 8 * i, kPermuteWarps);
+            mbar_init(a_full + 8 * i, XP ? 1 : kPermuteWarps);
             mbar_init(a_empty + 8 * i, kStrips);
         }
         for (int i = 0; i < kStagedStages; i++) {
@@ -195,6 +202,17 @@ __global__ void __launch_bounds__(kThreads, 1)
             allow_next_grid();
             if (lane != 0)
                 return;
+            if constexpr (XP) {
+                // x already in the packer's k order (permute_activations): straight into the
+                // activation ring, whose 128-byte swizzle the consumers' descriptors read as is
+                fill_ring(a_full, a_empty, kActStages, ASTAGE, lo, hi, nst, [&](uint32_t full, int slot, int, int st, int64_t i) {
+                    trace(p, kActCopy, i);
+                    const uint32_t dst = (uint32_t)__cvta_generic_to_shared(act_ring + slot * ASTAGE);
+                    tensor_copy_2d(dst, &x_map, st * kStageK, 0, full);
+                    tensor_copy_2d(dst + staged_half_bytes(NT), &x_map, st * kStageK + 64, 0, full);
+                });
+                return;
+            }
             fill_ring(x_full, x_empty, kStagedStages, ASTAGE, lo, hi, nst, [&](uint32_t full, int slot, int, int st, int64_t i) {
                 trace(p, kActCopy, i);
                 const uint32_t dst = (uint32_t)__cvta_generic_to_shared(staged_ring + slot * ASTAGE);
@@ -203,6 +221,8 @@ __global__ void __launch_bounds__(kThreads, 1)
             });
         } else if (warp < kPermuteWarp0 + kPermuteWarps) {
             allow_next_grid();
+            if (XP)
+                return;
             const int tid = threadIdx.x - kPermuteWarp0 * 32;
             RingPos xpos, apos;
             for (int64_t i = 0; i < hi - lo; i++) {
@@ -247,7 +267,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 
     // Consumers.
     const int r = lane >> 2, c = lane & 3;
-    const uint64_t act_desc = slice_descriptor(act_ring);
+    const uint64_t act_desc = XP ? swizzled_descriptor(act_ring) : slice_descriptor(act_ring);
     RingPos wpos, apos;
     int pending_act = -1; // the activation slot whose wgmma group may still run
     float acc[NT / 2];
@@ -302,7 +322,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         for (int u = 0; u < UNITS; u++)
 #pragma unroll
             for (int t = 0; t < SLICES_PER_UNIT; t++)
-                wgmma_acc<NT>(acc, a[u][t], desc + (uint64_t)((u * SLICES_PER_UNIT + t) * image_slice_bytes(NT) >> 4));
+                wgmma_acc<NT>(acc, a[u][t], desc + (uint64_t)(slice_offset<NT, XP>(u * SLICES_PER_UNIT + t) >> 4));
         wgmma_commit();
         if (warp == 0)
             trace(p, kIssued, item);
@@ -509,6 +529,7 @@ struct Launch {
     cudaStream_t s;
     const __nv_bfloat16 *x;
     int64_t xs;
+    bool xp; // x is the permuted copy (k_pad wide)
     qs_err *err;
     template <bool FP4, int NT> int operator()()
     {
@@ -519,13 +540,18 @@ struct Launch {
             scale_map = weight_map; // an FP8 kernel never reads it
         else if (strip_map(&scale_map, l.sc, kFp4ScaleStepBytes, p.ksteps, p.strips, "scale codes", err))
             return -1;
-        if (activation_map(&x_map, x, p.M, l.k, xs, NT, err))
+        if (activation_map(&x_map, x, p.M, xp ? l.k_pad : l.k, xs, NT, err))
             return -1;
         const size_t smem = (size_t)kFixedSmem<NT> + (size_t)p.ring * kWeightStageBytes<FP4>;
-        if (ctas_per_sm((const void *)marlin_stream_kernel<FP4, NT>, kThreads, kSmemBytes - kOutTileBytes<NT>, err) < 0)
+        const void *kernel = xp ? (const void *)marlin_stream_kernel<FP4, NT, true>
+                                : (const void *)marlin_stream_kernel<FP4, NT, false>;
+        if (ctas_per_sm(kernel, kThreads, kSmemBytes - kOutTileBytes<NT>, err) < 0)
             return -1;
-        return launch_kernel(marlin_stream_kernel<FP4, NT>, dim3(ctas), kThreads, smem, rt.pdl, s, p, err, weight_map,
-                             scale_map, x_map);
+        if (xp)
+            return launch_kernel(marlin_stream_kernel<FP4, NT, true>, dim3(ctas), kThreads, smem, rt.pdl, s, p, err,
+                                 weight_map, scale_map, x_map);
+        return launch_kernel(marlin_stream_kernel<FP4, NT, false>, dim3(ctas), kThreads, smem, rt.pdl, s, p, err,
+                             weight_map, scale_map, x_map);
     }
 };
 
@@ -633,10 +659,20 @@ int stream(const Layer &l, Params &p, const __nv_bfloat16 *x, int64_t xs, const 
         return -1;
     p.ring = g.ring;
     p.splits = (int)g.max_shares; // partial slots per group
+    // QSERVE_MARLIN_STREAM_XP=1: x copied into the packer's k order first (one small kernel), read
+    // by the tensor copy straight into the activation ring (no rewrite; measurement switch).
+    static const bool permuted = env_int("QSERVE_MARLIN_STREAM_XP", 0) != 0;
+    if (permuted) {
+        __nv_bfloat16 *xp = permuted_activations((size_t)p.M * l.k_pad, err);
+        if (!xp || permute_activations(l, x, xs, p.M, xp, s, err))
+            return -1;
+        x = xp;
+        xs = l.k_pad;
+    }
 #ifdef QS_MARLIN_STREAM_TRACE
-    return traced_launch(l, p, Launch{l, p, (unsigned)g.ctas, rt, s, x, xs, err}, g.nt, s, err);
+    return traced_launch(l, p, Launch{l, p, (unsigned)g.ctas, rt, s, x, xs, permuted, err}, g.nt, s, err);
 #else
-    return with_tile(l.fp4, g.nt, Launch{l, p, (unsigned)g.ctas, rt, s, x, xs, err});
+    return with_tile(l.fp4, g.nt, Launch{l, p, (unsigned)g.ctas, rt, s, x, xs, permuted, err});
 #endif
 }
 

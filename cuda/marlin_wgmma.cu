@@ -53,6 +53,7 @@ template <bool FP4> __device__ __forceinline__ uint4 permuted_chunk(const __nv_b
 template <bool FP4>
 __global__ void permute_kernel(const __nv_bfloat16 *x, int xs, __nv_bfloat16 *xp, int m, int k, int k_pad)
 {
+    allow_next_grid(); // the kernel after it waits for all of it before reading xp
     const int chunks = k_pad / 8;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (int64_t)m * chunks;
          i += (int64_t)gridDim.x * blockDim.x) {
@@ -357,6 +358,19 @@ int wgmma_workspace(const Layer &l, int64_t m, int sms, size_t *floats, size_t *
     return 0;
 }
 
+int permute_activations(const Layer &l, const __nv_bfloat16 *x, int64_t xs, int64_t m, __nv_bfloat16 *xp,
+                        cudaStream_t s, qs_err *err)
+{
+    const int64_t chunks = m * (l.k_pad / 8);
+    const unsigned blocks = (unsigned)std::min<int64_t>((chunks + 255) / 256, 4096);
+    if (l.fp4)
+        permute_kernel<true><<<blocks, 256, 0, s>>>(x, (int)xs, xp, (int)m, (int)l.k, (int)l.k_pad);
+    else
+        permute_kernel<false><<<blocks, 256, 0, s>>>(x, (int)xs, xp, (int)m, (int)l.k, (int)l.k_pad);
+    QS_LAUNCH_CHECK(err);
+    return 0;
+}
+
 int wgmma(const Layer &l, Params &p, const __nv_bfloat16 *x, int64_t xs, const Runtime &rt, cudaStream_t s,
           qs_err *err)
 {
@@ -366,15 +380,8 @@ int wgmma(const Layer &l, Params &p, const __nv_bfloat16 *x, int64_t xs, const R
     size_t floats, counters, permuted;
     workspace_of(g, l, p.M, &floats, &counters, &permuted);
     __nv_bfloat16 *xp = permuted_activations(permuted, err);
-    if (!xp)
+    if (!xp || permute_activations(l, x, xs, p.M, xp, s, err))
         return -1;
-    const int64_t chunks = (int64_t)p.M * (l.k_pad / 8);
-    const unsigned blocks = (unsigned)std::min<int64_t>((chunks + 255) / 256, 4096);
-    if (l.fp4)
-        permute_kernel<true><<<blocks, 256, 0, s>>>(x, (int)xs, xp, p.M, (int)l.k, (int)l.k_pad);
-    else
-        permute_kernel<false><<<blocks, 256, 0, s>>>(x, (int)xs, xp, p.M, (int)l.k, (int)l.k_pad);
-    QS_LAUNCH_CHECK(err);
     p.x = xp;
     p.XS = (int)l.k_pad;
     p.mblocks = g.mblocks;
