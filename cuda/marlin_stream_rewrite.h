@@ -41,21 +41,30 @@ QS_HD int image_offset(int nt, int n, int s, int j)
 // 2t + h each, and core row (slice 2q + t, h) is word 2t + h of chunks 0..3 (marlin_layout.h:
 // physical k 8c + 4t + 2h + e is logical 16t + 8h + 2c + e; NVFP4 alike with chunk stride 16 k):
 // four 16-byte loads, a 4 x 4 transpose of 4-byte pairs in registers, four 16-byte stores.
+// Staged chunk (8 k) c of item q: its index in the item's 64-k half.
+template <bool FP4> QS_HD int item_chunk(int q, int c) { return FP4 ? 2 * c + (q & 1) : 4 * (q & 1) + c; }
+// The item's four core rows (slice 2q + t, half h: row 2t + h) from its four chunks.
+QS_HD void transpose_pairs(const uint4 ch[4], uint4 row[4])
+{
+    row[0] = make_uint4(ch[0].x, ch[1].x, ch[2].x, ch[3].x);
+    row[1] = make_uint4(ch[0].y, ch[1].y, ch[2].y, ch[3].y);
+    row[2] = make_uint4(ch[0].z, ch[1].z, ch[2].z, ch[3].z);
+    row[3] = make_uint4(ch[0].w, ch[1].w, ch[2].w, ch[3].w);
+}
+
 template <bool FP4, int NT> QS_HD void rewrite_item(const uint8_t *staged, uint8_t *image, int n, int q)
 {
     const uint8_t *row = staged + (q / 2) * staged_half_bytes(NT) + n * 128;
-    uint4 ch[4];
+    uint4 ch[4], core[4];
 #pragma unroll
-    for (int c = 0; c < 4; c++) {
-        const int j = FP4 ? 2 * c + (q & 1) : 4 * (q & 1) + c;
-        ch[c] = *(const uint4 *)(row + ((j ^ (n & 7)) << 4));
-    }
+    for (int c = 0; c < 4; c++)
+        ch[c] = *(const uint4 *)(row + ((item_chunk<FP4>(q, c) ^ (n & 7)) << 4));
+    transpose_pairs(ch, core);
     uint8_t *out = image + (n / 8) * 256 + (n % 8) * 16;
     constexpr int slice = image_slice_bytes(NT);
-    *(uint4 *)(out + (2 * q) * slice) = make_uint4(ch[0].x, ch[1].x, ch[2].x, ch[3].x);
-    *(uint4 *)(out + (2 * q) * slice + 128) = make_uint4(ch[0].y, ch[1].y, ch[2].y, ch[3].y);
-    *(uint4 *)(out + (2 * q + 1) * slice) = make_uint4(ch[0].z, ch[1].z, ch[2].z, ch[3].z);
-    *(uint4 *)(out + (2 * q + 1) * slice + 128) = make_uint4(ch[0].w, ch[1].w, ch[2].w, ch[3].w);
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+        *(uint4 *)(out + (2 * q + i / 2) * slice + (i & 1) * 128) = core[i];
 }
 
 } // namespace qs_marlin
