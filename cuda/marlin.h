@@ -95,15 +95,16 @@ int wgmma_workspace(const Layer &l, int64_t m, int sms, size_t *floats, size_t *
                     qs_err *err);
 int wgmma(const Layer &l, Params &p, const __nv_bfloat16 *x, int64_t xs, const Runtime &rt, cudaStream_t s,
           qs_err *err);
-// The stream kernel (marlin_stream.cu, sm_90): the same three, for steps of up to 64 tokens.
-// (stream_fits: the activations' address suits its tensor map and the output's its 16-byte stores,
-// both 16-byte aligned; checked per call.)
+// The stream kernel (marlin_stream.cu, sm_90): the same three, for steps of up to 64 tokens
+// (stream_workspace's permuted: the activation copy in the packer's k order its rewrite-free path
+// reads, 0 where that path is not taken). stream_fits: the activations' address suits its tensor
+// map and the output's its 16-byte stores, both 16-byte aligned; checked per call.
 bool stream_takes(const Layer &l, int64_t m, const Runtime &rt);
 bool stream_fits(const __nv_bfloat16 *x, const __nv_bfloat16 *y);
-void stream_workspace(const Layer &l, int64_t m, int sms, size_t *floats, size_t *counters);
+void stream_workspace(const Layer &l, int64_t m, int sms, size_t *floats, size_t *counters, size_t *permuted);
 int stream(const Layer &l, Params &p, const __nv_bfloat16 *x, int64_t xs, const Runtime &rt, cudaStream_t s,
            qs_err *err);
-// A device buffer of at least n BF16 for the wgmma kernels' permuted activations (NULL and err set
+// A device buffer of at least n BF16 for the wgmma and stream kernels' permuted activations (NULL and err set
 // when it would have to grow during a CUDA graph capture).
 __nv_bfloat16 *permuted_activations(size_t n, qs_err *err);
 

@@ -545,9 +545,11 @@ int reserve_workspace(const Layer &l, int64_t m_max, qs_err *err)
         if (stream_takes(l, mm, rt)) {
             // its workspace, and (below) that of the kernel a step falls back to when its
             // activations do not suit the stream kernel's tensor map
-            stream_workspace(l, mm, rt.sms, &f, &c);
+            size_t pa;
+            stream_workspace(l, mm, rt.sms, &f, &c, &pa);
             floats = std::max(floats, f);
             counters = std::max(counters, c);
+            permuted = std::max(permuted, pa);
             f = c = 0;
         }
         if (wgmma_takes(l, mm, rt)) {

@@ -583,6 +583,7 @@ struct Launch {
 
 struct StreamPlan {
     int nt, ring;
+    bool permuted;                    // x copied into the packer's k order first (no rewrite)
     int64_t ctas, groups, max_shares; // max_shares: the most CTAs one group is split between
 };
 
@@ -595,6 +596,15 @@ StreamPlan plan_stream(const Layer &l, int64_t m, int sms)
     const int64_t nst = l.k_pad / kStageK, total = g.groups * nst;
     g.ctas = std::min<int64_t>(sms, total); // every CTA gets at least one stage
     g.max_shares = max_shares(nst, total, g.ctas);
+    // The rewrite-free path (permute_stream_kernel, then the tensor copy straight into the
+    // activation ring) where it measured faster, the permute kernel included (session 14, calls 4-6):
+    // NVFP4 steps of 33-64 tokens on layers of 20+ stages per SM (28672x4096 at 64 tokens 39.3 ->
+    // 35.3 us, 4096x14336 23.7 -> 22.3, at 40 tokens 38.9 -> 37.7 and 23.6 -> 21.9). The smaller
+    // layers lose the permute kernel's ~1.5 us, and FP8 gains only at 64 tokens on 28672x4096
+    // (41.7 -> 39.8) while 33-40-token steps lose ~3 us. QSERVE_MARLIN_STREAM_XP=0|1: never / always.
+    static const int forced = env_int("QSERVE_MARLIN_STREAM_XP", -1);
+    const int64_t stages_per_sm = total / sms;
+    g.permuted = forced >= 0 ? forced != 0 : l.fp4 && g.nt == 64 && stages_per_sm >= 20;
     return g;
 }
 
@@ -637,9 +647,11 @@ void workspace_of(const StreamPlan &g, size_t *floats, size_t *counters)
 }
 } // namespace
 
-void stream_workspace(const Layer &l, int64_t m, int sms, size_t *floats, size_t *counters)
+void stream_workspace(const Layer &l, int64_t m, int sms, size_t *floats, size_t *counters, size_t *permuted)
 {
-    workspace_of(plan_stream(l, m, sms), floats, counters);
+    const StreamPlan g = plan_stream(l, m, sms);
+    workspace_of(g, floats, counters);
+    *permuted = g.permuted ? (size_t)m * l.k_pad : 0;
 }
 
 #ifdef QS_MARLIN_STREAM_TRACE
@@ -685,9 +697,7 @@ int stream(const Layer &l, Params &p, const __nv_bfloat16 *x, int64_t xs, const 
         return -1;
     p.ring = g.ring;
     p.splits = (int)g.max_shares; // partial slots per group
-    // QSERVE_MARLIN_STREAM_XP=1: x copied into the packer's k order first (one small kernel), read
-    // by the tensor copy straight into the activation ring (no rewrite; measurement switch).
-    static const bool permuted = env_int("QSERVE_MARLIN_STREAM_XP", 0) != 0;
+    const bool permuted = g.permuted;
     if (permuted) {
         __nv_bfloat16 *xp = permuted_activations((size_t)p.M * l.k_pad, err);
         if (!xp)
