@@ -597,14 +597,15 @@ StreamPlan plan_stream(const Layer &l, int64_t m, int sms)
     g.ctas = std::min<int64_t>(sms, total); // every CTA gets at least one stage
     g.max_shares = max_shares(nst, total, g.ctas);
     // The rewrite-free path (permute_stream_kernel, then the tensor copy straight into the
-    // activation ring) where it measured faster, the permute kernel included (session 14, calls 4-6):
-    // NVFP4 steps of 33-64 tokens on layers of 20+ stages per SM (28672x4096 at 64 tokens 39.3 ->
-    // 35.3 us, 4096x14336 23.7 -> 22.3, at 40 tokens 38.9 -> 37.7 and 23.6 -> 21.9). The smaller
-    // layers lose the permute kernel's ~1.5 us, and FP8 gains only at 64 tokens on 28672x4096
-    // (41.7 -> 39.8) while 33-40-token steps lose ~3 us. QSERVE_MARLIN_STREAM_XP=0|1: never / always.
+    // activation ring) where it measured faster, the permute kernel included (session 14, calls
+    // 4-8): NVFP4 steps of 48-64 tokens on layers of 20+ stages per SM (28672x4096 at 64 tokens
+    // 39.3 -> 34.9 us, at 48 39.2 -> 34.6; 4096x14336 23.7 -> 22.3, 23.5 -> 21.9). Below 48 tokens
+    // the largest layer loses (33-36 tokens 39 -> 43-46 us, 40 equal), the smaller layers lose the
+    // permute kernel's ~1.5 us, and FP8 gains only at 64 tokens on 28672x4096 (41.7 -> 39.8) while
+    // 32-40-token steps lose ~3 us. QSERVE_MARLIN_STREAM_XP=0|1: never / always.
     static const int forced = env_int("QSERVE_MARLIN_STREAM_XP", -1);
     const int64_t stages_per_sm = total / sms;
-    g.permuted = forced >= 0 ? forced != 0 : l.fp4 && g.nt == 64 && stages_per_sm >= 20;
+    g.permuted = forced >= 0 ? forced != 0 : l.fp4 && m >= 48 && stages_per_sm >= 20;
     return g;
 }
 
