@@ -137,15 +137,15 @@ __global__ void __launch_bounds__(256) permute_stream_kernel(const __nv_bfloat16
     const int items = k_pad / 32;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (int64_t)m * items;
          i += (int64_t)gridDim.x * blockDim.x) {
-        const int row = (int)(i / items), b = (int)(i % items), k0 = (b / 4) * kStageK, q = b % 4;
+        const int row = (int)(i / items), b = (int)(i % items);
         uint4 ch[4], core[4];
 #pragma unroll
         for (int c = 0; c < 4; c++) {
-            const int kc = k0 + (q / 2) * 64 + item_chunk<FP4>(q, c) * 8;
+            const int kc = item_source_k<FP4>(b, c);
             ch[c] = kc < k ? __ldg((const uint4 *)(x + (size_t)row * xs + kc)) : make_uint4(0, 0, 0, 0);
         }
         transpose_pairs(ch, core);
-        uint4 *dst = (uint4 *)(xp + (size_t)row * k_pad + k0 + 32 * q);
+        uint4 *dst = (uint4 *)(xp + (size_t)row * k_pad + 32 * b);
 #pragma unroll
         for (int o = 0; o < 4; o++)
             dst[o] = core[o];

@@ -86,10 +86,46 @@ template <bool FP4, int NT> int check_rewrite(char *why, size_t why_len)
     return 0;
 }
 
+// The rewrite-free path's copy of x (permute_stream_kernel's item math): for every 32-k item of a
+// 512-k row, copy position j must hold x's k of the unit's logical source of j, as the rewritten
+// image does (check_rewrite) — the consumers read either with the same slots.
+template <bool FP4> int check_permute(char *why, size_t why_len)
+{
+    constexpr int kRow = 512, kUnit = FP4 ? 64 : 32;
+    std::vector<uint4> x_words(kRow * 2 / 16), xp_words(kRow * 2 / 16);
+    for (int k = 0; k < kRow; k++) {
+        const uint16_t v = (uint16_t)k; // (memcpy: the words are read as uint4)
+        memcpy((uint8_t *)x_words.data() + 2 * k, &v, 2);
+    }
+    memset(xp_words.data(), 0xFF, kRow * 2);
+    for (int b = 0; b < kRow / 32; b++) {
+        uint4 ch[4], core[4];
+        for (int c = 0; c < 4; c++)
+            ch[c] = x_words[item_source_k<FP4>(b, c) / 8];
+        transpose_pairs(ch, core);
+        for (int o = 0; o < 4; o++)
+            xp_words[(32 * b) / 8 + o] = core[o];
+    }
+    for (int j = 0; j < kRow; j++) {
+        const int unit = j / kUnit, pos = j % kUnit;
+        const int k = unit * kUnit + (FP4 ? fp4_logical_source_k(pos) : fp8_logical_source_k(pos));
+        uint16_t got;
+        memcpy(&got, (const uint8_t *)xp_words.data() + 2 * j, 2);
+        if (got != k) {
+            snprintf(why, why_len, "%s permuted copy: position %d holds k %d, wants %d", FP4 ? "NVFP4" : "FP8", j, got,
+                     k);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 } // namespace
 
 extern "C" int qs_marlin_stream_rewrite_check(char *why, size_t why_len)
 {
+    if (check_permute<false>(why, why_len) || check_permute<true>(why, why_len))
+        return -1;
     if (check_rewrite<false, 16>(why, why_len) || check_rewrite<false, 32>(why, why_len) ||
         check_rewrite<false, 64>(why, why_len) || check_rewrite<true, 16>(why, why_len) ||
         check_rewrite<true, 32>(why, why_len) || check_rewrite<true, 64>(why, why_len))
