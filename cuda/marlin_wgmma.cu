@@ -358,6 +358,8 @@ int wgmma_workspace(const Layer &l, int64_t m, int sms, size_t *floats, size_t *
     return 0;
 }
 
+namespace {
+// x (m rows, stride xs) copied into xp (m x k_pad) in the packer's k order (zeros past k).
 int permute_activations(const Layer &l, const __nv_bfloat16 *x, int64_t xs, int64_t m, __nv_bfloat16 *xp,
                         cudaStream_t s, qs_err *err)
 {
@@ -370,6 +372,7 @@ int permute_activations(const Layer &l, const __nv_bfloat16 *x, int64_t xs, int6
     QS_LAUNCH_CHECK(err);
     return 0;
 }
+} // namespace
 
 int wgmma(const Layer &l, Params &p, const __nv_bfloat16 *x, int64_t xs, const Runtime &rt, cudaStream_t s,
           qs_err *err)
