@@ -53,7 +53,6 @@ template <bool FP4> __device__ __forceinline__ uint4 permuted_chunk(const __nv_b
 template <bool FP4>
 __global__ void permute_kernel(const __nv_bfloat16 *x, int xs, __nv_bfloat16 *xp, int m, int k, int k_pad)
 {
-    allow_next_grid(); // the kernel after it waits for all of it before reading xp
     const int chunks = k_pad / 8;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (int64_t)m * chunks;
          i += (int64_t)gridDim.x * blockDim.x) {
