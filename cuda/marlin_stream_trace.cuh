@@ -57,7 +57,7 @@ enum TracePhase {
     kFirstActs,    // the first stage's activations were rewritten
     kLastSegment,  // the last segment of the share started
     kStreamEnd,    // the last wgmma group completed
-    kSummed,       // the last segment's split partials were waited for (the same as kStreamEnd if none)
+    kSummed,       // the last segment's split partials were waited for (CTAs that sum a split group only)
     kExit,         // the last stores were issued
     kSm,           // (not a time: 1 + the SM the CTA ran on)
     kTracePhases
@@ -109,7 +109,8 @@ int print_timeline(const long long *dev, bool fp4, int64_t n, int64_t k, int m, 
 }
 
 // Trace builds: every CTA's phase times of the traced call, as min / median / max over the CTAs of
-// the time since the first CTA started (a phase a CTA never passed counts as its previous one),
+// the time since the first CTA started (a phase a CTA never passed counts as its previous one, but
+// "summed" counts only the CTAs that summed a split group),
 // and CTA 0's SM clock rate over the call.
 int print_phases(const long long *dev, unsigned ctas, qs_err *err)
 {
@@ -121,16 +122,28 @@ int print_phases(const long long *dev, unsigned ctas, qs_err *err)
     static const char *const names[kSm] = {"enter",       "grid waited", "first weights", "first acts",
                                            "last segment", "stream end",  "summed",        "exit"};
     fprintf(stderr, "stream phases (%u CTAs, ns since the first CTA started: min / median / max)\n", ctas);
-    std::vector<long long> col(ctas);
+    std::vector<long long> col;
     for (int e = 0; e < kSm; e++) {
+        // "summed" over the CTAs that summed a split group only: for the others it would repeat
+        // their stream end and blur the row
+        col.clear();
         for (unsigned c = 0; c < ctas; c++) {
+            if (e == kSummed && !h[((size_t)c * kTracePhases + e) * 2])
+                continue;
             int f = e;
             while (f > 0 && !h[((size_t)c * kTracePhases + f) * 2])
                 f--;
-            col[c] = h[((size_t)c * kTracePhases + f) * 2] - t0;
+            col.push_back(h[((size_t)c * kTracePhases + f) * 2] - t0);
+        }
+        if (col.empty()) {
+            fprintf(stderr, "  %-14s (no CTA)\n", names[e]);
+            continue;
         }
         std::sort(col.begin(), col.end());
-        fprintf(stderr, "  %-14s %7lld %7lld %7lld\n", names[e], col[0], col[ctas / 2], col[ctas - 1]);
+        fprintf(stderr, "  %-14s %7lld %7lld %7lld", names[e], col[0], col[col.size() / 2], col.back());
+        if (col.size() != ctas)
+            fprintf(stderr, "  (%zu CTAs)", col.size());
+        fprintf(stderr, "\n");
     }
     const long long dns = h[kExit * 2] - h[kEnter * 2], dclk = h[kExit * 2 + 1] - h[kEnter * 2 + 1];
     if (dns > 0)
