@@ -126,6 +126,32 @@ template <int NT, bool XP> __device__ __forceinline__ int slice_offset(int s)
     return XP ? (s >> 2) * staged_half_bytes(NT) + (s & 3) * 32 : s * image_slice_bytes(NT);
 }
 
+// x (m rows of k, stride xs) into xp (m rows of k_pad) in the packer's k order, the order of the
+// rewritten image's core rows (QSERVE_MARLIN_STREAM_XP): per thread one 32-k item of a row, four
+// 16-byte loads and four stores (rewrite_item's transpose, zeros past k).
+template <bool FP4>
+__global__ void __launch_bounds__(256) permute_stream_kernel(const __nv_bfloat16 *x, int xs, __nv_bfloat16 *xp, int m,
+                                                             int k, int k_pad)
+{
+    allow_next_grid(); // the stream kernel may start; it waits for all of this before reading xp
+    const int items = k_pad / 32;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (int64_t)m * items;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        const int row = (int)(i / items), b = (int)(i % items);
+        uint4 ch[4], core[4];
+#pragma unroll
+        for (int c = 0; c < 4; c++) {
+            const int kc = item_source_k<FP4>(b, c);
+            ch[c] = kc < k ? __ldg((const uint4 *)(x + (size_t)row * xs + kc)) : make_uint4(0, 0, 0, 0);
+        }
+        transpose_pairs(ch, core);
+        uint4 *dst = (uint4 *)(xp + (size_t)row * k_pad + 32 * b);
+#pragma unroll
+        for (int o = 0; o < 4; o++)
+            dst[o] = core[o];
+    }
+}
+
 // weight_map: the packed weights as (stage bytes / 8, k stage, strip) 64-bit words, one box = one
 // stage of 8 strips; scale_map (NVFP4): the scale codes as (256 bytes / 8, 256-k step, strip);
 // x_map: the activations as (k, token) BF16, one box = 64 k of NT tokens, 128-byte swizzle.
@@ -570,7 +596,7 @@ StreamPlan plan_stream(const Layer &l, int64_t m, int sms)
     const int64_t nst = l.k_pad / kStageK, total = g.groups * nst;
     g.ctas = std::min<int64_t>(sms, total); // every CTA gets at least one stage
     g.max_shares = max_shares(nst, total, g.ctas);
-    // The rewrite-free path (permute_activations, then the tensor copy straight into the
+    // The rewrite-free path (permute_stream_kernel, then the tensor copy straight into the
     // activation ring) where it measured faster, the permute kernel included (session 14, calls
     // 4-8): NVFP4 steps of 48-64 tokens on layers of 20+ stages per SM (28672x4096 at 64 tokens
     // 39.3 -> 34.9 us, at 48 39.2 -> 34.6; 4096x14336 23.7 -> 22.3, 23.5 -> 21.9). Below 48 tokens
@@ -675,8 +701,17 @@ int stream(const Layer &l, Params &p, const __nv_bfloat16 *x, int64_t xs, const 
     const bool permuted = g.permuted;
     if (permuted) {
         __nv_bfloat16 *xp = permuted_activations((size_t)p.M * l.k_pad, err);
-        if (!xp || permute_activations(l, x, xs, p.M, xp, s, err))
+        if (!xp)
             return -1;
+        const int64_t threads = p.M * (l.k_pad / 32);
+        const dim3 blocks((unsigned)std::min<int64_t>((threads + 255) / 256, 4 * rt.sms));
+        const int m = p.M, k = (int)l.k, k_pad = (int)l.k_pad, stride = (int)xs;
+        // A plain launch (after the kernel that wrote x): as a programmatic dependent launch it made
+        // every call ~5 us slower (session 14 call 5).
+        QS_CUDA_TRY(l.fp4 ? qs_launch_pdl(permute_stream_kernel<true>, blocks, dim3(256), 0, s, false, x, stride, xp, m, k, k_pad)
+                          : qs_launch_pdl(permute_stream_kernel<false>, blocks, dim3(256), 0, s, false, x, stride, xp, m, k, k_pad),
+                    err);
+        QS_LAUNCH_CHECK(err);
         x = xp;
         xs = l.k_pad;
     }
