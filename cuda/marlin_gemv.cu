@@ -254,6 +254,9 @@ __global__ void __launch_bounds__(kGemvThreads, OCC) marlin_gemv_kernel(const Pa
     }
 }
 
+// k slices in 1..16: the range both the rule and the forced count keep to.
+int64_t clamp_splits(int64_t n) { return std::max<int64_t>(1, std::min<int64_t>(16, n)); }
+
 // k slices per strip group (CTAs = token blocks x strip groups x slices). Time goes as the number of waves
 // of resident CTAs over the slices, each slice 1/s of a strip's work: the s in 1..16 with the
 // fewest waves per slice, the smallest on ties, keeping at least kMinUnitsPerWarp units per warp.
@@ -261,9 +264,6 @@ __global__ void __launch_bounds__(kGemvThreads, OCC) marlin_gemv_kernel(const Pa
 // 1024-row k/v projections of a GQA model split).
 // QSERVE_MARLIN_GEMV_SPLITS=N forces N slices where k has room for them (for measurements; more
 // slices than the rule's measured slower on every Llama-3.1-8B shape, session 13).
-// k slices in 1..16: the range both the rule and the forced count keep to.
-int64_t clamp_splits(int64_t n) { return std::max<int64_t>(1, std::min<int64_t>(16, n)); }
-
 int gemv_splits(const Layer &l, int64_t ctas, int sms, int resident)
 {
     static const int forced = std::max(0, env_int("QSERVE_MARLIN_GEMV_SPLITS", 0));

@@ -229,7 +229,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             if (lane != 0)
                 return;
             if constexpr (XP) {
-                // x already in the packer's k order (permute_activations): straight into the
+                // x already in the packer's k order (permute_stream_kernel): straight into the
                 // activation ring, whose 128-byte swizzle the consumers' descriptors read as is
                 fill_ring(a_full, a_empty, kActStages, ASTAGE, lo, hi, nst, [&](uint32_t full, int slot, int, int st, int64_t i) {
                     trace(p, kActCopy, i);
@@ -569,14 +569,15 @@ struct Launch {
         if (activation_map(&x_map, x, p.M, xp ? l.k_pad : l.k, xs, NT, err))
             return -1;
         const size_t smem = (size_t)kFixedSmem<NT> + (size_t)p.ring * kWeightStageBytes<FP4>;
-        const void *kernel = xp ? (const void *)marlin_stream_kernel<FP4, NT, true>
-                                : (const void *)marlin_stream_kernel<FP4, NT, false>;
-        if (ctas_per_sm(kernel, kThreads, kSmemBytes - kOutTileBytes<NT>, err) < 0)
+        return xp ? run<FP4, NT, true>(smem, weight_map, scale_map, x_map)
+                  : run<FP4, NT, false>(smem, weight_map, scale_map, x_map);
+    }
+    template <bool FP4, int NT, bool XP>
+    int run(size_t smem, const CUtensorMap &weight_map, const CUtensorMap &scale_map, const CUtensorMap &x_map)
+    {
+        if (ctas_per_sm((const void *)marlin_stream_kernel<FP4, NT, XP>, kThreads, kSmemBytes - kOutTileBytes<NT>, err) < 0)
             return -1;
-        if (xp)
-            return launch_kernel(marlin_stream_kernel<FP4, NT, true>, dim3(ctas), kThreads, smem, rt.pdl, s, p, err,
-                                 weight_map, scale_map, x_map);
-        return launch_kernel(marlin_stream_kernel<FP4, NT, false>, dim3(ctas), kThreads, smem, rt.pdl, s, p, err,
+        return launch_kernel(marlin_stream_kernel<FP4, NT, XP>, dim3(ctas), kThreads, smem, rt.pdl, s, p, err,
                              weight_map, scale_map, x_map);
     }
 };
@@ -655,6 +656,24 @@ void stream_workspace(const Layer &l, int64_t m, int sms, size_t *floats, size_t
     *permuted = g.permuted ? (size_t)m * l.k_pad : 0;
 }
 
+namespace {
+// The rewrite-free path's copy of x (permute_stream_kernel) into xp. A plain launch, after the
+// kernel that wrote x: as a programmatic dependent launch it made every call ~5 us slower
+// (session 14 call 5).
+int permute_for_stream(const Layer &l, const __nv_bfloat16 *x, int64_t xs, int64_t m, __nv_bfloat16 *xp, int sms,
+                       cudaStream_t s, qs_err *err)
+{
+    const int64_t threads = m * (l.k_pad / 32);
+    const unsigned blocks = (unsigned)std::min<int64_t>((threads + 255) / 256, 4 * sms);
+    if (l.fp4)
+        permute_stream_kernel<true><<<blocks, 256, 0, s>>>(x, (int)xs, xp, (int)m, (int)l.k, (int)l.k_pad);
+    else
+        permute_stream_kernel<false><<<blocks, 256, 0, s>>>(x, (int)xs, xp, (int)m, (int)l.k, (int)l.k_pad);
+    QS_LAUNCH_CHECK(err);
+    return 0;
+}
+} // namespace
+
 #ifdef QS_MARLIN_STREAM_TRACE
 // Trace builds: call QSERVE_MARLIN_STREAM_TRACE_CALL (default 3: after the benchmark's warm-up) of
 // the stream kernel prints CTA 0's timeline and every CTA's phases to stderr
@@ -698,27 +717,17 @@ int stream(const Layer &l, Params &p, const __nv_bfloat16 *x, int64_t xs, const 
         return -1;
     p.ring = g.ring;
     p.splits = (int)g.max_shares; // partial slots per group
-    const bool permuted = g.permuted;
-    if (permuted) {
+    if (g.permuted) {
         __nv_bfloat16 *xp = permuted_activations((size_t)p.M * l.k_pad, err);
-        if (!xp)
+        if (!xp || permute_for_stream(l, x, xs, p.M, xp, rt.sms, s, err))
             return -1;
-        const int64_t threads = p.M * (l.k_pad / 32);
-        const dim3 blocks((unsigned)std::min<int64_t>((threads + 255) / 256, 4 * rt.sms));
-        const int m = p.M, k = (int)l.k, k_pad = (int)l.k_pad, stride = (int)xs;
-        // A plain launch (after the kernel that wrote x): as a programmatic dependent launch it made
-        // every call ~5 us slower (session 14 call 5).
-        QS_CUDA_TRY(l.fp4 ? qs_launch_pdl(permute_stream_kernel<true>, blocks, dim3(256), 0, s, false, x, stride, xp, m, k, k_pad)
-                          : qs_launch_pdl(permute_stream_kernel<false>, blocks, dim3(256), 0, s, false, x, stride, xp, m, k, k_pad),
-                    err);
-        QS_LAUNCH_CHECK(err);
         x = xp;
         xs = l.k_pad;
     }
 #ifdef QS_MARLIN_STREAM_TRACE
-    return traced_launch(l, p, Launch{l, p, (unsigned)g.ctas, rt, s, x, xs, permuted, err}, g.nt, s, err);
+    return traced_launch(l, p, Launch{l, p, (unsigned)g.ctas, rt, s, x, xs, g.permuted, err}, g.nt, s, err);
 #else
-    return with_tile(l.fp4, g.nt, Launch{l, p, (unsigned)g.ctas, rt, s, x, xs, permuted, err});
+    return with_tile(l.fp4, g.nt, Launch{l, p, (unsigned)g.ctas, rt, s, x, xs, g.permuted, err});
 #endif
 }
 
