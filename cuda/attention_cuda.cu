@@ -15,6 +15,7 @@
 #include "cuda_check.h"
 #include "cuda_stream.h"
 #include "scratch.h"
+#include "qs_cuda.h"
 #include "qs_cuda_ops.h"
 
 extern "C" {
@@ -188,14 +189,9 @@ static int attention_cuda_cores(void *out, const void *q, const void *k_cache, c
 {
     // Enough (token, head, split) CTAs for about four waves over the SMs; splits only help when
     // there are few (token, head) pairs, i.e. decode of a handful of sequences.
-    static int sm_count = 0;
-    if (!sm_count) {
-        int dev = 0;
-        cudaGetDevice(&dev);
-        cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, dev);
-        if (sm_count <= 0)
-            sm_count = 80;
-    }
+    int sm_count = qs_cuda_sm_count();
+    if (sm_count <= 0)
+        sm_count = 80;
     int64_t pairs = b->n_tokens * n_heads;
     int splits = 1;
     if (pairs < 4 * sm_count)

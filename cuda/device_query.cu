@@ -53,3 +53,18 @@ extern "C" int qs_cuda_device_caps(int ordinal, qs_device_caps *caps, qs_err *er
     caps->assumed = false;
     return 0;
 }
+
+extern "C" int qs_cuda_sm_count(void)
+{
+    static int counts[64]; // per device ordinal; a racing second reader stores the same value
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) {
+        cudaGetLastError();
+        return 0;
+    }
+    if (!counts[dev] && cudaDeviceGetAttribute(&counts[dev], cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
+        cudaGetLastError();
+        counts[dev] = 0;
+    }
+    return counts[dev];
+}

@@ -85,6 +85,10 @@ int split_by_waves(int64_t ctas, int64_t wave, int64_t most);
 // it needs (split-K partials, tickets, permuted activations), and the launch (p filled by gemm(),
 // strips / units_k / ksteps included; x: the unpadded activations, row stride xs).
 bool wgmma_takes(const Layer &l, int64_t m, const Runtime &rt);
+// x (m rows, stride xs) copied into xp (m x k_pad) in the packer's k order (zeros past k), the order
+// the wgmma kernel and the stream kernel's rewrite-free path read B in (marlin_permute.cu).
+int permute_activations(const Layer &l, const __nv_bfloat16 *x, int64_t xs, int64_t m, __nv_bfloat16 *xp,
+                        cudaStream_t s, qs_err *err);
 // Whether the kernels loaded on this device carry the wgmma code (sm_90a), asked once at start.
 int wgmma_built(bool *built, qs_err *err);
 int wgmma_workspace(const Layer &l, int64_t m, int sms, size_t *floats, size_t *counters, size_t *permuted,

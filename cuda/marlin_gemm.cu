@@ -16,6 +16,7 @@
 #include "cuda_stream.h"
 #include "marlin.h"
 #include "marlin_device.cuh"
+#include "qs_cuda.h"
 
 namespace qs_marlin {
 namespace {
@@ -304,7 +305,8 @@ int device_sms(qs_err *err)
     if (!g_sms) {
         int dev, major;
         QS_CUDA_TRY(cudaGetDevice(&dev), err);
-        QS_CUDA_TRY(cudaDeviceGetAttribute(&g_sms, cudaDevAttrMultiProcessorCount, dev), err);
+        if ((g_sms = qs_cuda_sm_count()) <= 0)
+            return qs_errf(err, "marlin: cannot read the device's SM count");
         QS_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev), err);
         g_pdl = major >= 9 && env_int("QSERVE_MARLIN_PDL", 1) != 0;
         int minor;

@@ -71,8 +71,10 @@ template <int NT> constexpr int kActStageBytes = NT * kStageK * 2; // a rewritte
 // static shared memory (an address known at link time, so no value lives across the stream loop
 // for it: such values cost the loop its uniform datapath, session 12), beside the dynamic rings.
 template <int NT> constexpr int kOutTileBytes = kStrips * NT * 16 * 2;
-template <int NT>
-constexpr int kFixedSmem = kAlign + kBarrierBytes + (kActStages + kStagedStages) * kActStageBytes<NT>;
+// The rewrite-free variant (XP) has no staging ring: its activations go straight into the
+// activation ring.
+template <int NT, bool XP = false>
+constexpr int kFixedSmem = kAlign + kBarrierBytes + (kActStages + (XP ? 0 : kStagedStages)) * kActStageBytes<NT>;
 template <bool FP4, int NT>
 constexpr int kWeightStages =
     std::min(kMaxWeightStages, (kSmemBytes - kOutTileBytes<NT> - kFixedSmem<NT>) / kWeightStageBytes<FP4>);
@@ -112,6 +114,9 @@ __device__ __forceinline__ void fill_ring(uint32_t full, uint32_t empty, int dep
 
 // Rewrites one staged stage into wgmma's K-major image (marlin_stream_rewrite.h), item by item;
 // consecutive threads take consecutive tokens (no bank conflicts).
+// The whole tile, even where the copy brought fewer rows (Params::x_rows): the later rows are stale
+// values that reach only accumulators of tokens past M, never stored. (Walking only the copied
+// rows, a division by their run-time count, made every stage slower: session 15 call 1.)
 template <bool FP4, int NT> __device__ __forceinline__ void rewrite_stage(const uint8_t *staged, uint8_t *act, int tid)
 {
 #pragma unroll 1
@@ -124,32 +129,6 @@ template <bool FP4, int NT> __device__ __forceinline__ void rewrite_stage(const 
 template <int NT, bool XP> __device__ __forceinline__ int slice_offset(int s)
 {
     return XP ? (s >> 2) * staged_half_bytes(NT) + (s & 3) * 32 : s * image_slice_bytes(NT);
-}
-
-// x (m rows of k, stride xs) into xp (m rows of k_pad) in the packer's k order, the order of the
-// rewritten image's core rows (QSERVE_MARLIN_STREAM_XP): per thread one 32-k item of a row, four
-// 16-byte loads and four stores (rewrite_item's transpose, zeros past k).
-template <bool FP4>
-__global__ void __launch_bounds__(256) permute_stream_kernel(const __nv_bfloat16 *x, int xs, __nv_bfloat16 *xp, int m,
-                                                             int k, int k_pad)
-{
-    allow_next_grid(); // the stream kernel may start; it waits for all of this before reading xp
-    const int items = k_pad / 32;
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (int64_t)m * items;
-         i += (int64_t)gridDim.x * blockDim.x) {
-        const int row = (int)(i / items), b = (int)(i % items);
-        uint4 ch[4], core[4];
-#pragma unroll
-        for (int c = 0; c < 4; c++) {
-            const int kc = item_source_k<FP4>(b, c);
-            ch[c] = kc < k ? __ldg((const uint4 *)(x + (size_t)row * xs + kc)) : make_uint4(0, 0, 0, 0);
-        }
-        transpose_pairs(ch, core);
-        uint4 *dst = (uint4 *)(xp + (size_t)row * k_pad + 32 * b);
-#pragma unroll
-        for (int o = 0; o < 4; o++)
-            dst[o] = core[o];
-    }
 }
 
 // weight_map: the packed weights as (stage bytes / 8, k stage, strip) 64-bit words, one box = one
@@ -169,7 +148,6 @@ __global__ void __launch_bounds__(kThreads, 1)
     __trap(); // built for sm_90a only: the host launches it on compute capability 9.0 alone
 #endif
     extern __shared__ __align__(128) uint8_t smem_raw[];
-    // (no static shared memory: the rings take all a CTA may have)
     const uint32_t raw = (uint32_t)__cvta_generic_to_shared(smem_raw);
     uint8_t *smem = smem_raw + ((kAlign - (raw & (kAlign - 1))) & (kAlign - 1));
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -179,7 +157,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     const uint32_t a_full = base + 16 * kMaxWeightStages, a_empty = a_full + 8 * kActStages;
     const uint32_t x_full = a_empty + 8 * kActStages, x_empty = x_full + 8 * kStagedStages;
     uint8_t *const staged_ring = smem + kBarrierBytes;
-    uint8_t *const act_ring = staged_ring + kStagedStages * ASTAGE;
+    uint8_t *const act_ring = staged_ring + (XP ? 0 : kStagedStages) * ASTAGE;
     uint8_t *const weight_ring = act_ring + kActStages * ASTAGE;
 
     const int nst = p.K / kStageK, groups = (p.strips + kStrips - 1) / kStrips;
@@ -197,7 +175,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             mbar_init(a_full + 8 * i, XP ? 1 : kPermuteWarps);
             mbar_init(a_empty + 8 * i, kStrips);
         }
-        for (int i = 0; i < kStagedStages; i++) {
+        for (int i = 0; i < (XP ? 0 : kStagedStages); i++) {
             mbar_init(x_full + 8 * i, 1);
             mbar_init(x_empty + 8 * i, kPermuteWarps);
         }
@@ -223,15 +201,16 @@ __global__ void __launch_bounds__(kThreads, 1)
                     tensor_copy_3d(dst + kStrips * STRIP_BYTES, &scale_map, 0, st / 2, group * kStrips, full);
             });
         } else if (warp == kStrips + 1) {
-            // Activations: the stage's 128 k of NT tokens as two 64-k boxes.
+            // Activations: the stage's 128 k of p.x_rows tokens as two 64-k boxes.
+            const uint32_t act_bytes = (uint32_t)p.x_rows * kStageK * 2;
             wait_for_previous_grid();
             allow_next_grid();
             if (lane != 0)
                 return;
             if constexpr (XP) {
-                // x already in the packer's k order (permute_stream_kernel): straight into the
+                // x already in the packer's k order (permute_activations): straight into the
                 // activation ring, whose 128-byte swizzle the consumers' descriptors read as is
-                fill_ring(a_full, a_empty, kActStages, ASTAGE, lo, hi, nst, [&](uint32_t full, int slot, int, int st, int64_t i) {
+                fill_ring(a_full, a_empty, kActStages, act_bytes, lo, hi, nst, [&](uint32_t full, int slot, int, int st, int64_t i) {
                     trace(p, kActCopy, i);
                     const uint32_t dst = (uint32_t)__cvta_generic_to_shared(act_ring + slot * ASTAGE);
                     tensor_copy_2d(dst, &x_map, st * kStageK, 0, full);
@@ -239,7 +218,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                 });
                 return;
             }
-            fill_ring(x_full, x_empty, kStagedStages, ASTAGE, lo, hi, nst, [&](uint32_t full, int slot, int, int st, int64_t i) {
+            fill_ring(x_full, x_empty, kStagedStages, act_bytes, lo, hi, nst, [&](uint32_t full, int slot, int, int st, int64_t i) {
                 trace(p, kActCopy, i);
                 const uint32_t dst = (uint32_t)__cvta_generic_to_shared(staged_ring + slot * ASTAGE);
                 tensor_copy_2d(dst, &x_map, st * kStageK, 0, full);
@@ -536,13 +515,13 @@ int strip_map(CUtensorMap *map, const void *base, int chunk_bytes, int64_t steps
                       what, err);
 }
 
-// The activations (m rows of k BF16, row stride xs): one box is 64 k of NT rows (rows past m and
-// k past k read as zeros), each 128-byte row swizzled (rewrite_stage undoes it).
-int activation_map(CUtensorMap *map, const __nv_bfloat16 *x, int64_t m, int64_t k, int64_t xs, int nt, qs_err *err)
+// The activations (m rows of k BF16, row stride xs): one box is 64 k of `rows` rows (rows past m
+// and k past k read as zeros), each 128-byte row swizzled (rewrite_stage undoes it).
+int activation_map(CUtensorMap *map, const __nv_bfloat16 *x, int64_t m, int64_t k, int64_t xs, int rows, qs_err *err)
 {
     const cuuint64_t dims[2] = {(cuuint64_t)k, (cuuint64_t)m};
     const cuuint64_t strides[1] = {(cuuint64_t)xs * 2};
-    const cuuint32_t box[2] = {64, (cuuint32_t)nt};
+    const cuuint32_t box[2] = {64, (cuuint32_t)rows};
     return encode_map(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, x, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B,
                       "activations", err);
 }
@@ -566,15 +545,14 @@ struct Launch {
             scale_map = weight_map; // an FP8 kernel never reads it
         else if (strip_map(&scale_map, l.sc, kFp4ScaleStepBytes, p.ksteps, p.strips, "scale codes", err))
             return -1;
-        if (activation_map(&x_map, x, p.M, xp ? l.k_pad : l.k, xs, NT, err))
+        if (activation_map(&x_map, x, p.M, xp ? l.k_pad : l.k, xs, p.x_rows, err))
             return -1;
-        const size_t smem = (size_t)kFixedSmem<NT> + (size_t)p.ring * kWeightStageBytes<FP4>;
-        return xp ? run<FP4, NT, true>(smem, weight_map, scale_map, x_map)
-                  : run<FP4, NT, false>(smem, weight_map, scale_map, x_map);
+        return xp ? run<FP4, NT, true>(weight_map, scale_map, x_map) : run<FP4, NT, false>(weight_map, scale_map, x_map);
     }
     template <bool FP4, int NT, bool XP>
-    int run(size_t smem, const CUtensorMap &weight_map, const CUtensorMap &scale_map, const CUtensorMap &x_map)
+    int run(const CUtensorMap &weight_map, const CUtensorMap &scale_map, const CUtensorMap &x_map)
     {
+        const size_t smem = (size_t)kFixedSmem<NT, XP> + (size_t)p.ring * kWeightStageBytes<FP4>;
         if (ctas_per_sm((const void *)marlin_stream_kernel<FP4, NT, XP>, kThreads, kSmemBytes - kOutTileBytes<NT>, err) < 0)
             return -1;
         return launch_kernel(marlin_stream_kernel<FP4, NT, XP>, dim3(ctas), kThreads, smem, rt.pdl, s, p, err,
@@ -597,16 +575,16 @@ StreamPlan plan_stream(const Layer &l, int64_t m, int sms)
     const int64_t nst = l.k_pad / kStageK, total = g.groups * nst;
     g.ctas = std::min<int64_t>(sms, total); // every CTA gets at least one stage
     g.max_shares = max_shares(nst, total, g.ctas);
-    // The rewrite-free path (permute_stream_kernel, then the tensor copy straight into the
-    // activation ring) where it measured faster, the permute kernel included (session 14, calls
-    // 4-8): NVFP4 steps of 48-64 tokens on layers of 20+ stages per SM (28672x4096 at 64 tokens
-    // 39.3 -> 34.9 us, at 48 39.2 -> 34.6; 4096x14336 23.7 -> 22.3, 23.5 -> 21.9). Below 48 tokens
-    // the largest layer loses (33-36 tokens 39 -> 43-46 us, 40 equal), the smaller layers lose the
-    // permute kernel's ~1.5 us, and FP8 gains only at 64 tokens on 28672x4096 (41.7 -> 39.8) while
-    // 32-40-token steps lose ~3 us. QSERVE_MARLIN_STREAM_XP=0|1: never / always.
+    // The rewrite-free path (permute_activations, then the tensor copy straight into the
+    // activation ring) where it measured faster, the permute kernel included (session 15 call 2,
+    // with trimmed activation copies): layers of 20+ stages per SM from 33 tokens (28672x4096 FP8
+    // 46.8 / 40.3 / 46.3 -> 38.7 / 38.9 / 41.1 us at 33 / 40 / 64 tokens, NVFP4 38.9 -> 34.3 at
+    // 33-40; 4096x14336 FP8 25.0 -> 24.1-24.7, NVFP4 23.5 -> 21.5 at 33-40), and NVFP4 ones from 17
+    // (28672x4096 28.6 -> 27.6). Smaller layers lose the permute kernel's 0.6-1.5 us; FP8 steps of
+    // 17-32 tokens lose ~2.7 us. QSERVE_MARLIN_STREAM_XP=0|1: never / always.
     static const int forced = env_int("QSERVE_MARLIN_STREAM_XP", -1);
     const int64_t stages_per_sm = total / sms;
-    g.permuted = forced >= 0 ? forced != 0 : l.fp4 && m >= 48 && stages_per_sm >= 20;
+    g.permuted = forced >= 0 ? forced != 0 : stages_per_sm >= 20 && (m > 32 || (l.fp4 && m > 16));
     return g;
 }
 
@@ -656,24 +634,6 @@ void stream_workspace(const Layer &l, int64_t m, int sms, size_t *floats, size_t
     *permuted = g.permuted ? (size_t)m * l.k_pad : 0;
 }
 
-namespace {
-// The rewrite-free path's copy of x (permute_stream_kernel) into xp. A plain launch, after the
-// kernel that wrote x: as a programmatic dependent launch it made every call ~5 us slower
-// (session 14 call 5).
-int permute_for_stream(const Layer &l, const __nv_bfloat16 *x, int64_t xs, int64_t m, __nv_bfloat16 *xp, int sms,
-                       cudaStream_t s, qs_err *err)
-{
-    const int64_t threads = m * (l.k_pad / 32);
-    const unsigned blocks = (unsigned)std::min<int64_t>((threads + 255) / 256, 4 * sms);
-    if (l.fp4)
-        permute_stream_kernel<true><<<blocks, 256, 0, s>>>(x, (int)xs, xp, (int)m, (int)l.k, (int)l.k_pad);
-    else
-        permute_stream_kernel<false><<<blocks, 256, 0, s>>>(x, (int)xs, xp, (int)m, (int)l.k, (int)l.k_pad);
-    QS_LAUNCH_CHECK(err);
-    return 0;
-}
-} // namespace
-
 #ifdef QS_MARLIN_STREAM_TRACE
 // Trace builds: call QSERVE_MARLIN_STREAM_TRACE_CALL (default 3: after the benchmark's warm-up) of
 // the stream kernel prints CTA 0's timeline and every CTA's phases to stderr
@@ -716,10 +676,16 @@ int stream(const Layer &l, Params &p, const __nv_bfloat16 *x, int64_t xs, const 
     if (g.max_shares > 1 && split_workspace(floats, counters, p, err))
         return -1;
     p.ring = g.ring;
+    // Each activation copy brings M rounded up to 8 rows (the 128-byte swizzle's period), not the
+    // whole tile: a box whose rows past M read as zeros was slow — 28672x4096 at 33 tokens FP8
+    // 46.7 -> 38.6 us, NVFP4 38.6 -> 34.1 with the rewrite-free path (session 15 call 1).
+    // QSERVE_MARLIN_STREAM_TRIM=0: the whole tile (for measurements).
+    static const bool trim = env_int("QSERVE_MARLIN_STREAM_TRIM", 1) != 0;
+    p.x_rows = trim ? (int)std::min<int64_t>(g.nt, (p.M + 7) / 8 * 8) : g.nt;
     p.splits = (int)g.max_shares; // partial slots per group
     if (g.permuted) {
         __nv_bfloat16 *xp = permuted_activations((size_t)p.M * l.k_pad, err);
-        if (!xp || permute_for_stream(l, x, xs, p.M, xp, rt.sms, s, err))
+        if (!xp || permute_activations(l, x, xs, p.M, xp, s, err))
             return -1;
         x = xp;
         xs = l.k_pad;

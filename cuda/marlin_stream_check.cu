@@ -86,7 +86,7 @@ template <bool FP4, int NT> int check_rewrite(char *why, size_t why_len)
     return 0;
 }
 
-// The rewrite-free path's copy of x (permute_stream_kernel's item math): for every 32-k item of a
+// The rewrite-free path's copy of x (permute_activations' item math, marlin_permute.cu): for every 32-k item of a
 // 512-k row, copy position j must hold x's k of the unit's logical source of j, as the rewritten
 // image does (check_rewrite) — the consumers read either with the same slots.
 template <bool FP4> int check_permute(char *why, size_t why_len)

@@ -43,9 +43,10 @@ QS_HD int image_offset(int nt, int n, int s, int j)
 // four 16-byte loads, a 4 x 4 transpose of 4-byte pairs in registers, four 16-byte stores.
 // Staged chunk (8 k) c of item q: its index in the item's 64-k half.
 template <bool FP4> QS_HD int item_chunk(int q, int c) { return FP4 ? 2 * c + (q & 1) : 4 * (q & 1) + c; }
-// The rewrite-free path's copy of x (marlin_stream.cu, permute_stream_kernel): its 32-k item b
-// (k [32b, 32b + 32) of the copy) is item q = b % 4 of stage b / 4, whose chunk c starts at x's k
-// item_source_k(b, c); transpose_pairs of the four chunks gives the copy's four 16-byte chunks.
+// The permuted copy of x (marlin_permute.cu, for the wgmma kernel and the stream kernel's
+// rewrite-free path): its 32-k item b (k [32b, 32b + 32) of the copy) is item q = b % 4 of stage
+// b / 4, whose chunk c starts at x's k item_source_k(b, c); transpose_pairs of the four chunks
+// gives the copy's four 16-byte chunks.
 template <bool FP4> QS_HD int item_source_k(int b, int c)
 {
     const int q = b % 4;

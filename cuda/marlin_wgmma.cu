@@ -10,7 +10,8 @@
 // threads with cp.async into a 4-deep ring of 128-k stages laid out as wgmma's K-major core
 // matrices (8 tokens x 16 bytes, no swizzle), shared by all 8 warps. The packed layout permutes k
 // inside a unit (marlin_layout.h); wgmma reads B in its own k order, so the activations are first
-// copied once per call into that permuted order (permute_kernel: tokens x k, a few hundred KB).
+// copied once per call into that permuted order (permute_activations, marlin_permute.cu: tokens x k,
+// a few hundred KB).
 // Partial k slices meet as in the other kernels (marlin_device.cuh), deterministically.
 //
 // When it runs: wgmma_takes (measured rule).
@@ -32,34 +33,6 @@ constexpr int kStages = 4;    // ring depth
 constexpr int kAhead = 2;     // stages requested ahead: one spare buffer, because the wgmma
                               // reading a stage may still run while the next stage starts
 constexpr int kWgMaxTokens = 128;
-
-// Logical k j0 .. j0+7 of an activation row in the order this kernel reads B (the packer's
-// permutation inside a unit undone, marlin_layout.h), zeros past k: one 16-byte chunk.
-template <bool FP4> __device__ __forceinline__ uint4 permuted_chunk(const __nv_bfloat16 *row, int j0, int k)
-{
-    constexpr int UNIT_K = FP4 ? kFp4UnitK : kFp8UnitK;
-    const int base = j0 / UNIT_K * UNIT_K;
-    __align__(16) __nv_bfloat16 v[8];
-#pragma unroll
-    for (int e = 0; e < 8; e++) {
-        const int src = base + (FP4 ? fp4_logical_source_k(j0 - base + e) : fp8_logical_source_k(j0 - base + e));
-        v[e] = src < k ? row[src] : __float2bfloat16_rn(0.f);
-    }
-    return *(const uint4 *)v;
-}
-
-// xp[m][j] = x[m][source of j] (marlin_layout.h) for the padded k (zeros past k): 8 outputs
-// (16 bytes) a thread.
-template <bool FP4>
-__global__ void permute_kernel(const __nv_bfloat16 *x, int xs, __nv_bfloat16 *xp, int m, int k, int k_pad)
-{
-    const int chunks = k_pad / 8;
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (int64_t)m * chunks;
-         i += (int64_t)gridDim.x * blockDim.x) {
-        const int row = (int)(i / chunks), j0 = (int)(i % chunks) * 8;
-        *(uint4 *)(xp + (size_t)row * k_pad + j0) = permuted_chunk<FP4>(x + (size_t)row * xs, j0, k);
-    }
-}
 
 // A warp's packed weights of one stage (and, NVFP4, the scale codes of each unit).
 template <bool FP4> struct StageWeights {
@@ -356,22 +329,6 @@ int wgmma_workspace(const Layer &l, int64_t m, int sms, size_t *floats, size_t *
     workspace_of(g, l, m, floats, counters, permuted);
     return 0;
 }
-
-namespace {
-// x (m rows, stride xs) copied into xp (m x k_pad) in the packer's k order (zeros past k).
-int permute_activations(const Layer &l, const __nv_bfloat16 *x, int64_t xs, int64_t m, __nv_bfloat16 *xp,
-                        cudaStream_t s, qs_err *err)
-{
-    const int64_t chunks = m * (l.k_pad / 8);
-    const unsigned blocks = (unsigned)std::min<int64_t>((chunks + 255) / 256, 4096);
-    if (l.fp4)
-        permute_kernel<true><<<blocks, 256, 0, s>>>(x, (int)xs, xp, (int)m, (int)l.k, (int)l.k_pad);
-    else
-        permute_kernel<false><<<blocks, 256, 0, s>>>(x, (int)xs, xp, (int)m, (int)l.k, (int)l.k_pad);
-    QS_LAUNCH_CHECK(err);
-    return 0;
-}
-} // namespace
 
 int wgmma(const Layer &l, Params &p, const __nv_bfloat16 *x, int64_t xs, const Runtime &rt, cudaStream_t s,
           qs_err *err)

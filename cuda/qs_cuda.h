@@ -19,6 +19,9 @@ int qs_cuda_device_count(void);
 const char *qs_cuda_unavailable_reason(void);
 /* Fills caps (platform CUDA, name, compute capability, SM count, total memory) for a device. */
 int qs_cuda_device_caps(int ordinal, qs_device_caps *caps, qs_err *err);
+/* The current device's SM count, asked once per device (what kernels size their grids by); 0 where
+ * it cannot be read. */
+int qs_cuda_sm_count(void);
 
 #ifdef __cplusplus
 }

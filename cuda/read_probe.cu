@@ -7,6 +7,7 @@
 
 #include "cuda_check.h"
 #include "launch_pdl.cuh"
+#include "qs_cuda.h"
 #include "read_probe.h"
 
 namespace {
@@ -63,9 +64,9 @@ const Device &device()
 {
     static Device d;
     if (!d.blocks) {
-        int dev = 0, sms = 0, per_sm = 0, major = 0;
+        int dev = 0, per_sm = 0, major = 0;
         cudaGetDevice(&dev);
-        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+        const int sms = qs_cuda_sm_count();
         cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxThreadsPerMultiProcessor, dev);
         cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
         d.pdl = major >= 9;
