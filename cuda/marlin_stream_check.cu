@@ -86,6 +86,12 @@ template <bool FP4, int NT> int check_rewrite(char *why, size_t why_len)
     return 0;
 }
 
+// check_rewrite for every token tile the kernel is built for.
+template <bool FP4, int... NT> int check_rewrites(char *why, size_t why_len)
+{
+    return (check_rewrite<FP4, NT>(why, why_len) || ...);
+}
+
 // The rewrite-free path's copy of x (permute_activations' item math, marlin_permute.cu): for every 32-k item of a
 // 512-k row, copy position j must hold x's k of the unit's logical source of j, as the rewritten
 // image does (check_rewrite) — the consumers read either with the same slots.
@@ -126,9 +132,8 @@ extern "C" int qs_marlin_stream_rewrite_check(char *why, size_t why_len)
 {
     if (check_permute<false>(why, why_len) || check_permute<true>(why, why_len))
         return -1;
-    if (check_rewrite<false, 16>(why, why_len) || check_rewrite<false, 32>(why, why_len) ||
-        check_rewrite<false, 64>(why, why_len) || check_rewrite<true, 16>(why, why_len) ||
-        check_rewrite<true, 32>(why, why_len) || check_rewrite<true, 64>(why, why_len))
+    if (check_rewrites<false, 16, 24, 32, 40, 48, 56, 64>(why, why_len) ||
+        check_rewrites<true, 16, 24, 32, 40, 48, 56, 64>(why, why_len))
         return -1;
     return 0;
 }
