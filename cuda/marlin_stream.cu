@@ -133,7 +133,8 @@ template <int NT, bool XP> __device__ __forceinline__ int slice_offset(int s)
 
 // weight_map: the packed weights as (stage bytes / 8, k stage, strip) 64-bit words, one box = one
 // stage of 8 strips; scale_map (NVFP4): the scale codes as (256 bytes / 8, 256-k step, strip);
-// x_map: the activations as (k, token) BF16, one box = 64 k of NT tokens, 128-byte swizzle.
+// x_map: the activations as (k, token) BF16, one box = 64 k of p.x_rows tokens (at most the tile's
+// NT), 128-byte swizzle.
 template <bool FP4, int NT, bool XP>
 __global__ void __launch_bounds__(kThreads, 1)
     marlin_stream_kernel(const Params p, const __grid_constant__ CUtensorMap weight_map,
@@ -442,7 +443,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     trace_phase(p, kExit);
 }
 
-// Calls f.template operator()<FP4, NT>() for the layer's format and the step's token tile.
+// Calls f.template operator()<FP4, NT>() for the layer's format and the step's token tile (every
+// multiple of 8 from 16 to 64: plan_stream).
 template <bool FP4, typename F> int with_tile_of(int nt, F &&f)
 {
     switch (nt) {
@@ -455,6 +457,7 @@ template <bool FP4, typename F> int with_tile_of(int nt, F &&f)
     default: return f.template operator()<FP4, 64>();
     }
 }
+
 template <typename F> int with_tile(bool fp4, int nt, F &&f)
 {
     return fp4 ? with_tile_of<true>(nt, f) : with_tile_of<false>(nt, f);
