@@ -71,104 +71,45 @@ __device__ __forceinline__ void fence_async_shared()
 // d (64 x NT, this warp's 16 rows) += A (this warp's 16 rows x k16, registers) * B (k16 x NT, smem).
 template <int NT> __device__ __forceinline__ void wgmma_acc(float (&d)[NT / 2], const uint32_t a[4], uint64_t desc);
 
-template <> __device__ __forceinline__ void wgmma_acc<64>(float (&d)[32], const uint32_t a[4], uint64_t desc)
-{
+// One specialization per token tile: the instruction names its n, and its accumulators are
+// separate operands (D_REGS: their operand numbers, then A's four and the descriptor's).
 #ifdef QS_WGMMA
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
-                 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
-                 "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, "
-                 "{%32,%33,%34,%35}, %36, p, 1, 1, 0;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]),
-                   "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]),
-                   "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]),
-                   "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
+#define QS_WGMMA_ASM(...) asm volatile(__VA_ARGS__)
+#else
+#define QS_WGMMA_ASM(...)
 #endif
-}
-
-template <> __device__ __forceinline__ void wgmma_acc<56>(float (&d)[28], const uint32_t a[4], uint64_t desc)
-{
-#ifdef QS_WGMMA
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n56k16.f32.bf16.bf16 "
-                 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27}, "
-                 "{%28,%29,%30,%31}, %32, p, 1, 1, 0;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
-#endif
-}
-
-template <> __device__ __forceinline__ void wgmma_acc<48>(float (&d)[24], const uint32_t a[4], uint64_t desc)
-{
-#ifdef QS_WGMMA
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n48k16.f32.bf16.bf16 "
-                 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23}, "
-                 "{%24,%25,%26,%27}, %28, p, 1, 1, 0;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]),
-                   "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]),
-                   "+f"(d[22]), "+f"(d[23])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
-#endif
-}
-
-template <> __device__ __forceinline__ void wgmma_acc<40>(float (&d)[20], const uint32_t a[4], uint64_t desc)
-{
-#ifdef QS_WGMMA
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n40k16.f32.bf16.bf16 "
-                 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19}, "
-                 "{%20,%21,%22,%23}, %24, p, 1, 1, 0;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
-#endif
-}
-
-template <> __device__ __forceinline__ void wgmma_acc<32>(float (&d)[16], const uint32_t a[4], uint64_t desc)
-{
-#ifdef QS_WGMMA
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 "
-                 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, "
-                 "{%16,%17,%18,%19}, %20, p, 1, 1, 0;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]),
-                   "+f"(d[15])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
-#endif
-}
-
-template <> __device__ __forceinline__ void wgmma_acc<24>(float (&d)[12], const uint32_t a[4], uint64_t desc)
-{
-#ifdef QS_WGMMA
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n24k16.f32.bf16.bf16 "
-                 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11}, "
-                 "{%12,%13,%14,%15}, %16, p, 1, 1, 0;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
-#endif
-}
-
-template <> __device__ __forceinline__ void wgmma_acc<16>(float (&d)[8], const uint32_t a[4], uint64_t desc)
-{
-#ifdef QS_WGMMA
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 "
-                 "{%0,%1,%2,%3,%4,%5,%6,%7}, {%8,%9,%10,%11}, %12, p, 1, 1, 0;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
-#endif
-}
+#define QS_D4(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3])
+#define QS_WGMMA_ACC(N, D_REGS, A_REGS, DESC_REG, ...)                                                                 \
+    template <>                                                                                                        \
+    __device__ __forceinline__ void wgmma_acc<N>(float(&d)[N / 2], const uint32_t a[4], uint64_t desc)                 \
+    {                                                                                                                  \
+        QS_WGMMA_ASM("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"                                                       \
+                     "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32.bf16.bf16 "                                       \
+                     "{" D_REGS "}, {" A_REGS "}, " DESC_REG ", p, 1, 1, 0;\n}\n"                                     \
+                     : __VA_ARGS__                                                                                     \
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));                                          \
+    }
+QS_WGMMA_ACC(64, "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
+             "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31", "%32,%33,%34,%35", "%36",
+             QS_D4(0), QS_D4(4), QS_D4(8), QS_D4(12), QS_D4(16), QS_D4(20), QS_D4(24), QS_D4(28))
+QS_WGMMA_ACC(56, "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
+             "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27", "%28,%29,%30,%31", "%32",
+             QS_D4(0), QS_D4(4), QS_D4(8), QS_D4(12), QS_D4(16), QS_D4(20), QS_D4(24))
+QS_WGMMA_ACC(48, "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
+             "%16,%17,%18,%19,%20,%21,%22,%23", "%24,%25,%26,%27", "%28",
+             QS_D4(0), QS_D4(4), QS_D4(8), QS_D4(12), QS_D4(16), QS_D4(20))
+QS_WGMMA_ACC(40, "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
+             "%16,%17,%18,%19", "%20,%21,%22,%23", "%24",
+             QS_D4(0), QS_D4(4), QS_D4(8), QS_D4(12), QS_D4(16))
+QS_WGMMA_ACC(32, "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15", "%16,%17,%18,%19", "%20",
+             QS_D4(0), QS_D4(4), QS_D4(8), QS_D4(12))
+QS_WGMMA_ACC(24, "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11", "%12,%13,%14,%15", "%16",
+             QS_D4(0), QS_D4(4), QS_D4(8))
+QS_WGMMA_ACC(16, "%0,%1,%2,%3,%4,%5,%6,%7", "%8,%9,%10,%11", "%12",
+             QS_D4(0), QS_D4(4))
+#undef QS_WGMMA_ACC
+#undef QS_D4
+#undef QS_WGMMA_ASM
 
 // mbarriers (one 64-bit word of shared memory each, addressed by its shared-memory address).
 __device__ __forceinline__ void mbar_init(uint32_t bar, int count)
