@@ -573,6 +573,7 @@ struct Launch {
 
 struct StreamPlan {
     int nt, ring;
+    int x_rows;                       // token rows per activation copy: M rounded up to 8, at most nt
     bool permuted;                    // x copied into the packer's k order first (no rewrite)
     int64_t ctas, groups, max_shares; // max_shares: the most CTAs one group is split between
 };
@@ -582,12 +583,17 @@ StreamPlan plan_stream(const Layer &l, int64_t m, int sms)
     StreamPlan g;
     // The token tile: M rounded up to 8 (from 16). Tensor-core work and the activations' shared-memory
     // traffic grow with it: 48-token tiles for 33-48 tokens instead of 64 took 28672x4096 NVFP4
-    // 34.5 -> 30.7 us, 4096x4096 FP8 12.2 -> 11.1 (session 15 call 5). QSERVE_MARLIN_STREAM_TILES=16:
-    // tiles of 16, 32 and 64 tokens only (for measurements).
-    static const int step = env_int("QSERVE_MARLIN_STREAM_TILES", 8) == 16 ? 16 : 8;
-    g.nt = (int)std::max<int64_t>(16, (m + step - 1) / step * step);
-    if (step == 16 && g.nt == 48)
-        g.nt = 64;
+    // 34.5 -> 30.7 us, 4096x4096 FP8 12.2 -> 11.1 (session 15 call 5). The 56-token tile is built
+    // and was timed (call 6) but has not yet run in a GPU correctness test: 49-56 tokens take the
+    // 64-token tile until it has. QSERVE_MARLIN_STREAM_TILES=16: tiles of 16, 32 and 64 tokens only
+    // (for measurements).
+    static const bool coarse = env_int("QSERVE_MARLIN_STREAM_TILES", 8) == 16;
+    const int rounded = (int)std::max<int64_t>(16, (m + 7) / 8 * 8);
+    g.nt = coarse ? (m <= 16 ? 16 : m <= 32 ? 32 : 64) : rounded > 48 ? 64 : rounded;
+    // Each activation copy brings M rounded up to 8 rows (the 128-byte swizzle's period), not the
+    // whole tile: a box whose rows past M read as zeros was slow — 28672x4096 at 33 tokens FP8
+    // 46.7 -> 38.6 us, NVFP4 38.6 -> 34.1 with the rewrite-free path (session 15 call 1).
+    g.x_rows = std::min(g.nt, (int)(m + 7) / 8 * 8);
     g.ring = with_tile(l.fp4, g.nt, Depth{});
     g.groups = (l.n_pad / 16 + kStrips - 1) / kStrips;
     const int64_t nst = l.k_pad / kStageK, total = g.groups * nst;
@@ -694,12 +700,7 @@ int stream(const Layer &l, Params &p, const __nv_bfloat16 *x, int64_t xs, const 
     if (g.max_shares > 1 && split_workspace(floats, counters, p, err))
         return -1;
     p.ring = g.ring;
-    // Each activation copy brings M rounded up to 8 rows (the 128-byte swizzle's period), not the
-    // whole tile: a box whose rows past M read as zeros was slow — 28672x4096 at 33 tokens FP8
-    // 46.7 -> 38.6 us, NVFP4 38.6 -> 34.1 with the rewrite-free path (session 15 call 1).
-    // QSERVE_MARLIN_STREAM_TRIM=0: the whole tile (for measurements).
-    static const bool trim = env_int("QSERVE_MARLIN_STREAM_TRIM", 1) != 0;
-    p.x_rows = trim ? (int)std::min<int64_t>(g.nt, (p.M + 7) / 8 * 8) : g.nt;
+    p.x_rows = g.x_rows;
     p.splits = (int)g.max_shares; // partial slots per group
     if (g.permuted) {
         __nv_bfloat16 *xp = permuted_activations((size_t)p.M * l.k_pad, err);

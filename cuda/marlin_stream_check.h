@@ -16,8 +16,8 @@ extern "C" {
 
 int qs_marlin_stream_plan_check(int max_groups, int max_stages, int max_ctas, char *why, size_t why_len);
 /* The activation rewrite (marlin_stream_rewrite.h) run on the host for FP8 and NVFP4 stages of 16,
- * 32 and 64 tokens: every position of the wgmma image holds the activation that the packed weight
- * in that position of the A fragment multiplies (marlin_layout.h's permutation undone) and no
+ * 24, 32, 40, 48, 56 and 64 tokens: every position of the wgmma image holds the activation that the
+ * packed weight in that position of the A fragment multiplies (marlin_layout.h's permutation undone) and no
  * position is left unwritten; and the rewrite-free path's permuted copy of x (item_source_k and
  * transpose_pairs, as marlin_permute.cu runs them) puts at every position the k that position
  * of the packed weights multiplies. 0, or -1 with `why` naming the first wrong position. */

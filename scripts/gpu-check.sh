@@ -22,7 +22,7 @@ run_test() {
   local label=$1 vars=$2; shift 2
   echo "=== $label" >>"$LOG"
   local s=$(date +%s) rc
-  env ${vars//,/ } timeout "${TEST_TIMEOUT:-150}" "$@" >/tmp/gpu-test.log 2>&1; rc=$?
+  env ${vars//,/ } timeout "${TEST_TIMEOUT:-240}" "$@" >/tmp/gpu-test.log 2>&1; rc=$?
   cat /tmp/gpu-test.log >>"$LOG"
   echo "$label: rc $rc, $(( $(date +%s) - s )) s, $(tail -n 1 /tmp/gpu-test.log)"
   local line p f sk

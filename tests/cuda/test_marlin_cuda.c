@@ -49,7 +49,9 @@ static const int64_t SHAPES[][2] = {/* n, k */
                                     {16, 256},    {48, 512},    {80, 768},     {1040, 1280},
                                     /* padded inside the kernel: stories260K's MLP, odd sizes */
                                     {172, 64},    {64, 172},    {100, 208}};
-static const int64_t MS[] = {1, 3, 16, 20, 33, 64, 256};
+/* Every token tile of the stream kernel when it is forced (16, 24, 32, 40, 48, 64; 56 once enabled),
+ * each with tokens past M inside the tile. */
+static const int64_t MS[] = {1, 3, 16, 20, 29, 33, 45, 50, 64, 256};
 
 typedef struct {
     qs_tensor weight, scale, bias;
