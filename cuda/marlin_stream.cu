@@ -583,13 +583,12 @@ StreamPlan plan_stream(const Layer &l, int64_t m, int sms)
     StreamPlan g;
     // The token tile: M rounded up to 8 (from 16). Tensor-core work and the activations' shared-memory
     // traffic grow with it: 48-token tiles for 33-48 tokens instead of 64 took 28672x4096 NVFP4
-    // 34.5 -> 30.7 us, 4096x4096 FP8 12.2 -> 11.1 (session 15 call 5). The 56-token tile is built
-    // and was timed (call 6) but has not yet run in a GPU correctness test: 49-56 tokens take the
-    // 64-token tile until it has. QSERVE_MARLIN_STREAM_TILES=16: tiles of 16, 32 and 64 tokens only
-    // (for measurements).
+    // 34.5 -> 30.7 us, 4096x4096 FP8 12.2 -> 11.1 (session 15 call 5); 56 for 49-56 tokens
+    // a Llama-3.1-8B decoder layer at 56 tokens FP8 92.8 -> 88.7 us (call 6). QSERVE_MARLIN_STREAM_TILES=16: tiles of 16,
+    // 32 and 64 tokens only (for measurements).
     static const bool coarse = env_int("QSERVE_MARLIN_STREAM_TILES", 8) == 16;
     const int rounded = (int)std::max<int64_t>(16, (m + 7) / 8 * 8);
-    g.nt = coarse ? (m <= 16 ? 16 : m <= 32 ? 32 : 64) : rounded > 48 ? 64 : rounded;
+    g.nt = coarse ? (m <= 16 ? 16 : m <= 32 ? 32 : 64) : rounded;
     // Each activation copy brings M rounded up to 8 rows (the 128-byte swizzle's period), not the
     // whole tile: a box whose rows past M read as zeros was slow — 28672x4096 at 33 tokens FP8
     // 46.7 -> 38.6 us, NVFP4 38.6 -> 34.1 with the rewrite-free path (session 15 call 1).
@@ -629,13 +628,15 @@ bool stream_takes(const Layer &l, int64_t m, const Runtime &rt)
         return m >= lo && m <= hi;
     // The measured rule (docs/marlin-history.md, session 9; stages of work per SM: 4096x4096 8,
     // 6144x4096 12, 4096x14336 27, 28672x4096 54 on the H200). From 17 tokens it beats the
-    // small-M kernel on every Llama-3.1-8B layer but NVFP4's smallest (4096x4096 NVFP4 at 32
-    // tokens: 8.5 against 7.5 us); at 9-16 tokens only on FP8 layers of 20+ stages per SM
+    // small-M kernel on every Llama-3.1-8B layer but NVFP4's smallest up to 32 tokens (4096x4096
+    // NVFP4 at 17 / 32 tokens: 7.7 / 8.2 against 7.0 / 7.4 us; from 33, where the small-M kernel
+    // runs two token blocks, 9.5-11.1 against 11.5-11.7: session 16 call 1, with the tiles of
+    // every multiple of 8); at 9-16 tokens only on FP8 layers of 20+ stages per SM
     // (28672x4096 33.7 against 38.1 us, 4096x14336 19.6 / 21.3; NVFP4 and the smaller layers lose);
     // up to 8 tokens nowhere (its fixed cost, ~4 us a call, is the small-M kernel's whole time).
     const int64_t stages_per_sm = (l.n_pad / 16 + kStrips - 1) / kStrips * (l.k_pad / kStageK) / rt.sms;
     if (m >= 17)
-        return !(l.fp4 && stages_per_sm < 10);
+        return !(l.fp4 && stages_per_sm < 10 && m <= 32);
     return m >= 9 && !l.fp4 && stages_per_sm >= 20;
 }
 
