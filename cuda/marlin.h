@@ -102,12 +102,6 @@ int wgmma(const Layer &l, Params &p, const __nv_bfloat16 *x, int64_t xs, const R
 bool stream_takes(const Layer &l, int64_t m, const Runtime &rt);
 bool stream_fits(const __nv_bfloat16 *x, const __nv_bfloat16 *y);
 void stream_workspace(const Layer &l, int64_t m, int sms, size_t *floats, size_t *counters, size_t *permuted);
-// The words of the synchronisation the rewrite-free path needs (its CTAs writing the permuted copy
-// between them: marlin_stream.cu, permute_share), and a zeroed device buffer of at least n such
-// words (NULL and err set when it would have to grow during a CUDA graph capture; it keeps its
-// contents between calls).
-size_t stream_sync_words(const Layer &l);
-unsigned *stream_sync(size_t n, qs_err *err);
 int stream(const Layer &l, Params &p, const __nv_bfloat16 *x, int64_t xs, const Runtime &rt, cudaStream_t s,
            qs_err *err);
 // A device buffer of at least n BF16 for the wgmma and stream kernels' permuted activations (NULL and err set

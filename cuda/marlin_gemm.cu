@@ -525,29 +525,6 @@ __nv_bfloat16 *permuted_activations(size_t n, qs_err *err)
     return ensure_act_buffer(g_xperm, n, "permuted activation copy", err) ? nullptr : g_xperm.p;
 }
 
-unsigned *g_sync = nullptr;
-size_t g_sync_n = 0;
-
-// Grown only outside a capture; a new buffer is all zeros (epoch 0: marlin_stream.cu, permute_share).
-int ensure_sync(size_t n, qs_err *err)
-{
-    if (n <= g_sync_n)
-        return 0;
-    if (qs_cuda_capturing())
-        return qs_errf(err, "marlin: the stream kernel's sync words would grow during a CUDA graph capture");
-    qs_cuda_buffers_moved();
-    QS_CUDA_TRY(cudaDeviceSynchronize(), err);
-    cudaFree(g_sync);
-    g_sync = nullptr;
-    g_sync_n = 0;
-    QS_CUDA_TRY(cudaMalloc(&g_sync, n * sizeof(unsigned)), err);
-    QS_CUDA_TRY(cudaMemset(g_sync, 0, n * sizeof(unsigned)), err);
-    g_sync_n = n;
-    return 0;
-}
-
-unsigned *stream_sync(size_t n, qs_err *err) { return ensure_sync(n, err) ? nullptr : g_sync; }
-
 int split_workspace(size_t floats, size_t counters, Params &p, qs_err *err)
 {
     if (ensure_workspace(floats, counters, err))
@@ -594,8 +571,6 @@ int reserve_workspace(const Layer &l, int64_t m_max, qs_err *err)
         counters = std::max(counters, c);
     }
     if (permuted && ensure_act_buffer(g_xperm, permuted, "permuted activation copy", err))
-        return -1;
-    if (permuted && !stream_sync(stream_sync_words(l), err))
         return -1;
     return ensure_workspace(floats, counters, err);
 }

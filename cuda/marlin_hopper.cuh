@@ -208,26 +208,6 @@ __device__ __forceinline__ int load_acquire(const int *p)
     asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
     return v;
 }
-__device__ __forceinline__ unsigned load_acquire(const unsigned *p) { return (unsigned)load_acquire((const int *)p); }
-__device__ __forceinline__ unsigned load_relaxed(const unsigned *p)
-{
-    unsigned v;
-    asm volatile("ld.relaxed.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
-    return v;
-}
-// A GPU-scope release store: this thread's earlier writes are visible to whoever acquires v.
-__device__ __forceinline__ void store_release(unsigned *p, unsigned v)
-{
-    asm volatile("st.release.gpu.global.b32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
-}
-// Orders global-memory accesses between the generic proxy (ld / st) and the async proxy (tensor
-// copies): written by st in one CTA, read by a tensor copy in another.
-__device__ __forceinline__ void fence_async_global()
-{
-#ifdef QS_WGMMA
-    asm volatile("fence.proxy.async.global;\n" ::: "memory");
-#endif
-}
 
 } // namespace
 } // namespace qs_marlin

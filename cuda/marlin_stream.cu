@@ -37,7 +37,6 @@
 #include "marlin.h"
 #include "marlin_device.cuh"
 #include "marlin_hopper.cuh"
-#include "marlin_permute.cuh"
 #include "marlin_stream_plan.h"
 #include "marlin_stream_rewrite.h"
 #include "marlin_stream_trace.cuh"
@@ -60,7 +59,6 @@ constexpr int kMaxWeightStages = 24;         // mbarrier slots reserved (the rin
 constexpr int kMaxTokens = 64;
 constexpr int kConsumerBarrier = 1;                                     // named barriers (0: __syncthreads)
 constexpr int kPublishBarrier = 2, kPublishThreads = kConsumers + 32; // consumers + warp 15
-constexpr int kEpochBarrier = 3, kEpochThreads = (1 + kPermuteWarps) * 32; // warps 9-13 (rewrite-free path)
 
 template <bool FP4> constexpr int kUnits = kStageK / (FP4 ? kFp4UnitK : kFp8UnitK);
 template <bool FP4> constexpr int kStripStageBytes = kUnits<FP4> * kUnitBytes;
@@ -137,49 +135,6 @@ template <int NT, bool XP> __device__ __forceinline__ int slice_offset(int s)
 // stage of 8 strips; scale_map (NVFP4): the scale codes as (256 bytes / 8, 256-k step, strip);
 // x_map: the activations as (k, token) BF16, one box = 64 k of p.x_rows tokens (at most the tile's
 // NT), 128-byte swizzle.
-// The rewrite-free path's copy of x in the packer's k order, written by the CTAs themselves (a
-// separate kernel before this one cost ~3 us a call: session 16 call 3). Each 128-k stage of the
-// copy is written by one CTA: warp w of a CTA's warps 10-13 walks the stages its share needs
-// (every 4th, in the order the share needs them), claims each one no CTA has claimed in this call
-// and writes it, then marks it done; the activation producer (warp 9) waits for a stage's mark
-// before its first tensor copy of it. Only a CTA that is running claims a stage and it writes the
-// stage without waiting on anything, so the waits end whatever CTAs are resident. The marks are
-// the call's epoch (p.xsync[0] + 1, read after the previous kernel has ended) rather than counts
-// that would need resetting: p.xsync[1] counts the CTAs that have read the epoch, and the last
-// one moves it on for the next call; claims at p.xsync + 2, marks at p.xsync + 2 + nst.
-template <bool FP4>
-__device__ __forceinline__ void permute_share(const Params &p, int64_t lo, int64_t hi, int nst, unsigned epoch,
-                                              int w, int lane)
-{
-    unsigned *const claims = p.xsync + 2, *const marks = p.xsync + 2 + nst;
-    const int64_t needed = hi - lo < nst ? hi - lo : nst;
-    const int first = (int)(lo % nst);
-    // 32 of the warp's stages at a time: their claims read in one round trip (a lane each), then
-    // the unclaimed ones claimed and written in order
-    for (int64_t j0 = w; j0 < needed; j0 += 32 * kPermuteWarps) {
-        const int64_t j = j0 + (int64_t)lane * kPermuteWarps;
-        const int my_st = j < needed ? (int)((first + j) % nst) : 0;
-        const unsigned seen = j < needed ? load_relaxed(claims + my_st) : epoch;
-        for (unsigned open = __ballot_sync(0xffffffffu, seen != epoch); open; open &= open - 1) {
-            const int src = __ffs(open) - 1;
-            const int st = __shfl_sync(0xffffffffu, my_st, src);
-            const unsigned was = __shfl_sync(0xffffffffu, seen, src);
-            unsigned mine = 0;
-            if (lane == 0)
-                mine = atomicCAS(claims + st, was, epoch) == was;
-            if (!__shfl_sync(0xffffffffu, mine, 0))
-                continue;
-            for (int i = lane; i < p.M * 4; i += 32)
-                permute_item<FP4>(p.x, p.XS, p.xp, i >> 2, st * 4 + (i & 3), p.KX, p.K);
-            fence_async_global(); // the stores, before other CTAs' tensor copies read them
-            __threadfence();
-            __syncwarp();
-            if (lane == 0)
-                store_release(marks + st, epoch);
-        }
-    }
-}
-
 template <bool FP4, int NT, bool XP>
 __global__ void __launch_bounds__(kThreads, 1)
     marlin_stream_kernel(const Params p, const __grid_constant__ CUtensorMap weight_map,
@@ -205,7 +160,6 @@ __global__ void __launch_bounds__(kThreads, 1)
     uint8_t *const staged_ring = smem + kBarrierBytes;
     uint8_t *const act_ring = staged_ring + (XP ? 0 : kStagedStages) * ASTAGE;
     uint8_t *const weight_ring = act_ring + kActStages * ASTAGE;
-    unsigned *const epoch_word = (unsigned *)(smem + kBarrierBytes) - 1; // past the mbarriers (XP)
 
     const int nst = p.K / kStageK, groups = (p.strips + kStrips - 1) / kStrips;
     const int64_t T = (int64_t)groups * nst;
@@ -255,38 +209,9 @@ __global__ void __launch_bounds__(kThreads, 1)
             if (lane != 0)
                 return;
             if constexpr (XP) {
-                // x in the packer's k order (permute_share, warps 10-13 of every CTA): straight
-                // into the activation ring, whose 128-byte swizzle the consumers' descriptors read
-                // as is
-                named_sync<kEpochBarrier, kEpochThreads>(); // warp 10 has read the epoch
-                const unsigned epoch = *epoch_word;
-                if (lane != 0)
-                    return;
-                if (atomicAdd(p.xsync + 1, 1u) == (unsigned)C - 1) { // every CTA has read it
-                    p.xsync[1] = 0;
-                    p.xsync[0] = epoch == 0x7fffffffu ? 0 : epoch; // (epochs 1 .. 2^31 - 1, never 0)
-                }
-                const unsigned *const marks = p.xsync + 2 + nst;
-                const int64_t first_pass = hi - lo < nst ? hi - lo : nst; // the share's first pass over the stages
-                int64_t ready = 0; // its items whose stage of the copy is known to be written
+                // x already in the packer's k order (permute_activations): straight into the
+                // activation ring, whose 128-byte swizzle the consumers' descriptors read as is
                 fill_ring(a_full, a_empty, kActStages, act_bytes, lo, hi, nst, [&](uint32_t full, int slot, int, int st, int64_t i) {
-                    if (i >= ready && i < first_pass) {
-                        // the marks of the next 16 items' stages in one round trip (one per
-                        // stage, in the ring's path: 4-6 us a call, session 16 call 4)
-                        for (int run = 0; run == 0;) {
-                            unsigned done = 0;
-#pragma unroll
-                            for (int b = 0; b < 16; b++) {
-                                const int s = st + b < nst ? st + b : st + b - nst;
-                                if (i + b < first_pass && load_relaxed(marks + s) == epoch)
-                                    done |= 1u << b;
-                            }
-                            run = __ffs(~done) - 1;
-                            ready = i + run;
-                        }
-                        __threadfence(); // with the relaxed loads that saw the marks: an acquire
-                        fence_async_global();
-                    }
                     trace(p, kActCopy, i);
                     const uint32_t dst = (uint32_t)__cvta_generic_to_shared(act_ring + slot * ASTAGE);
                     tensor_copy_2d(dst, &x_map, st * kStageK, 0, full);
@@ -301,16 +226,9 @@ __global__ void __launch_bounds__(kThreads, 1)
                 tensor_copy_2d(dst + staged_half_bytes(NT), &x_map, st * kStageK + 64, 0, full);
             });
         } else if (warp < kPermuteWarp0 + kPermuteWarps) {
-            if constexpr (XP) {
-                wait_for_previous_grid(); // x, and the epoch the previous call left
-                allow_next_grid();
-                if (threadIdx.x == kPermuteWarp0 * 32)
-                    *epoch_word = *(volatile unsigned *)p.xsync + 1;
-                named_sync<kEpochBarrier, kEpochThreads>();
-                permute_share<FP4>(p, lo, hi, nst, *epoch_word, warp - kPermuteWarp0, lane);
-                return;
-            }
             allow_next_grid();
+            if (XP)
+                return;
             const int tid = threadIdx.x - kPermuteWarp0 * 32;
             RingPos xpos, apos;
             for (int64_t i = 0; i < hi - lo; i++) {
@@ -689,8 +607,7 @@ StreamPlan plan_stream(const Layer &l, int64_t m, int sms)
     // 17-32 tokens lose ~2.7 us. QSERVE_MARLIN_STREAM_XP=0|1: never / always.
     static const int forced = env_int("QSERVE_MARLIN_STREAM_XP", -1);
     const int64_t stages_per_sm = total / sms;
-    g.permuted = forced >= 0 ? forced != 0 : true; // MEASURING (session 16 call 4)
-    (void)stages_per_sm;
+    g.permuted = forced >= 0 ? forced != 0 : stages_per_sm >= 20 && (m > 32 || (l.fp4 && m > 16));
     return g;
 }
 
@@ -742,8 +659,6 @@ void stream_workspace(const Layer &l, int64_t m, int sms, size_t *floats, size_t
     *permuted = g.permuted ? (size_t)m * l.k_pad : 0;
 }
 
-size_t stream_sync_words(const Layer &l) { return 2 + 2 * (size_t)(l.k_pad / kStageK); }
-
 #ifdef QS_MARLIN_STREAM_TRACE
 // Trace builds: call QSERVE_MARLIN_STREAM_TRACE_CALL (default 3: after the benchmark's warm-up) of
 // the stream kernel prints CTA 0's timeline and every CTA's phases to stderr
@@ -789,15 +704,11 @@ int stream(const Layer &l, Params &p, const __nv_bfloat16 *x, int64_t xs, const 
     p.x_rows = g.x_rows;
     p.splits = (int)g.max_shares; // partial slots per group
     if (g.permuted) {
-        // the kernel writes its own permuted copy of x (permute_share) and reads that
-        p.xp = permuted_activations((size_t)p.M * l.k_pad, err);
-        p.xsync = p.xp ? stream_sync(stream_sync_words(l), err) : nullptr;
-        if (!p.xsync)
+        __nv_bfloat16 *xp = permuted_activations((size_t)p.M * l.k_pad, err);
+        static const bool skip = env_int("QSERVE_MARLIN_STREAM_XP_NOPERMUTE", 0) != 0; // MEASUREMENT ONLY: wrong output
+        if (!xp || (!skip && permute_activations(l, x, xs, p.M, xp, s, err)))
             return -1;
-        p.x = x;
-        p.XS = (int)xs;
-        p.KX = (int)l.k;
-        x = p.xp;
+        x = xp;
         xs = l.k_pad;
     }
 #ifdef QS_MARLIN_STREAM_TRACE
