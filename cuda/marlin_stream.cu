@@ -705,8 +705,7 @@ int stream(const Layer &l, Params &p, const __nv_bfloat16 *x, int64_t xs, const 
     p.splits = (int)g.max_shares; // partial slots per group
     if (g.permuted) {
         __nv_bfloat16 *xp = permuted_activations((size_t)p.M * l.k_pad, err);
-        static const bool skip = env_int("QSERVE_MARLIN_STREAM_XP_NOPERMUTE", 0) != 0; // MEASUREMENT ONLY: wrong output
-        if (!xp || (!skip && permute_activations(l, x, xs, p.M, xp, s, err)))
+        if (!xp || permute_activations(l, x, xs, p.M, xp, s, err))
             return -1;
         x = xp;
         xs = l.k_pad;
