@@ -603,8 +603,10 @@ StreamPlan plan_stream(const Layer &l, int64_t m, int sms)
     // with trimmed activation copies): layers of 20+ stages per SM from 33 tokens (28672x4096 FP8
     // 46.8 / 40.3 / 46.3 -> 38.7 / 38.9 / 41.1 us at 33 / 40 / 64 tokens, NVFP4 38.9 -> 34.3 at
     // 33-40; 4096x14336 FP8 25.0 -> 24.1-24.7, NVFP4 23.5 -> 21.5 at 33-40), and NVFP4 ones from 17
-    // (28672x4096 28.6 -> 27.6). Smaller layers lose the permute kernel's 0.6-1.5 us; FP8 steps of
-    // 17-32 tokens lose ~2.7 us. QSERVE_MARLIN_STREAM_XP=0|1: never / always.
+    // (28672x4096 28.6 -> 27.6). The permute kernel costs ~2.7-3 us a call (session 16 call 3): more
+    // than the path saves on smaller layers and on FP8 steps of 17-32 tokens (where the kernel
+    // itself is 7-13% faster per stage without the rewrite). QSERVE_MARLIN_STREAM_XP=0|1: never /
+    // always.
     static const int forced = env_int("QSERVE_MARLIN_STREAM_XP", -1);
     const int64_t stages_per_sm = total / sms;
     g.permuted = forced >= 0 ? forced != 0 : stages_per_sm >= 20 && (m > 32 || (l.fp4 && m > 16));
