@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 extern "C" {
+#include "ops/act_order.h"
 #include "quant/scheme.h"
 #include "util/error.h"
 }
@@ -54,7 +55,12 @@ void pack_nvfp4(const uint8_t *w, const uint8_t *scale_e4m3, int64_t n, int64_t 
 uint8_t e5m3_code(uint8_t e4m3_magnitude);
 
 // Launches y = x W^T (+ bias) on stream s (marlin_gemm.cu).
-int gemm(const Layer &l, const __nv_bfloat16 *x, __nv_bfloat16 *y, int64_t m, cudaStream_t s, qs_err *err);
+int gemm(const Layer &l, const __nv_bfloat16 *x, __nv_bfloat16 *y, int64_t m, cudaStream_t s, qs_err *err,
+         bool ordered = false);
+// The order (ops/act_order.h) the layer wants x in at m tokens: the stream kernel's packed k order
+// where its rewrite-free path takes the step with x given in that order (plan_stream), else
+// natural. gemm(..., ordered = true) takes x in that order (an error where it is natural).
+qs_act_order input_order(const Layer &l, int64_t m);
 // What the two kernels share on the host: marlin_gemm.cu keeps the device facts and the split-K
 // workspace (one per process), marlin_gemv.cu runs steps of few tokens.
 struct Params; // marlin_device.cuh
@@ -103,7 +109,10 @@ bool stream_takes(const Layer &l, int64_t m, const Runtime &rt);
 bool stream_fits(const __nv_bfloat16 *x, const __nv_bfloat16 *y);
 void stream_workspace(const Layer &l, int64_t m, int sms, size_t *floats, size_t *counters, size_t *permuted);
 int stream(const Layer &l, Params &p, const __nv_bfloat16 *x, int64_t xs, const Runtime &rt, cudaStream_t s,
-           qs_err *err);
+           qs_err *err, bool ordered = false);
+// Whether the rewrite-free path takes a stream-kernel step of m tokens when x comes already in
+// the packed order (ordered) or needs the permute kernel first.
+bool stream_permutes(const Layer &l, int64_t m, int sms, bool ordered);
 // A device buffer of at least n BF16 for the wgmma and stream kernels' permuted activations (NULL and err set
 // when it would have to grow during a CUDA graph capture).
 __nv_bfloat16 *permuted_activations(size_t n, qs_err *err);

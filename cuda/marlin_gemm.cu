@@ -575,7 +575,19 @@ int reserve_workspace(const Layer &l, int64_t m_max, qs_err *err)
     return ensure_workspace(floats, counters, err);
 }
 
-int gemm(const Layer &l, const __nv_bfloat16 *x, __nv_bfloat16 *y, int64_t m, cudaStream_t s, qs_err *err)
+qs_act_order input_order(const Layer &l, int64_t m)
+{
+    Runtime rt;
+    qs_err ignored;
+    // (the packed order needs whole 128-k stages: k_pad == k; a device whose facts cannot be read
+    // gets natural order, and gemm reports the error)
+    if (m <= 0 || l.k_pad != l.k || l.k % 128 != 0 || runtime(&rt, &ignored) || !stream_takes(l, m, rt) ||
+        !stream_permutes(l, m, rt.sms, true))
+        return QS_ACT_NATURAL;
+    return l.fp4 ? QS_ACT_MARLIN_FP4 : QS_ACT_MARLIN_FP8;
+}
+
+int gemm(const Layer &l, const __nv_bfloat16 *x, __nv_bfloat16 *y, int64_t m, cudaStream_t s, qs_err *err, bool ordered)
 {
     if (m <= 0)
         return 0;
@@ -602,8 +614,11 @@ int gemm(const Layer &l, const __nv_bfloat16 *x, __nv_bfloat16 *y, int64_t m, cu
     p.strips = (int)(l.n_pad / 16);
     p.units_k = (int)(l.k_pad / (l.fp4 ? kFp4UnitK : kFp8UnitK));
     p.ksteps = (int)(l.k_pad / (l.fp4 ? kFp4StepK : kFp8StepK));
+    if (ordered && (input_order(l, m) == QS_ACT_NATURAL || !stream_fits(x, y)))
+        return qs_errf(err, "marlin: activations given in the packed order, which only the stream kernel reads "
+                            "(and not at %lld tokens, or not from these addresses)", (long long)m);
     if (stream_takes(l, m, rt) && stream_fits(x, y)) // its tensor map reads x as it is
-        return stream(l, p, x, l.k, rt, s, err);
+        return stream(l, p, x, l.k, rt, s, err, ordered);
     if (wgmma_takes(l, m, rt)) // its activation copy pads k too
         return wgmma(l, p, x, l.k, rt, s, err);
     if (l.k_pad != l.k) {

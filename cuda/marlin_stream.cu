@@ -578,7 +578,7 @@ struct StreamPlan {
     int64_t ctas, groups, max_shares; // max_shares: the most CTAs one group is split between
 };
 
-StreamPlan plan_stream(const Layer &l, int64_t m, int sms)
+StreamPlan plan_stream(const Layer &l, int64_t m, int sms, bool ordered = false)
 {
     StreamPlan g;
     // The token tile: M rounded up to 8 (from 16). Tensor-core work and the activations' shared-memory
@@ -605,11 +605,16 @@ StreamPlan plan_stream(const Layer &l, int64_t m, int sms)
     // 33-40; 4096x14336 FP8 25.0 -> 24.1-24.7, NVFP4 23.5 -> 21.5 at 33-40), and NVFP4 ones from 17
     // (28672x4096 28.6 -> 27.6). The permute kernel costs ~2.7-3 us a call (session 16 call 3): more
     // than the path saves on smaller layers and on FP8 steps of 17-32 tokens (where the kernel
-    // itself is 7-13% faster per stage without the rewrite). QSERVE_MARLIN_STREAM_XP=0|1: never /
-    // always.
+    // itself is 7-13% faster per stage without the rewrite). Where the op that produces x writes it
+    // in the packed order (ordered: input_order), the path costs nothing extra and takes every step
+    // from 17 tokens: without the permute kernel it was never slower there, and faster from 24 on
+    // every layer (session 16 call 3: 28672x4096 NVFP4 27.4 -> 24.7 us at 24 tokens, FP8 39.5 ->
+    // 35.6 at 64; 4096x4096 FP8 12.5 -> 11.1 at 64). QSERVE_MARLIN_STREAM_XP=0|1: never / always.
     static const int forced = env_int("QSERVE_MARLIN_STREAM_XP", -1);
     const int64_t stages_per_sm = total / sms;
-    g.permuted = forced >= 0 ? forced != 0 : stages_per_sm >= 20 && (m > 32 || (l.fp4 && m > 16));
+    g.permuted = forced >= 0  ? forced != 0
+                 : ordered    ? m > 16
+                              : stages_per_sm >= 20 && (m > 32 || (l.fp4 && m > 16));
     return g;
 }
 
@@ -661,6 +666,8 @@ void stream_workspace(const Layer &l, int64_t m, int sms, size_t *floats, size_t
     *permuted = g.permuted ? (size_t)m * l.k_pad : 0;
 }
 
+bool stream_permutes(const Layer &l, int64_t m, int sms, bool ordered) { return plan_stream(l, m, sms, ordered).permuted; }
+
 #ifdef QS_MARLIN_STREAM_TRACE
 // Trace builds: call QSERVE_MARLIN_STREAM_TRACE_CALL (default 3: after the benchmark's warm-up) of
 // the stream kernel prints CTA 0's timeline and every CTA's phases to stderr
@@ -695,9 +702,12 @@ int traced_launch(const Layer &l, Params &p, Launch launch, int nt, cudaStream_t
 #endif
 
 int stream(const Layer &l, Params &p, const __nv_bfloat16 *x, int64_t xs, const Runtime &rt, cudaStream_t s,
-           qs_err *err)
+           qs_err *err, bool ordered)
 {
-    const StreamPlan g = plan_stream(l, p.M, rt.sms);
+    const StreamPlan g = plan_stream(l, p.M, rt.sms, ordered);
+    if (ordered && (!g.permuted || l.k_pad != l.k))
+        return qs_errf(err, "marlin: activations given in the packed order, but the stream kernel would not read "
+                            "them so at %d tokens", p.M);
     size_t floats, counters;
     workspace_of(g, &floats, &counters);
     if (g.max_shares > 1 && split_workspace(floats, counters, p, err))
@@ -705,7 +715,7 @@ int stream(const Layer &l, Params &p, const __nv_bfloat16 *x, int64_t xs, const 
     p.ring = g.ring;
     p.x_rows = g.x_rows;
     p.splits = (int)g.max_shares; // partial slots per group
-    if (g.permuted) {
+    if (g.permuted && !ordered) {
         __nv_bfloat16 *xp = permuted_activations((size_t)p.M * l.k_pad, err);
         if (!xp || permute_activations(l, x, xs, p.M, xp, s, err))
             return -1;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "marlin_stream_check.h"
+#include "ops/act_order.h"
 #include "marlin_stream_plan.h"
 #include "marlin_stream_rewrite.h"
 
@@ -120,6 +121,19 @@ template <bool FP4> int check_permute(char *why, size_t why_len)
         if (got != k) {
             snprintf(why, why_len, "%s permuted copy: position %d holds k %d, wants %d", FP4 ? "NVFP4" : "FP8", j, got,
                      k);
+            return -1;
+        }
+    }
+    // The map the ops that produce x write it by (ops/act_order.h) lands every k where the copy has it.
+    const qs_act_order order = FP4 ? QS_ACT_MARLIN_FP4 : QS_ACT_MARLIN_FP8;
+    for (int k = 0; k < kRow; k++) {
+        const int64_t j = qs_act_position(order, k);
+        uint16_t got = 0xFFFF;
+        if (j >= 0 && j < kRow)
+            memcpy(&got, (const uint8_t *)xp_words.data() + 2 * j, 2);
+        if (got != k) {
+            snprintf(why, why_len, "%s activation order: k %d goes to position %lld, which the copy gives k %d",
+                     FP4 ? "NVFP4" : "FP8", k, (long long)j, got);
             return -1;
         }
     }

@@ -153,8 +153,9 @@ __device__ float block_sum(float v)
 }
 
 // One block per row. residual may be null (plain RMSNorm of x); otherwise residual += x first and
-// the norm reads the updated residual.
-__global__ void rmsnorm_kernel(bf16 *out, const bf16 *x, bf16 *residual, const bf16 *w, int64_t d, float eps)
+// the norm reads the updated residual. out's row in `order` (act_order.h).
+__global__ void rmsnorm_kernel(bf16 *out, const bf16 *x, bf16 *residual, const bf16 *w, int64_t d, float eps,
+                               qs_act_order order)
 {
     int64_t row = blockIdx.x;
     const bf16 *xr = x + row * d;
@@ -174,7 +175,7 @@ __global__ void rmsnorm_kernel(bf16 *out, const bf16 *x, bf16 *residual, const b
     for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
         // As transformers: normalise in float, round to the activation dtype, then scale.
         float normed = __bfloat162float(__float2bfloat16_rn(__bfloat162float(src[i]) * inv));
-        out[row * d + i] = __float2bfloat16_rn(normed * __bfloat162float(w[i]));
+        out[row * d + qs_act_position(order, i)] = __float2bfloat16_rn(normed * __bfloat162float(w[i]));
     }
 }
 
@@ -185,18 +186,20 @@ int cuda_rmsnorm(void *out, const void *x, const void *w, int64_t rows, int64_t 
     if (rows == 0)
         return 0;
     rmsnorm_kernel<<<(unsigned)rows, threads_for_row(d), 0, qs_cuda_stream()>>>((bf16 *)out, (const bf16 *)x, nullptr,
-                                                                                (const bf16 *)w, d, eps);
+                                                                                (const bf16 *)w, d, eps, QS_ACT_NATURAL);
     QS_LAUNCH_CHECK(err);
     return 0;
 }
 
 int cuda_add_rmsnorm(void *residual, const void *x, void *out, const void *w, int64_t rows, int64_t d, float eps,
-                     qs_err *err)
+                     qs_act_order order, qs_err *err)
 {
+    if (!qs_act_order_fits(order, d))
+        return qs_errf(err, "add_rmsnorm: rows of %lld do not suit activation order %d", (long long)d, (int)order);
     if (rows == 0)
         return 0;
     rmsnorm_kernel<<<(unsigned)rows, threads_for_row(d), 0, qs_cuda_stream()>>>(
-        (bf16 *)out, (const bf16 *)x, (bf16 *)residual, (const bf16 *)w, d, eps);
+        (bf16 *)out, (const bf16 *)x, (bf16 *)residual, (const bf16 *)w, d, eps, order);
     QS_LAUNCH_CHECK(err);
     return 0;
 }

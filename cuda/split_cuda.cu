@@ -37,7 +37,7 @@ __global__ void split_qkv_kernel(bf16 *q, bf16 *k, bf16 *v, const bf16 *x, int64
     }
 }
 
-__global__ void swiglu_gate_up_kernel(bf16 *out, const bf16 *gate_up, int64_t rows, int64_t n)
+__global__ void swiglu_gate_up_kernel(bf16 *out, const bf16 *gate_up, int64_t rows, int64_t n, qs_act_order order)
 {
     int64_t stride = (int64_t)gridDim.x * blockDim.x;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < rows * n; i += stride) {
@@ -45,7 +45,8 @@ __global__ void swiglu_gate_up_kernel(bf16 *out, const bf16 *gate_up, int64_t ro
         const bf16 *row = gate_up + r * 2 * n;
         float g = __bfloat162float(row[c]);
         float silu = g / (1.f + __expf(-g));
-        out[i] = __float2bfloat16_rn(__bfloat162float(__float2bfloat16_rn(silu)) * __bfloat162float(row[n + c]));
+        out[r * n + qs_act_position(order, c)] =
+            __float2bfloat16_rn(__bfloat162float(__float2bfloat16_rn(silu)) * __bfloat162float(row[n + c]));
     }
 }
 
@@ -62,12 +63,15 @@ extern "C" int qs_cuda_split_qkv(void *out0, void *out1, void *out2, const void 
     return 0;
 }
 
-extern "C" int qs_cuda_swiglu_gate_up(void *out, const void *gate_up, int64_t rows, int64_t n, qs_err *err)
+extern "C" int qs_cuda_swiglu_gate_up(void *out, const void *gate_up, int64_t rows, int64_t n, qs_act_order order,
+                                      qs_err *err)
 {
+    if (!qs_act_order_fits(order, n))
+        return qs_errf(err, "swiglu_gate_up: rows of %lld do not suit activation order %d", (long long)n, (int)order);
     if (rows <= 0)
         return 0;
     swiglu_gate_up_kernel<<<grid_for(rows * n, 256), 256, 0, qs_cuda_stream()>>>((bf16 *)out, (const bf16 *)gate_up,
-                                                                                 rows, n);
+                                                                                 rows, n, order);
     QS_LAUNCH_CHECK(err);
     return 0;
 }

@@ -386,7 +386,8 @@ def bytes_per_token(model_dir, weight_bits, n_ctx):
 
 def serve_decode(model, backend, seconds_left):
     """Starts the server with --linear-backend BACKEND (a "+graphs" suffix adds
-    QSERVE_CUDA_GRAPHS=1, "+eager" sets it to 0; decode graphs are on by default), then bench_serve at each
+    QSERVE_CUDA_GRAPHS=1, "+eager" sets it to 0; decode graphs are on by default; "+natural" sets
+    QSERVE_ACT_ORDER=0: activations in natural order only), then bench_serve at each
     concurrency of E2E_BATCHES (default 1,16): returns ({concurrency: decode tok/s}, the kernel selection
     lines) from the mean TPOT."""
     log_path = os.path.join(WORK, f"server-{os.path.basename(model)}-{backend}.log")
@@ -396,6 +397,8 @@ def serve_decode(model, backend, seconds_left):
         env["QSERVE_CUDA_GRAPHS"] = "1"
     elif mode == "eager":
         env["QSERVE_CUDA_GRAPHS"] = "0"
+    elif mode == "natural":
+        env["QSERVE_ACT_ORDER"] = "0"
     batches = [int(b) for b in os.environ.get("E2E_BATCHES", "1,16").split(",")]
     args = ("--linear-backend", backend, "--served-model-name", "m", "--max-num-seqs", str(max(batches)))
     with qserve_server(model, log_path, args, env=env, wait_s=min(180, seconds_left)) as base:

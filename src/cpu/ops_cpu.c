@@ -73,14 +73,15 @@ static int cpu_embedding(void *out, const void *table, const int32_t *ids, int64
     return 0;
 }
 
-static void rmsnorm_row(float *out, const float *x, const float *w, int64_t d, float eps)
+/* out[qs_act_position(order, i)] = the normalised x[i]. */
+static void rmsnorm_row(float *out, const float *x, const float *w, int64_t d, float eps, qs_act_order order)
 {
     double ss = 0;
     for (int64_t i = 0; i < d; i++)
         ss += (double)x[i] * x[i];
     float inv = (float)(1.0 / sqrt(ss / (double)d + eps));
     for (int64_t i = 0; i < d; i++)
-        out[i] = x[i] * inv * w[i];
+        out[qs_act_position(order, i)] = x[i] * inv * w[i];
 }
 
 typedef struct {
@@ -88,13 +89,14 @@ typedef struct {
     const float *x, *w;
     int64_t d;
     float eps;
+    qs_act_order order;
 } norm_job;
 
 static void rmsnorm_range(void *ctx, int64_t b, int64_t e)
 {
     norm_job *j = ctx;
     for (int64_t r = b; r < e; r++)
-        rmsnorm_row(j->out + r * j->d, j->x + r * j->d, j->w, j->d, j->eps);
+        rmsnorm_row(j->out + r * j->d, j->x + r * j->d, j->w, j->d, j->eps, QS_ACT_NATURAL);
 }
 
 static int cpu_rmsnorm(void *out, const void *x, const void *w, int64_t rows, int64_t d, float eps, qs_err *err)
@@ -113,15 +115,16 @@ static void add_rmsnorm_range(void *ctx, int64_t b, int64_t e)
         const float *x = j->x + r * j->d;
         for (int64_t i = 0; i < j->d; i++)
             res[i] += x[i];
-        rmsnorm_row(j->out + r * j->d, res, j->w, j->d, j->eps);
+        rmsnorm_row(j->out + r * j->d, res, j->w, j->d, j->eps, j->order);
     }
 }
 
 static int cpu_add_rmsnorm(void *residual, const void *x, void *out, const void *w, int64_t rows, int64_t d,
-                           float eps, qs_err *err)
+                           float eps, qs_act_order order, qs_err *err)
 {
-    (void)err;
-    norm_job j = {.out = out, .residual = residual, .x = x, .w = w, .d = d, .eps = eps};
+    if (!qs_act_order_fits(order, d))
+        return qs_errf(err, "add_rmsnorm: rows of %lld do not suit activation order %d", (long long)d, (int)order);
+    norm_job j = {.out = out, .residual = residual, .x = x, .w = w, .d = d, .eps = eps, .order = order};
     qs_parallel_for(rows, 64, add_rmsnorm_range, &j);
     return 0;
 }
@@ -171,15 +174,17 @@ static int cpu_swiglu(void *out, const void *gate, const void *up, int64_t rows,
 }
 
 /* Same expression as cpu_swiglu, so a fused gate/up layer gives bitwise the same activations. */
-static int cpu_swiglu_gate_up(void *out, const void *gate_up, int64_t rows, int64_t n, qs_err *err)
+static int cpu_swiglu_gate_up(void *out, const void *gate_up, int64_t rows, int64_t n, qs_act_order order,
+                              qs_err *err)
 {
-    (void)err;
+    if (!qs_act_order_fits(order, n))
+        return qs_errf(err, "swiglu_gate_up: rows of %lld do not suit activation order %d", (long long)n, (int)order);
     float *o = out;
     const float *x = gate_up;
     for (int64_t r = 0; r < rows; r++) {
         const float *g = x + r * 2 * n, *u = g + n;
         for (int64_t i = 0; i < n; i++)
-            o[r * n + i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+            o[r * n + qs_act_position(order, i)] = g[i] / (1.0f + expf(-g[i])) * u[i];
     }
     return 0;
 }

@@ -20,11 +20,25 @@
 #include "model/model_internal.h"
 #include "model/step_graph.h"
 
-int qs_linear_apply(const qs_model *m, const qs_linear *l, const void *x, void *y, int64_t rows, qs_err *err)
+qs_act_order qs_linear_order(const qs_model *m, const qs_linear *l, int64_t rows)
 {
     bool small = l->small_kernel && rows <= l->small_max_rows;
     const qs_kernel *k = small ? l->small_kernel : l->kernel;
-    if (k->apply_linear(small ? l->small_state : l->state, x, y, rows, m->stream, err) != 0)
+    if (!m->act_order || !k->input_order || !k->apply_linear_ordered)
+        return QS_ACT_NATURAL;
+    return (qs_act_order)k->input_order(small ? l->small_state : l->state, rows);
+}
+
+int qs_linear_apply(const qs_model *m, const qs_linear *l, const void *x, void *y, int64_t rows, qs_act_order order,
+                    qs_err *err)
+{
+    bool small = l->small_kernel && rows <= l->small_max_rows;
+    const qs_kernel *k = small ? l->small_kernel : l->kernel;
+    const void *state = small ? l->small_state : l->state;
+    int rc = order == QS_ACT_NATURAL ? k->apply_linear(state, x, y, rows, m->stream, err)
+             : k->apply_linear_ordered ? k->apply_linear_ordered(state, x, y, rows, m->stream, err)
+                                       : qs_errf(err, "activations in order %d, which the kernel does not read", (int)order);
+    if (rc != 0)
         return qs_err_prefix(err, "%s (%s): ", l->desc.name, k->name);
     if (l->bias && m->ops->add_bias(y, l->bias, rows, l->desc.n, err) != 0)
         return qs_err_prefix(err, "%s bias: ", l->desc.name);
@@ -103,31 +117,34 @@ static int upload_indices(qs_model *m, const qs_seq_step *seqs, int n_seqs, int6
     return 0;
 }
 
-/* q, k, v [T, heads * head_dim] from h: three GEMMs, or one fused GEMM and a column split. */
-static int qkv_projections(qs_model *m, qs_layer *L, int64_t T, qs_err *err)
+/* q, k, v [T, heads * head_dim] from h (in h_order: the fused GEMM's, or natural): three GEMMs, or
+ * one fused GEMM and a column split. */
+static int qkv_projections(qs_model *m, qs_layer *L, int64_t T, qs_act_order h_order, qs_err *err)
 {
     qs_scratch *s = &m->s;
     if (!L->qkv_fused)
-        return qs_linear_apply(m, &L->q, s->h, s->q, T, err) || qs_linear_apply(m, &L->k, s->h, s->k, T, err) ||
-                       qs_linear_apply(m, &L->v, s->h, s->v, T, err)
+        return qs_linear_apply(m, &L->q, s->h, s->q, T, QS_ACT_NATURAL, err) ||
+                       qs_linear_apply(m, &L->k, s->h, s->k, T, QS_ACT_NATURAL, err) ||
+                       qs_linear_apply(m, &L->v, s->h, s->v, T, QS_ACT_NATURAL, err)
                    ? -1
                    : 0;
     const qs_model_config *c = &m->mc;
     int64_t qd = (int64_t)c->num_heads * c->head_dim, kvd = (int64_t)c->num_kv_heads * c->head_dim;
-    if (qs_linear_apply(m, &L->qkv, s->h, s->qkv, T, err) ||
+    if (qs_linear_apply(m, &L->qkv, s->h, s->qkv, T, h_order, err) ||
         m->ops->split_qkv(s->q, s->k, s->v, s->qkv, T, qd, kvd, kvd, err))
         return -1;
     return 0;
 }
 
-static int attention_block(qs_model *m, qs_kv_cache *kv, int li, const qs_attn_batch *b, qs_err *err)
+static int attention_block(qs_model *m, qs_kv_cache *kv, int li, const qs_attn_batch *b, qs_act_order h_order,
+                           qs_err *err)
 {
     const qs_model_config *c = &m->mc;
     const qs_ops *ops = m->ops;
     qs_layer *L = &m->layers[li];
     qs_scratch *s = &m->s;
     int64_t T = b->n_tokens;
-    if (qkv_projections(m, L, T, err))
+    if (qkv_projections(m, L, T, h_order, err))
         return -1;
     if (c->qk_norm && (ops->rmsnorm(s->q, s->q, L->q_norm, T * c->num_heads, c->head_dim, c->rms_norm_eps, err) ||
                        ops->rmsnorm(s->k, s->k, L->k_norm, T * c->num_kv_heads, c->head_dim, c->rms_norm_eps, err)))
@@ -142,32 +159,45 @@ static int attention_block(qs_model *m, qs_kv_cache *kv, int li, const qs_attn_b
         ops->attention(s->attn, s->q, kc, vc, b, c->num_heads, c->num_kv_heads, c->head_dim,
                        (float)(1.0 / sqrt((double)c->head_dim)), err))
         return -1;
-    return qs_linear_apply(m, &L->o, s->attn, s->o, T, err);
+    return qs_linear_apply(m, &L->o, s->attn, s->o, T, QS_ACT_NATURAL, err);
 }
 
-static int mlp_block(qs_model *m, int li, int64_t T, qs_err *err)
+/* The order the op before the attention (mlp) block writes h in: the fused q/k/v (gate/up)
+ * GEMM's when it is h's only reader, else natural. */
+static qs_act_order attn_input_order(const qs_model *m, const qs_layer *L, int64_t T)
+{
+    return L->qkv_fused ? qs_linear_order(m, &L->qkv, T) : QS_ACT_NATURAL;
+}
+static qs_act_order mlp_input_order(const qs_model *m, const qs_layer *L, int64_t T)
+{
+    return !L->is_moe && L->gate_up_fused ? qs_linear_order(m, &L->gate_up, T) : QS_ACT_NATURAL;
+}
+
+static int mlp_block(qs_model *m, int li, int64_t T, qs_act_order h_order, qs_err *err)
 {
     const qs_model_config *c = &m->mc;
     const qs_ops *ops = m->ops;
     qs_layer *L = &m->layers[li];
     qs_scratch *s = &m->s;
     if (!L->is_moe && L->gate_up_fused) {
-        return qs_linear_apply(m, &L->gate_up, s->h, s->gate_up, T, err) ||
-                       ops->swiglu_gate_up(s->act, s->gate_up, T, c->intermediate_size, err) ||
-                       qs_linear_apply(m, &L->down, s->act, s->o, T, err)
+        qs_act_order act_order = qs_linear_order(m, &L->down, T);
+        return qs_linear_apply(m, &L->gate_up, s->h, s->gate_up, T, h_order, err) ||
+                       ops->swiglu_gate_up(s->act, s->gate_up, T, c->intermediate_size, act_order, err) ||
+                       qs_linear_apply(m, &L->down, s->act, s->o, T, act_order, err)
                    ? -1
                    : 0;
     }
     if (!L->is_moe) {
-        return qs_linear_apply(m, &L->gate, s->h, s->gate, T, err) || qs_linear_apply(m, &L->up, s->h, s->up, T, err) ||
+        return qs_linear_apply(m, &L->gate, s->h, s->gate, T, QS_ACT_NATURAL, err) ||
+               qs_linear_apply(m, &L->up, s->h, s->up, T, QS_ACT_NATURAL, err) ||
                ops->swiglu(s->act, s->gate, s->up, T, c->intermediate_size, err) ||
-               qs_linear_apply(m, &L->down, s->act, s->o, T, err)
+               qs_linear_apply(m, &L->down, s->act, s->o, T, QS_ACT_NATURAL, err)
                    ? -1
                    : 0;
     }
     qs_moe_layer *moe = &L->moe;
     bool norm = c->arch == QS_ARCH_MIXTRAL || c->norm_topk_prob;
-    if (qs_linear_apply(m, &moe->router, s->h, s->router, T, err) ||
+    if (qs_linear_apply(m, &moe->router, s->h, s->router, T, QS_ACT_NATURAL, err) ||
         ops->moe_route(s->router, s->topk_ids, s->topk_w, T, c->num_experts, c->num_experts_per_tok, norm, err))
         return qs_err_prefix(err, "layer %d routing: ", li);
     if (moe->kernel->apply_moe(moe->state, s->h, s->topk_ids, s->topk_w, s->o, T, m->stream, err) != 0)
@@ -188,18 +218,22 @@ int qs_forward_run(qs_model *m, qs_kv_cache *kv, const qs_attn_batch *b, const i
         return -1;
     for (int li = 0; li < c->num_layers; li++) {
         qs_layer *L = &m->layers[li];
-        if (li > 0 && ops->add_rmsnorm(s->x, s->o, s->h, L->attn_norm, T, H, eps, err))
+        /* (layer 0's norm is a plain one, in natural order) */
+        qs_act_order attn_order = li > 0 ? attn_input_order(m, L, T) : QS_ACT_NATURAL;
+        if (li > 0 && ops->add_rmsnorm(s->x, s->o, s->h, L->attn_norm, T, H, eps, attn_order, err))
             return -1;
-        if (attention_block(m, kv, li, b, err) || ops->add_rmsnorm(s->x, s->o, s->h, L->mlp_norm, T, H, eps, err) ||
-            mlp_block(m, li, T, err))
+        qs_act_order mlp_order = mlp_input_order(m, L, T);
+        if (attention_block(m, kv, li, b, attn_order, err) ||
+            ops->add_rmsnorm(s->x, s->o, s->h, L->mlp_norm, T, H, eps, mlp_order, err) ||
+            mlp_block(m, li, T, mlp_order, err))
             return qs_err_prefix(err, "layer %d: ", li);
     }
-    if (ops->add_rmsnorm(s->x, s->o, s->h, m->final_norm, T, H, eps, err))
+    if (ops->add_rmsnorm(s->x, s->o, s->h, m->final_norm, T, H, eps, QS_ACT_NATURAL, err))
         return -1;
     if (n_out == 0)
         return 0;
     if (ops->gather_rows(s->out_rows, s->h, out_rows, n_out, H, err) ||
-        qs_linear_apply(m, &m->lm_head, s->out_rows, s->logits, n_out, err))
+        qs_linear_apply(m, &m->lm_head, s->out_rows, s->logits, n_out, QS_ACT_NATURAL, err))
         return -1;
     return 0;
 }

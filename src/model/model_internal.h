@@ -86,6 +86,7 @@ struct qs_model {
     void *stream;
     struct qs_step_graphs *graphs;
     bool sample_on_device;      /* ops->sample exists and QSERVE_DEVICE_SAMPLING is not 0 */
+    bool act_order;             /* QSERVE_ACT_ORDER is not 0: ops write x in its linear's input order */
 };
 
 /* Fuses every layer's q/k/v and dense gate/up where projection_fusion.h allows (nothing when
@@ -105,8 +106,12 @@ int qs_forward_run_sample(qs_model *m, qs_kv_cache *kv, const qs_attn_batch *b, 
  * logits of every row. */
 int qs_forward_outputs(qs_model *m, const qs_sample_row *sample, int n_out, float *logits, int32_t *tokens,
                        qs_err *err);
-/* Runs a linear layer: y[m, n] = x[m, k] W^T (+ bias), on the model's stream. */
-int qs_linear_apply(const qs_model *m, const qs_linear *l, const void *x, void *y, int64_t rows, qs_err *err);
+/* Runs a linear layer: y[m, n] = x[m, k] W^T (+ bias), on the model's stream; x's rows in `order`,
+ * which must be natural or qs_linear_order's. */
+int qs_linear_apply(const qs_model *m, const qs_linear *l, const void *x, void *y, int64_t rows, qs_act_order order,
+                    qs_err *err);
+/* The order l's kernel wants x in at `rows` (natural unless the kernel asks and m->act_order). */
+qs_act_order qs_linear_order(const qs_model *m, const qs_linear *l, int64_t rows);
 /* Grows the scratch buffers for a step. */
 int qs_scratch_reserve(qs_model *m, int64_t n_tokens, int n_seqs, int max_blocks, int n_out, qs_err *err);
 void qs_scratch_free(qs_model *m);

@@ -329,17 +329,31 @@ static int pick_device(const qs_config *cfg, qs_model *m, qs_err *err)
     return m->ops ? 0 : -1;
 }
 
-/* Sampling on the device (ops/sample.h) when the device has the op, unless QSERVE_DEVICE_SAMPLING=0
- * (then every row's logits go to the host sampler, as before the op existed). */
-static int device_sampling_init(qs_model *m, qs_err *err)
+/* A switch from the environment: *on stays true when `name` is unset or empty. */
+static int env_switch(const char *name, bool *on, qs_err *err)
 {
-    const char *v = getenv("QSERVE_DEVICE_SAMPLING");
-    bool on = true;
-    if (v && *v && qs_parse_bool(v, &on))
-        return qs_errf(err, "QSERVE_DEVICE_SAMPLING: expected 1 or 0 (or true/false), got '%s'", v);
+    const char *v = getenv(name);
+    *on = true;
+    if (v && *v && qs_parse_bool(v, on))
+        return qs_errf(err, "%s: expected 1 or 0 (or true/false), got '%s'", name, v);
+    return 0;
+}
+
+/* Sampling on the device (ops/sample.h) when the device has the op, unless QSERVE_DEVICE_SAMPLING=0
+ * (then every row's logits go to the host sampler, as before the op existed); activations written
+ * in the order their linear reads (forward.c) unless QSERVE_ACT_ORDER=0. */
+static int device_switches_init(qs_model *m, qs_err *err)
+{
+    bool on;
+    if (env_switch("QSERVE_DEVICE_SAMPLING", &on, err))
+        return -1;
     m->sample_on_device = on && m->ops->sample;
     if (m->ops->sample && !on)
         qs_info("QSERVE_DEVICE_SAMPLING=0: every row's logits go to the host sampler");
+    if (env_switch("QSERVE_ACT_ORDER", &m->act_order, err))
+        return -1;
+    if (!m->act_order)
+        qs_info("QSERVE_ACT_ORDER=0: activations in natural order only (a linear kernel reorders them itself)");
     return 0;
 }
 
@@ -399,7 +413,7 @@ static int load_all(qs_model *m, const qs_config *cfg, qs_err *err)
         upload_biases(m, err) != 0)
         return -1;
     if (select_and_prepare_linears(m, cfg, err) != 0 || select_and_prepare_moe(m, cfg, err) != 0 ||
-        qs_step_graphs_init(m, cfg, err) != 0 || device_sampling_init(m, err) != 0)
+        qs_step_graphs_init(m, cfg, err) != 0 || device_switches_init(m, err) != 0)
         return -1;
     qs_info("loaded %s (%s): %d layers, hidden %d, %d heads / %d kv heads, head_dim %d, vocab %d%s on %s",
             cfg->model_dir, c->arch_name, c->num_layers, c->hidden_size, c->num_heads, c->num_kv_heads, c->head_dim,

@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "model/safetensors.h"
+#include "ops/act_order.h"
 #include "ops/sample.h"
 #include "registry/kernel.h"
 #include "util/error.h"
@@ -102,9 +103,10 @@ typedef struct qs_ops {
     int (*embedding)(void *out, const void *table, const int32_t *ids, int64_t n_tokens, int64_t d, qs_err *err);
     /* out[r] = x[r] / rms(x[r]) * w, rows of d (also the per-head q/k norm: rows = tokens * heads). */
     int (*rmsnorm)(void *out, const void *x, const void *w, int64_t rows, int64_t d, float eps, qs_err *err);
-    /* residual += x; out = rmsnorm(residual) * w (the pre-norm residual stream, fused). */
+    /* residual += x; out = rmsnorm(residual) * w (the pre-norm residual stream, fused), out's rows
+     * in `order` (act_order.h: what the next linear kernel reads; d must fit it). */
     int (*add_rmsnorm)(void *residual, const void *x, void *out, const void *w, int64_t rows, int64_t d, float eps,
-                       qs_err *err);
+                       qs_act_order order, qs_err *err);
     /* y[r, :] += bias[:] for rows of n. */
     int (*add_bias)(void *y, const void *bias, int64_t rows, int64_t n, qs_err *err);
     /* Rotary embedding in place on x[t, h, :] (rows of n_heads * head_dim) at position pos[t], HF
@@ -137,8 +139,9 @@ typedef struct qs_ops {
     int (*split_qkv)(void *out0, void *out1, void *out2, const void *x, int64_t rows, int64_t n0, int64_t n1,
                      int64_t n2, qs_err *err);
     /* out[r, i] = silu(gate_up[r, i]) * gate_up[r, n + i] over rows of 2n: SwiGLU read straight from a
-     * fused gate/up projection's output (gate columns, then up), with swiglu's arithmetic exactly. */
-    int (*swiglu_gate_up)(void *out, const void *gate_up, int64_t rows, int64_t n, qs_err *err);
+     * fused gate/up projection's output (gate columns, then up), with swiglu's arithmetic exactly;
+     * out's rows in `order` (act_order.h; n must fit it). */
+    int (*swiglu_gate_up)(void *out, const void *gate_up, int64_t rows, int64_t n, qs_act_order order, qs_err *err);
 
     /* Decode-step graphs and streams; NULL where the device has none (CPU). */
     const qs_graph_ops *graph;

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cpu/reference_kernels.h"
+#include "ops/act_order.h"
 #include "cuda_test_util.h"
 #include "model/safetensors.h"
 #include "qs_cuda.h"
@@ -160,9 +161,22 @@ static void free_layer(layer_data *ld)
         free(ld->bufs[i]);
 }
 
-static int g_passed, g_failed, g_skipped;
+static int g_passed, g_failed, g_skipped, g_natural;
 
-static void run_kernel(const qs_kernel *kern, const qs_device_caps *caps, const test_case *c, const int *shape)
+/* x (m rows of k) in `order` (ops/act_order.h), for a kernel's apply_linear_ordered. */
+static float *reordered(const float *x, int64_t m, int64_t k, qs_act_order order)
+{
+    float *out = malloc(sizeof(float) * m * k);
+    for (int64_t r = 0; r < m; r++)
+        for (int64_t i = 0; i < k; i++)
+            out[r * k + qs_act_position(order, i)] = x[r * k + i];
+    return out;
+}
+
+/* ordered: x given in the order the kernel asks for at m (input_order), through
+ * apply_linear_ordered; skipped where it asks for natural order. */
+static void run_kernel(const qs_kernel *kern, const qs_device_caps *caps, const test_case *c, const int *shape,
+                       bool ordered)
 {
     int64_t m = shape[0], n = shape[1], k = shape[2];
     char why[QS_REASON_MAX] = "";
@@ -193,10 +207,24 @@ static void run_kernel(const qs_kernel *kern, const qs_device_caps *caps, const 
     void *ref_state = NULL, *state = NULL, *dx = NULL, *dy = NULL;
     int ok = qs_kernel_reference_linear.prepare_linear(&d, &ref_state, &err) == 0 &&
              qs_kernel_reference_linear.apply_linear(ref_state, x, ref, m, NULL, &err) == 0 &&
-             kern->prepare_linear(&d, &state, &err) == 0 && qs_cuda_malloc(&dx, 2 * m * k, &err) == 0 &&
-             qs_cuda_malloc(&dy, 2 * m * n, &err) == 0 && qs_cuda_upload_f32_as_bf16(dx, x, m * k, &err) == 0 &&
-             qs_cuda_memset(dy, 0xFF, 2 * m * n, &err) == 0 && kern->apply_linear(state, dx, dy, m, NULL, &err) == 0 &&
-             qs_cuda_synchronize(&err) == 0 && qs_cuda_download_bf16_as_f32(y, dy, m * n, &err) == 0;
+             kern->prepare_linear(&d, &state, &err) == 0;
+    qs_act_order order = ok && ordered ? (qs_act_order)kern->input_order(state, m) : QS_ACT_NATURAL;
+    if (ordered && ok && order == QS_ACT_NATURAL) {
+        printf("%-10s %-22s %5lld %5lld %5lld  skipped: natural order at this m (ordered input)\n", kern->name,
+               c->label, (long long)m, (long long)n, (long long)k);
+        g_skipped++;
+        g_natural++;
+        ok = 0;
+        goto done;
+    }
+    float *xo = ordered ? reordered(x, m, k, order) : NULL;
+    ok = ok && qs_cuda_malloc(&dx, 2 * m * k, &err) == 0 && qs_cuda_malloc(&dy, 2 * m * n, &err) == 0 &&
+         qs_cuda_upload_f32_as_bf16(dx, ordered ? xo : x, m * k, &err) == 0 &&
+         qs_cuda_memset(dy, 0xFF, 2 * m * n, &err) == 0 &&
+         (ordered ? kern->apply_linear_ordered(state, dx, dy, m, NULL, &err)
+                  : kern->apply_linear(state, dx, dy, m, NULL, &err)) == 0 &&
+         qs_cuda_synchronize(&err) == 0 && qs_cuda_download_bf16_as_f32(y, dy, m * n, &err) == 0;
+    free(xo);
     double num = 0, den = 0;
     int64_t bad = 0;
     if (ok)
@@ -210,11 +238,13 @@ static void run_kernel(const qs_kernel *kern, const qs_device_caps *caps, const 
     double rel = den > 0 ? sqrt(num / den) : sqrt(num);
     double tol = c->aquant == QS_AQUANT_NONE ? 1e-2 : 5e-2;
     bool pass = ok && bad == 0 && rel <= tol;
-    printf("%-10s %-22s %5lld %5lld %5lld  rel %.2e (tol %.0e) %s%s%s\n", kern->name, c->label, (long long)m,
-           (long long)n, (long long)k, rel, tol, pass ? "ok" : "FAIL", ok ? "" : " error: ", ok ? "" : err.msg);
+    printf("%-10s %-22s %5lld %5lld %5lld  rel %.2e (tol %.0e) %s%s%s%s\n", kern->name, c->label, (long long)m,
+           (long long)n, (long long)k, rel, tol, ordered ? "ordered input " : "", pass ? "ok" : "FAIL",
+           ok ? "" : " error: ", ok ? "" : err.msg);
     if (bad)
         printf("    %lld outputs NaN/unwritten\n", (long long)bad);
     pass ? g_passed++ : g_failed++;
+done:
     if (ref_state)
         qs_kernel_reference_linear.release(ref_state);
     if (state)
@@ -246,7 +276,19 @@ int main(void)
         for (size_t ci = 0; ci < sizeof CASES / sizeof CASES[0]; ci++)
             for (size_t si = 0; si < sizeof SHAPES / sizeof SHAPES[0]; si++)
                 if (CASES[ci].wscale != QS_WSCALE_NVFP4 || SHAPES[si][2] % 16 == 0) /* NVFP4: one scale per 16 */
-                    run_kernel(kernels[ki], &caps, &CASES[ci], SHAPES[si]);
+                    run_kernel(kernels[ki], &caps, &CASES[ci], SHAPES[si], false);
+    /* marlin with x in the packed order its stream kernel reads (written by the op before it in the
+     * model, ops/act_order.h): on sm_90 every one of these steps takes it but the block-scaled
+     * layers' (8: the stream kernel does not run them) and NVFP4's at 20 tokens (2: the small-M
+     * kernel keeps that small a layer up to 32 tokens). */
+    static const int ORDERED_SHAPES[][3] = {{20, 384, 1024}, {33, 1024, 4096}, {64, 512, 2048}, {48, 2048, 14336}};
+    for (size_t ci = 0; ci < sizeof CASES / sizeof CASES[0]; ci++)
+        for (size_t si = 0; si < sizeof ORDERED_SHAPES / sizeof ORDERED_SHAPES[0]; si++)
+            run_kernel(&qs_kernel_marlin_linear, &caps, &CASES[ci], ORDERED_SHAPES[si], true);
+    if (caps.cc_major == 9 && caps.cc_minor == 0 && g_natural != 10) {
+        printf("FAIL: marlin took natural order at %d of the ordered-input steps on sm_90, not 10\n", g_natural);
+        g_failed++;
+    }
     printf("%d passed, %d failed, %d skipped\n", g_passed, g_failed, g_skipped);
     return g_failed ? 1 : 0;
 }

@@ -36,9 +36,57 @@ static void rmsnorm_by_hand(void **state)
     assert_float_equal(out[4], -1 / sqrt(0.5), 1e-6);
     /* fused: residual += x, out = norm(residual) */
     float res[4] = {0, 1, 1, 3}, add[4] = {1, 1, 2, 1};
-    assert_int_equal(ops->add_rmsnorm(res, add, out, w, 1, 4, 1e-5f, &err), 0);
+    assert_int_equal(ops->add_rmsnorm(res, add, out, w, 1, 4, 1e-5f, QS_ACT_NATURAL, &err), 0);
     assert_float_equal(res[1], 2, 0);
     assert_float_equal(out[3], 4 / sqrt(30.0 / 4 + 1e-5) * 0.5, 1e-6);
+}
+
+/* The marlin orders (ops/act_order.h) move pairs within 128-k stages, every position hit once; the
+ * ops that produce a linear's input write it in them, and refuse rows they do not fit. */
+static void ordered_outputs(void **state)
+{
+    enum { D = 256, ROWS = 2 };
+    for (int o = QS_ACT_MARLIN_FP8; o <= QS_ACT_MARLIN_FP4; o++) {
+        int hits[D] = {0};
+        for (int64_t k = 0; k < D; k++) {
+            int64_t j = qs_act_position((qs_act_order)o, k);
+            assert_true(j >= (k / 128) * 128 && j < (k / 128 + 1) * 128);
+            if (k % 2)
+                assert_int_equal(j, qs_act_position((qs_act_order)o, k - 1) + 1);
+            hits[j]++;
+        }
+        for (int j = 0; j < D; j++)
+            assert_int_equal(hits[j], 1);
+    }
+    assert_int_not_equal(qs_act_position(QS_ACT_MARLIN_FP8, 8), qs_act_position(QS_ACT_MARLIN_FP4, 8));
+    qs_err err;
+    float x[ROWS * D], w[D], res_a[ROWS * D], res_b[ROWS * D], nat[ROWS * D], ord[ROWS * D], gu[ROWS * 2 * D];
+    for (int i = 0; i < ROWS * D; i++)
+        x[i] = sinf(0.37f * (float)i), res_a[i] = res_b[i] = cosf(0.11f * (float)i);
+    for (int i = 0; i < D; i++)
+        w[i] = 1.0f + 0.01f * (float)(i % 17);
+    for (int i = 0; i < ROWS * 2 * D; i++)
+        gu[i] = sinf(0.23f * (float)i + 1.0f);
+    for (int o = QS_ACT_MARLIN_FP8; o <= QS_ACT_MARLIN_FP4; o++) {
+        memcpy(res_b, res_a, sizeof res_a);
+        float res_c[ROWS * D];
+        memcpy(res_c, res_a, sizeof res_a);
+        assert_int_equal(ops->add_rmsnorm(res_b, x, nat, w, ROWS, D, 1e-5f, QS_ACT_NATURAL, &err), 0);
+        assert_int_equal(ops->add_rmsnorm(res_c, x, ord, w, ROWS, D, 1e-5f, (qs_act_order)o, &err), 0);
+        for (int r = 0; r < ROWS; r++)
+            for (int k = 0; k < D; k++) {
+                assert_float_equal(ord[r * D + qs_act_position((qs_act_order)o, k)], nat[r * D + k], 0);
+                assert_float_equal(res_c[r * D + k], res_b[r * D + k], 0); /* the residual stays natural */
+            }
+        assert_int_equal(ops->swiglu_gate_up(nat, gu, ROWS, D, QS_ACT_NATURAL, &err), 0);
+        assert_int_equal(ops->swiglu_gate_up(ord, gu, ROWS, D, (qs_act_order)o, &err), 0);
+        for (int r = 0; r < ROWS; r++)
+            for (int k = 0; k < D; k++)
+                assert_float_equal(ord[r * D + qs_act_position((qs_act_order)o, k)], nat[r * D + k], 0);
+    }
+    assert_int_not_equal(ops->add_rmsnorm(res_b, x, ord, w, 1, 100, 1e-5f, QS_ACT_MARLIN_FP8, &err), 0);
+    assert_non_null(strstr(err.msg, "activation order"));
+    assert_int_not_equal(ops->swiglu_gate_up(ord, gu, 1, 100, QS_ACT_MARLIN_FP4, &err), 0);
 }
 
 static void bias_swiglu_embedding_gather(void **state)
@@ -254,7 +302,8 @@ static void memory_and_uploads(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(rmsnorm_by_hand),        cmocka_unit_test(bias_swiglu_embedding_gather),
+        cmocka_unit_test(rmsnorm_by_hand),        cmocka_unit_test(ordered_outputs),
+        cmocka_unit_test(bias_swiglu_embedding_gather),
         cmocka_unit_test(rope_rotate_half),       cmocka_unit_test(rope_frequencies),
         cmocka_unit_test(moe_routing),            cmocka_unit_test(paged_attention_matches_naive),
         cmocka_unit_test(memory_and_uploads),

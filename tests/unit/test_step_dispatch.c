@@ -129,10 +129,10 @@ static void test_small_steps_take_marlin(void **st)
     /* the fixture's device is a Hopper: marlin up to HOPPER_STEP_TOKENS (64 with sm_90a code) */
     int64_t steps[] = {1, 16, HOPPER_STEP_TOKENS, HOPPER_STEP_TOKENS + 1, 512};
     for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++)
-        assert_int_equal(qs_linear_apply(&f.model, &f.lin[0], NULL, NULL, steps[i], &err), 0);
+        assert_int_equal(qs_linear_apply(&f.model, &f.lin[0], NULL, NULL, steps[i], QS_ACT_NATURAL, &err), 0);
     assert_int_equal(g_calls_marlin, 3);   /* 1, 16, HOPPER_STEP_TOKENS */
     assert_int_equal(g_calls_cublaslt, 2); /* one more, 512 */
-    assert_int_equal(qs_linear_apply(&f.model, &f.lin[2], NULL, NULL, 1, &err), 0);
+    assert_int_equal(qs_linear_apply(&f.model, &f.lin[2], NULL, NULL, 1, QS_ACT_NATURAL, &err), 0);
     assert_int_equal(g_calls_cublaslt, 3); /* the refused layer stays on cublaslt */
     teardown_fixture(&f);
 }
@@ -160,8 +160,8 @@ static void test_scalar_scale_layers_join_for_fewer_tokens(void **st)
         assert_int_equal(f.lin[1].small_max_rows, scheme);
         assert_int_equal(g_prepared_marlin, 2);
         qs_err err;
-        assert_int_equal(qs_linear_apply(&f.model, &f.lin[0], NULL, NULL, scalar, &err), 0);
-        assert_int_equal(qs_linear_apply(&f.model, &f.lin[0], NULL, NULL, scalar + 1, &err), 0);
+        assert_int_equal(qs_linear_apply(&f.model, &f.lin[0], NULL, NULL, scalar, QS_ACT_NATURAL, &err), 0);
+        assert_int_equal(qs_linear_apply(&f.model, &f.lin[0], NULL, NULL, scalar + 1, QS_ACT_NATURAL, &err), 0);
         assert_int_equal(g_calls_marlin, 1);
         assert_int_equal(g_calls_cublaslt, 1);
         /* a lower QSERVE_SMALL_STEP_TOKENS still caps them */
