@@ -279,14 +279,16 @@ int main(void)
                     run_kernel(kernels[ki], &caps, &CASES[ci], SHAPES[si], false);
     /* marlin with x in the packed order its stream kernel reads (written by the op before it in the
      * model, ops/act_order.h): on sm_90 every one of these steps takes it but the block-scaled
-     * layers' (8: the stream kernel does not run them) and NVFP4's at 20 tokens (2: the small-M
-     * kernel keeps that small a layer up to 32 tokens). */
+     * layers' (8: the stream kernel does not run them) and NVFP4 W4A16's at 20 tokens (1: the
+     * small-M kernel keeps that small a layer up to 32 tokens). (marlin runs W4A4 weight-only,
+     * which the reference, quantizing x to FP4, does not: test_marlin_cuda checks that scheme.) */
     static const int ORDERED_SHAPES[][3] = {{20, 384, 1024}, {33, 1024, 4096}, {64, 512, 2048}, {48, 2048, 14336}};
     for (size_t ci = 0; ci < sizeof CASES / sizeof CASES[0]; ci++)
         for (size_t si = 0; si < sizeof ORDERED_SHAPES / sizeof ORDERED_SHAPES[0]; si++)
-            run_kernel(&qs_kernel_marlin_linear, &caps, &CASES[ci], ORDERED_SHAPES[si], true);
-    if (caps.cc_major == 9 && caps.cc_minor == 0 && g_natural != 10) {
-        printf("FAIL: marlin took natural order at %d of the ordered-input steps on sm_90, not 10\n", g_natural);
+            if (CASES[ci].aquant != QS_AQUANT_NVFP4)
+                run_kernel(&qs_kernel_marlin_linear, &caps, &CASES[ci], ORDERED_SHAPES[si], true);
+    if (caps.cc_major == 9 && caps.cc_minor == 0 && g_natural != 9) {
+        printf("FAIL: marlin took natural order at %d of the ordered-input steps on sm_90, not 9\n", g_natural);
         g_failed++;
     }
     printf("%d passed, %d failed, %d skipped\n", g_passed, g_failed, g_skipped);
