@@ -7,7 +7,9 @@
  *   logits = lm_head(norm(x)) for the last token of each sequence that wants them.
  * Where the loader fused them (model_fuse.c), q/k/v come from one qkv_proj GEMM whose output is
  * split by columns, and SwiGLU reads gate and up straight from one gate_up_proj output.
- * The residual add is fused into the following RMSNorm (ops->add_rmsnorm). The step's inputs are
+ * The residual add is fused into the following RMSNorm (ops->add_rmsnorm), which, like the SwiGLU
+ * before down_proj, writes its output in the order the next linear's kernel reads when that linear
+ * is its only reader (ops/act_order.h; QSERVE_ACT_ORDER=0: always natural). The step's inputs are
  * validated against the model and the cache before anything runs. With decode graphs (default),
  * decode steps go through step_graph.c, which records qs_forward_run once per batch-size bucket
  * and replays it; everything runs on the model's own stream then. qs_model_forward_sample runs
@@ -20,21 +22,29 @@
 #include "model/model_internal.h"
 #include "model/step_graph.h"
 
-qs_act_order qs_linear_order(const qs_model *m, const qs_linear *l, int64_t rows)
+/* The kernel that runs l for a step of `rows` (per-step dispatch: its small-step kernel up to
+ * small_max_rows), and its state. */
+static const qs_kernel *kernel_for(const qs_linear *l, int64_t rows, const void **state)
 {
     bool small = l->small_kernel && rows <= l->small_max_rows;
-    const qs_kernel *k = small ? l->small_kernel : l->kernel;
+    *state = small ? l->small_state : l->state;
+    return small ? l->small_kernel : l->kernel;
+}
+
+qs_act_order qs_linear_order(const qs_model *m, const qs_linear *l, int64_t rows)
+{
+    const void *state;
+    const qs_kernel *k = kernel_for(l, rows, &state);
     if (!m->act_order || !k->input_order || !k->apply_linear_ordered)
         return QS_ACT_NATURAL;
-    return (qs_act_order)k->input_order(small ? l->small_state : l->state, rows);
+    return (qs_act_order)k->input_order(state, rows);
 }
 
 int qs_linear_apply(const qs_model *m, const qs_linear *l, const void *x, void *y, int64_t rows, qs_act_order order,
                     qs_err *err)
 {
-    bool small = l->small_kernel && rows <= l->small_max_rows;
-    const qs_kernel *k = small ? l->small_kernel : l->kernel;
-    const void *state = small ? l->small_state : l->state;
+    const void *state;
+    const qs_kernel *k = kernel_for(l, rows, &state);
     int rc = order == QS_ACT_NATURAL ? k->apply_linear(state, x, y, rows, m->stream, err)
              : k->apply_linear_ordered ? k->apply_linear_ordered(state, x, y, rows, m->stream, err)
                                        : qs_errf(err, "activations in order %d, which the kernel does not read", (int)order);
