@@ -583,9 +583,10 @@ StreamPlan plan_stream(const Layer &l, int64_t m, int sms, bool ordered = false)
     StreamPlan g;
     // The token tile: M rounded up to 8 (from 16). Tensor-core work and the activations' shared-memory
     // traffic grow with it: 48-token tiles for 33-48 tokens instead of 64 took 28672x4096 NVFP4
-    // 34.5 -> 30.7 us, 4096x4096 FP8 12.2 -> 11.1 (session 15 call 5); 56 for 49-56 tokens
-    // a Llama-3.1-8B decoder layer at 56 tokens FP8 92.8 -> 88.7 us (call 6). QSERVE_MARLIN_STREAM_TILES=16: tiles of 16,
-    // 32 and 64 tokens only (for measurements).
+    // 34.5 -> 30.7 us, 4096x4096 FP8 12.2 -> 11.1 (session 15 call 5); the 56-token tile for 49-56
+    // tokens took a Llama-3.1-8B decoder layer at 56 tokens from FP8 92.0 to 89.0 us and NVFP4 83.9
+    // to 78.2 (session 16 call 1). QSERVE_MARLIN_STREAM_TILES=16: tiles of 16, 32 and 64 tokens only
+    // (for measurements).
     static const bool coarse = env_int("QSERVE_MARLIN_STREAM_TILES", 8) == 16;
     const int rounded = (int)std::max<int64_t>(16, (m + 7) / 8 * 8);
     g.nt = coarse ? (m <= 16 ? 16 : m <= 32 ? 32 : 64) : rounded;
