@@ -388,8 +388,9 @@ def serve_decode(model, backend, seconds_left):
     """Starts the server with --linear-backend BACKEND (a "+graphs" suffix adds
     QSERVE_CUDA_GRAPHS=1, "+eager" sets it to 0; decode graphs are on by default; "+natural" sets
     QSERVE_ACT_ORDER=0: activations in natural order only), then bench_serve at each
-    concurrency of E2E_BATCHES (default 1,16): returns ({concurrency: decode tok/s}, the kernel selection
-    lines) from the mean TPOT."""
+    concurrency of E2E_BATCHES (default 1,16), E2E_PROMPTS_PER_SLOT prompts per concurrent slot
+    (default 1; more of them average the TPOT over more steady decode steps): returns
+    ({concurrency: decode tok/s}, the kernel selection lines) from the mean TPOT."""
     log_path = os.path.join(WORK, f"server-{os.path.basename(model)}-{backend}.log")
     env = dict(os.environ)
     backend, _, mode = backend.partition("+")
@@ -404,7 +405,8 @@ def serve_decode(model, backend, seconds_left):
     with qserve_server(model, log_path, args, env=env, wait_s=min(180, seconds_left)) as base:
         vocab = json.load(open(os.path.join(model, "config.json")))["vocab_size"]
         out = {}
-        for conc, n in ((b, max(2, b)) for b in batches):
+        per_slot = int(os.environ.get("E2E_PROMPTS_PER_SLOT", "1"))
+        for conc, n in ((b, max(2, b * per_slot)) for b in batches):
             r = run([os.path.join(DEV, "bench_serve"), "--url", base, "--model", "m", "--num-prompts", str(n),
                      "--concurrency", str(conc), "--random-input-len", "32", "--random-output-len", "64",
                      "--vocab-size", str(vocab)], timeout=120)
