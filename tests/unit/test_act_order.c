@@ -131,13 +131,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     qs_registry_set_test_kernels(NULL, 0);
-    const char *names[] = {"config.json", "tokenizer.json", "tokenizer_config.json", "generation_config.json",
-                           "model.safetensors"};
-    char p[256];
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        snprintf(p, sizeof p, "%s/%s", dir, names[i]);
-        unlink(p);
-    }
+    qs_test_remove_init_model(dir);
     rmdir(dir);
     return 0;
 }

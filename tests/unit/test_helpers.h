@@ -19,6 +19,19 @@ static inline int qs_test_argmax(const float *x, int n)
     return b;
 }
 
+/* Removes the files `qserve init-model` writes into dir (config, tokenizer, weights): between
+ * shapes written into one folder, and before the folder itself goes. */
+static inline void qs_test_remove_init_model(const char *dir)
+{
+    const char *names[] = {"config.json", "tokenizer.json", "tokenizer_config.json", "generation_config.json",
+                           "model.safetensors"};
+    char p[1024];
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        snprintf(p, sizeof p, "%s/%s", dir, names[i]);
+        unlink(p);
+    }
+}
+
 /* stories260K (../shared/data/tinystories) converted into a fresh folder under /tmp named after
  * tag, with llama2.c's 200 greedy ids in golden (when golden is not NULL). Returns 1 when ready,
  * 0 when the data is absent (a skip line printed; dir left empty), -1 on failure. */

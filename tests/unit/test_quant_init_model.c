@@ -16,20 +16,12 @@
 #include "cli/init_model.h"
 #include "model/model_config.h"
 #include "model/safetensors.h"
+#include "test_helpers.h"
 #include "tokenizer/tokenizer.h"
 
 static char dir[64];
 
-static void clean_dir(void)
-{
-    const char *names[] = {"config.json", "tokenizer.json", "tokenizer_config.json", "generation_config.json",
-                           "model.safetensors"};
-    char p[256];
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        snprintf(p, sizeof p, "%s/%s", dir, names[i]);
-        unlink(p);
-    }
-}
+static void clean_dir(void) { qs_test_remove_init_model(dir); }
 
 static int setup(void **state)
 {
