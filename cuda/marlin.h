@@ -104,7 +104,8 @@ int wgmma(const Layer &l, Params &p, const __nv_bfloat16 *x, int64_t xs, const R
 // The stream kernel (marlin_stream.cu, sm_90): the same three, for steps of up to 64 tokens
 // (stream_workspace's permuted: the activation copy in the packer's k order its rewrite-free path
 // reads, 0 where that path is not taken). stream_fits: the activations' address suits its tensor
-// map and the output's its 16-byte stores, both 16-byte aligned; checked per call.
+// map and the output's its 16-byte stores, both 16-byte aligned; checked per call. stream(...,
+// ordered): x already in the packed order, only where input_order said so (gemm checks it).
 bool stream_takes(const Layer &l, int64_t m, const Runtime &rt);
 bool stream_fits(const __nv_bfloat16 *x, const __nv_bfloat16 *y);
 void stream_workspace(const Layer &l, int64_t m, int sms, size_t *floats, size_t *counters, size_t *permuted);

@@ -705,10 +705,7 @@ int traced_launch(const Layer &l, Params &p, Launch launch, int nt, cudaStream_t
 int stream(const Layer &l, Params &p, const __nv_bfloat16 *x, int64_t xs, const Runtime &rt, cudaStream_t s,
            qs_err *err, bool ordered)
 {
-    const StreamPlan g = plan_stream(l, p.M, rt.sms, ordered);
-    if (ordered && (!g.permuted || l.k_pad != l.k))
-        return qs_errf(err, "marlin: activations given in the packed order, but the stream kernel would not read "
-                            "them so at %d tokens", p.M);
+    const StreamPlan g = plan_stream(l, p.M, rt.sms, ordered); // (ordered: gemm checked input_order)
     size_t floats, counters;
     workspace_of(g, &floats, &counters);
     if (g.max_shares > 1 && split_workspace(floats, counters, p, err))

@@ -194,8 +194,8 @@ int cuda_rmsnorm(void *out, const void *x, const void *w, int64_t rows, int64_t 
 int cuda_add_rmsnorm(void *residual, const void *x, void *out, const void *w, int64_t rows, int64_t d, float eps,
                      qs_act_order order, qs_err *err)
 {
-    if (!qs_act_order_fits(order, d))
-        return qs_errf(err, "add_rmsnorm: rows of %lld do not suit activation order %d", (long long)d, (int)order);
+    if (qs_act_order_check(order, d, "add_rmsnorm", err))
+        return -1;
     if (rows == 0)
         return 0;
     rmsnorm_kernel<<<(unsigned)rows, threads_for_row(d), 0, qs_cuda_stream()>>>(

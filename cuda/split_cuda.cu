@@ -66,8 +66,8 @@ extern "C" int qs_cuda_split_qkv(void *out0, void *out1, void *out2, const void 
 extern "C" int qs_cuda_swiglu_gate_up(void *out, const void *gate_up, int64_t rows, int64_t n, qs_act_order order,
                                       qs_err *err)
 {
-    if (!qs_act_order_fits(order, n))
-        return qs_errf(err, "swiglu_gate_up: rows of %lld do not suit activation order %d", (long long)n, (int)order);
+    if (qs_act_order_check(order, n, "swiglu_gate_up", err))
+        return -1;
     if (rows <= 0)
         return 0;
     swiglu_gate_up_kernel<<<grid_for(rows * n, 256), 256, 0, qs_cuda_stream()>>>((bf16 *)out, (const bf16 *)gate_up,

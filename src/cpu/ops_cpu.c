@@ -122,8 +122,8 @@ static void add_rmsnorm_range(void *ctx, int64_t b, int64_t e)
 static int cpu_add_rmsnorm(void *residual, const void *x, void *out, const void *w, int64_t rows, int64_t d,
                            float eps, qs_act_order order, qs_err *err)
 {
-    if (!qs_act_order_fits(order, d))
-        return qs_errf(err, "add_rmsnorm: rows of %lld do not suit activation order %d", (long long)d, (int)order);
+    if (qs_act_order_check(order, d, "add_rmsnorm", err))
+        return -1;
     norm_job j = {.out = out, .residual = residual, .x = x, .w = w, .d = d, .eps = eps, .order = order};
     qs_parallel_for(rows, 64, add_rmsnorm_range, &j);
     return 0;
@@ -177,8 +177,8 @@ static int cpu_swiglu(void *out, const void *gate, const void *up, int64_t rows,
 static int cpu_swiglu_gate_up(void *out, const void *gate_up, int64_t rows, int64_t n, qs_act_order order,
                               qs_err *err)
 {
-    if (!qs_act_order_fits(order, n))
-        return qs_errf(err, "swiglu_gate_up: rows of %lld do not suit activation order %d", (long long)n, (int)order);
+    if (qs_act_order_check(order, n, "swiglu_gate_up", err))
+        return -1;
     float *o = out;
     const float *x = gate_up;
     for (int64_t r = 0; r < rows; r++) {

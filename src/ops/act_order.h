@@ -8,6 +8,8 @@
 
 #include <stdint.h>
 
+#include "util/error.h"
+
 #ifdef __CUDACC__
 #define QS_ACT_HD __host__ __device__
 #else
@@ -37,5 +39,14 @@ static inline QS_ACT_HD int64_t qs_act_position(qs_act_order order, int64_t k)
 
 /* Whether rows of d suit `order` (the marlin orders need whole 128-k stages). */
 static inline int qs_act_order_fits(qs_act_order order, int64_t d) { return order == QS_ACT_NATURAL || d % 128 == 0; }
+
+/* 0, or -1 with err naming op when rows of d do not suit `order` (what the ops that write an order
+ * check first). */
+static inline int qs_act_order_check(qs_act_order order, int64_t d, const char *op, qs_err *err)
+{
+    if (qs_act_order_fits(order, d))
+        return 0;
+    return qs_errf(err, "%s: rows of %lld do not suit activation order %d", op, (long long)d, (int)order);
+}
 
 #endif
