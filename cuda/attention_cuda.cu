@@ -3,7 +3,7 @@
 // attention: one CTA per (token, query head, KV split); its warps stride over the split's share
 // of the positions the token may see (sliding window honoured), each keeping an online softmax
 // (running max, sum and weighted V in FP32, one dimension slice per lane); the warps' results are
-// merged in shared memory. When there are too few (token, head) pairs to fill the GPU — decode of
+// merged in shared memory; output rows go in the order o_proj's kernel reads (ops/act_order.h). When there are too few (token, head) pairs to fill the GPU — decode of
 // a few sequences — the positions are split across CTAs (split-KV) and a second kernel merges the
 // splits' softmax states. Runs of >= 16 tokens of one sequence (prefill chunks) go to the
 // tensor-core kernel of attention_prefill.cu instead (QSERVE_ATTN_PREFILL=0: not). KV writes
@@ -51,7 +51,7 @@ __global__ void kv_write_kernel(bf16 *kc, bf16 *vc, const bf16 *k, const bf16 *v
 __global__ void __launch_bounds__(kWarps * 32)
     attention_kernel(bf16 *out, float *part_ml, float *part_acc, const bf16 *q, const bf16 *kc, const bf16 *vc,
                      const int32_t *tok_seq, const int32_t *tok_pos, const int32_t *block_tables, int max_blocks,
-                     int n_heads, int n_kv, int head_dim, float scale, int window)
+                     int n_heads, int n_kv, int head_dim, float scale, int window, qs_act_order order)
 {
     int t = blockIdx.x, h = blockIdx.y, split = blockIdx.z, splits = gridDim.z;
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -116,13 +116,13 @@ __global__ void __launch_bounds__(kWarps * 32)
         total += sm_m[w] == -INFINITY ? 0.f : sm_l[w] * __expf(sm_m[w] - mx);
     int64_t row = (int64_t)t * n_heads + h;
     if (splits == 1) {
-        bf16 *orow = out + row * head_dim;
+        bf16 *orow = out + (int64_t)t * n_heads * head_dim;
         for (int d = threadIdx.x; d < head_dim; d += blockDim.x) {
             float v = 0.f;
             for (int w = 0; w < kWarps; w++)
                 if (sm_m[w] != -INFINITY)
                     v += sm_acc[w][d] * __expf(sm_m[w] - mx);
-            orow[d] = __float2bfloat16_rn(v / total);
+            orow[qs_act_position(order, (int64_t)h * head_dim + d)] = __float2bfloat16_rn(v / total);
         }
         return;
     }
@@ -142,9 +142,11 @@ __global__ void __launch_bounds__(kWarps * 32)
 }
 
 // One CTA per (token, head): merges the splits' states.
-__global__ void split_merge_kernel(bf16 *out, const float *part_ml, const float *part_acc, int splits, int head_dim)
+__global__ void split_merge_kernel(bf16 *out, const float *part_ml, const float *part_acc, int splits, int n_heads,
+                                   int head_dim, qs_act_order order)
 {
     int64_t row = blockIdx.x;
+    int64_t t = row / n_heads, h = row % n_heads;
     float mx = -INFINITY;
     for (int s = 0; s < splits; s++)
         if (part_ml[2 * (row * splits + s) + 1] > 0.f)
@@ -162,7 +164,7 @@ __global__ void split_merge_kernel(bf16 *out, const float *part_ml, const float 
             if (l > 0.f)
                 v += part_acc[(row * splits + s) * head_dim + d] * __expf(part_ml[2 * (row * splits + s)] - mx);
         }
-        out[row * head_dim + d] = __float2bfloat16_rn(v / total);
+        out[t * n_heads * head_dim + qs_act_position(order, h * head_dim + d)] = __float2bfloat16_rn(v / total);
     }
 }
 
@@ -185,7 +187,7 @@ int qs_cuda_kv_write(void *k_cache, void *v_cache, const void *k, const void *v,
 // The CUDA-core kernel (plus the split merge) over every token of b.
 static int attention_cuda_cores(void *out, const void *q, const void *k_cache, const void *v_cache,
                                 const qs_attn_batch *b, int n_heads, int n_kv_heads, int head_dim, float scale,
-                                qs_err *err)
+                                qs_act_order order, qs_err *err)
 {
     // Enough (token, head, split) CTAs for about four waves over the SMs; splits only help when
     // there are few (token, head) pairs, i.e. decode of a handful of sequences.
@@ -211,17 +213,20 @@ static int attention_cuda_cores(void *out, const void *q, const void *k_cache, c
     attention_kernel<<<grid, kWarps * 32, 0, s>>>((bf16 *)out, part_ml, part_acc, (const bf16 *)q,
                                                   (const bf16 *)k_cache, (const bf16 *)v_cache, b->tok_seq,
                                                   b->tok_pos, b->block_tables, b->max_blocks, n_heads, n_kv_heads,
-                                                  head_dim, scale, b->sliding_window);
+                                                  head_dim, scale, b->sliding_window, order);
     QS_LAUNCH_CHECK(err);
     if (splits > 1)
-        split_merge_kernel<<<(unsigned)pairs, 128, 0, s>>>((bf16 *)out, part_ml, part_acc, splits, head_dim);
+        split_merge_kernel<<<(unsigned)pairs, 128, 0, s>>>((bf16 *)out, part_ml, part_acc, splits, n_heads, head_dim,
+                                                           order);
     QS_LAUNCH_CHECK(err);
     return 0;
 }
 
 int qs_cuda_attention(void *out, const void *q, const void *k_cache, const void *v_cache, const qs_attn_batch *b,
-                      int n_heads, int n_kv_heads, int head_dim, float scale, qs_err *err)
+                      int n_heads, int n_kv_heads, int head_dim, float scale, qs_act_order order, qs_err *err)
 {
+    if (qs_act_order_check(order, (int64_t)n_heads * head_dim, "attention", err))
+        return -1;
     if (head_dim > kMaxHeadDim)
         return qs_errf(err, "CUDA attention supports head_dim up to %d, the model has %d", kMaxHeadDim, head_dim);
     if (b->n_tokens == 0)
@@ -230,7 +235,7 @@ int qs_cuda_attention(void *out, const void *q, const void *k_cache, const void 
         return qs_errf(err, "CUDA attention: %lld tokens x %d heads is too large a grid", (long long)b->n_tokens,
                        n_heads);
     if (!qs_cuda_attn_prefill_wanted(out, q, k_cache, v_cache, b, n_heads, n_kv_heads, head_dim))
-        return attention_cuda_cores(out, q, k_cache, v_cache, b, n_heads, n_kv_heads, head_dim, scale, err);
+        return attention_cuda_cores(out, q, k_cache, v_cache, b, n_heads, n_kv_heads, head_dim, scale, order, err);
     // Runs of >= QS_ATTN_PREFILL_MIN_RUN tokens of one sequence go to the tensor-core kernel. The
     // host does not know where they are, so the CUDA-core kernel runs over the whole batch with
     // those tokens moved to position 0 (one key each), and the tensor-core kernel, queued after
@@ -241,8 +246,9 @@ int qs_cuda_attention(void *out, const void *q, const void *k_cache, const void 
     if (plan.rest_pos) {
         qs_attn_batch rest = *b;
         rest.tok_pos = plan.rest_pos;
-        if (attention_cuda_cores(out, q, k_cache, v_cache, &rest, n_heads, n_kv_heads, head_dim, scale, err))
+        if (attention_cuda_cores(out, q, k_cache, v_cache, &rest, n_heads, n_kv_heads, head_dim, scale, order, err))
             return -1;
     }
-    return qs_cuda_attn_prefill_run(out, q, k_cache, v_cache, b, &plan, n_heads, n_kv_heads, head_dim, scale, err);
+    return qs_cuda_attn_prefill_run(out, q, k_cache, v_cache, b, &plan, n_heads, n_kv_heads, head_dim, scale, order,
+                                    err);
 }

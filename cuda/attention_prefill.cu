@@ -133,7 +133,7 @@ __global__ void __launch_bounds__(kThreads)
     prefill_kernel(bf16 *__restrict__ out, const bf16 *__restrict__ q, const bf16 *__restrict__ kc,
                    const bf16 *__restrict__ vc, const int32_t *__restrict__ tok_seq, const int32_t *__restrict__ tok_pos,
                    const int32_t *__restrict__ is_prefill, const int32_t *__restrict__ block_tables, int max_blocks,
-                   int64_t n_tokens, int n_heads, int n_kv, float scale_log2, int window)
+                   int64_t n_tokens, int n_heads, int n_kv, float scale_log2, int window, qs_act_order order)
 {
     constexpr int kChunks = D / 8;
     constexpr int kTile = kBlockN * D; // elements of one stage of K (or V)
@@ -348,19 +348,22 @@ __global__ void __launch_bounds__(kThreads)
     l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
     l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
     // A row of ours always saw its own position, so l >= 1.
+    // Each thread stores pairs (d even, d + 1), which the activation orders keep together.
     if (row_seq[r0] >= 0) {
-        __nv_bfloat162 *orow = reinterpret_cast<__nv_bfloat162 *>(out + ((t0 + r0) * n_heads + h) * (int64_t)D);
+        bf16 *orow = out + (t0 + r0) * n_heads * (int64_t)D;
         const float inv = 1.f / l0;
 #pragma unroll
         for (int dt = 0; dt < D / 8; dt++)
-            orow[dt * 4 + tig] = __floats2bfloat162_rn(o[dt][0] * inv, o[dt][1] * inv);
+            *reinterpret_cast<__nv_bfloat162 *>(orow + qs_act_position(order, (int64_t)h * D + dt * 8 + 2 * tig)) =
+                __floats2bfloat162_rn(o[dt][0] * inv, o[dt][1] * inv);
     }
     if (row_seq[r1] >= 0) {
-        __nv_bfloat162 *orow = reinterpret_cast<__nv_bfloat162 *>(out + ((t0 + r1) * n_heads + h) * (int64_t)D);
+        bf16 *orow = out + (t0 + r1) * n_heads * (int64_t)D;
         const float inv = 1.f / l1;
 #pragma unroll
         for (int dt = 0; dt < D / 8; dt++)
-            orow[dt * 4 + tig] = __floats2bfloat162_rn(o[dt][2] * inv, o[dt][3] * inv);
+            *reinterpret_cast<__nv_bfloat162 *>(orow + qs_act_position(order, (int64_t)h * D + dt * 8 + 2 * tig)) =
+                __floats2bfloat162_rn(o[dt][2] * inv, o[dt][3] * inv);
     }
 }
 
@@ -384,7 +387,7 @@ __global__ void mark_kernel(int32_t *is_prefill, int32_t *rest_pos, const int32_
 
 template <int D>
 int launch(void *out, const void *q, const void *k_cache, const void *v_cache, const qs_attn_batch *b,
-           const qs_attn_prefill_plan *plan, int n_heads, int n_kv_heads, float scale, qs_err *err)
+           const qs_attn_prefill_plan *plan, int n_heads, int n_kv_heads, float scale, qs_act_order order, qs_err *err)
 {
     constexpr size_t smem = smem_bytes<D>();
     static bool smem_set = false; // the opt-in above 48 KB, once per instantiation
@@ -398,7 +401,7 @@ int launch(void *out, const void *q, const void *k_cache, const void *v_cache, c
     prefill_kernel<D><<<grid, kThreads, smem, qs_cuda_stream()>>>(
         (bf16 *)out, (const bf16 *)q, (const bf16 *)k_cache, (const bf16 *)v_cache, b->tok_seq, b->tok_pos,
         plan->is_prefill, b->block_tables, b->max_blocks, b->n_tokens, n_heads, n_kv_heads,
-        scale * 1.4426950408889634f, b->sliding_window);
+        scale * 1.4426950408889634f, b->sliding_window, order);
     QS_LAUNCH_CHECK(err);
     return 0;
 }
@@ -449,12 +452,15 @@ extern "C" int qs_cuda_attn_prefill_plan(const qs_attn_batch *b, qs_attn_prefill
 
 extern "C" int qs_cuda_attn_prefill_run(void *out, const void *q, const void *k_cache, const void *v_cache,
                                         const qs_attn_batch *b, const qs_attn_prefill_plan *plan, int n_heads,
-                                        int n_kv_heads, int head_dim, float scale, qs_err *err)
+                                        int n_kv_heads, int head_dim, float scale, qs_act_order order,
+                                        qs_err *err)
 {
     if (b->n_tokens == 0)
         return 0;
     if (n_kv_heads <= 0 || n_heads % n_kv_heads != 0)
         return qs_errf(err, "prefill attention: %d query heads do not group over %d kv heads", n_heads, n_kv_heads);
+    if (qs_act_order_check(order, (int64_t)n_heads * head_dim, "prefill attention", err))
+        return -1;
     // cp.async moves 16-byte chunks: rows of 64 or 128 BF16 keep them aligned if the bases are.
     if (!aligned16(q) || !aligned16(k_cache) || !aligned16(v_cache) || !aligned16(out))
         return qs_errf(err, "prefill attention: q, out and the KV cache must be 16-byte aligned");
@@ -463,9 +469,9 @@ extern "C" int qs_cuda_attn_prefill_run(void *out, const void *q, const void *k_
                        n_heads);
     switch (head_dim) {
     case 64:
-        return launch<64>(out, q, k_cache, v_cache, b, plan, n_heads, n_kv_heads, scale, err);
+        return launch<64>(out, q, k_cache, v_cache, b, plan, n_heads, n_kv_heads, scale, order, err);
     case 128:
-        return launch<128>(out, q, k_cache, v_cache, b, plan, n_heads, n_kv_heads, scale, err);
+        return launch<128>(out, q, k_cache, v_cache, b, plan, n_heads, n_kv_heads, scale, order, err);
     default:
         return qs_errf(err, "prefill attention supports head_dim 64 and 128, not %d", head_dim);
     }

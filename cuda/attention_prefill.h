@@ -43,11 +43,12 @@ bool qs_cuda_attn_prefill_wanted(const void *out, const void *q, const void *k_c
 int qs_cuda_attn_prefill_plan(const qs_attn_batch *b, qs_attn_prefill_plan *plan, qs_err *err);
 
 /* out[t, h, :] for the marked tokens t: causal (and sliding-window) softmax(q K^T * scale) V over
- * the token's own sequence in the paged cache. Rows of other tokens are not touched. Queue it
- * after anything else that writes out (the CUDA-core kernel over rest_pos). */
+ * the token's own sequence in the paged cache, out's rows in `order` (ops/act_order.h). Rows of
+ * other tokens are not touched. Queue it after anything else that writes out (the CUDA-core kernel
+ * over rest_pos). */
 int qs_cuda_attn_prefill_run(void *out, const void *q, const void *k_cache, const void *v_cache,
                              const qs_attn_batch *b, const qs_attn_prefill_plan *plan, int n_heads, int n_kv_heads,
-                             int head_dim, float scale, qs_err *err);
+                             int head_dim, float scale, qs_act_order order, qs_err *err);
 
 #ifdef __cplusplus
 }

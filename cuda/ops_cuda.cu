@@ -18,7 +18,8 @@ extern "C" {
 }
 
 int qs_cuda_attention(void *out, const void *q, const void *k_cache, const void *v_cache, const qs_attn_batch *b,
-                      int n_heads, int n_kv_heads, int head_dim, float scale, qs_err *err);
+                      int n_heads, int n_kv_heads, int head_dim, float scale, qs_act_order order,
+                      qs_err *err);
 int qs_cuda_kv_write(void *k_cache, void *v_cache, const void *k, const void *v, const qs_attn_batch *b,
                      int n_kv_heads, int head_dim, qs_err *err);
 

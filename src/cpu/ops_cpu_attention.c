@@ -1,7 +1,8 @@
 /* ops_cpu_attention.c — paged KV writes and causal GQA attention over block tables on the CPU.
  * The cache layout is per layer [block][kv_head][slot][head_dim] (src/engine/kv_cache.h). Each
  * (token, query head) pair is independent, so attention is split over them with qs_parallel_for;
- * the softmax runs in double with the running maximum subtracted, written out plainly. */
+ * the softmax runs in double with the running maximum subtracted, written out plainly. Output rows
+ * go in the order o_proj's kernel reads (ops/act_order.h). */
 #include "cpu/ops_cpu_internal.h"
 
 #include <math.h>
@@ -43,6 +44,7 @@ typedef struct {
     const qs_attn_batch *b;
     int n_heads, n_kv_heads, head_dim;
     float scale;
+    qs_act_order order; /* of out's rows */
 } attn_job;
 
 static void attend_one(const attn_job *j, int64_t t, int h, double *scores, double *acc)
@@ -79,9 +81,10 @@ static void attend_one(const attn_job *j, int64_t t, int h, double *scores, doub
         for (int i = 0; i < hd; i++)
             acc[i] += w * v[i];
     }
-    float *o = j->out + (t * j->n_heads + h) * (int64_t)hd;
+    int64_t row = (int64_t)j->n_heads * hd;
+    float *o = j->out + t * row;
     for (int i = 0; i < hd; i++)
-        o[i] = (float)acc[i];
+        o[qs_act_position(j->order, (int64_t)h * hd + i)] = (float)acc[i];
 }
 
 static void attention_range(void *ctx, int64_t begin, int64_t end)
@@ -103,12 +106,14 @@ static void attention_range(void *ctx, int64_t begin, int64_t end)
 }
 
 int qs_cpu_attention(void *out, const void *q, const void *k_cache, const void *v_cache, const qs_attn_batch *b,
-                     int n_heads, int n_kv_heads, int head_dim, float scale, qs_err *err)
+                     int n_heads, int n_kv_heads, int head_dim, float scale, qs_act_order order, qs_err *err)
 {
     if (n_kv_heads <= 0 || n_heads % n_kv_heads != 0)
         return qs_errf(err, "attention: %d query heads do not group over %d kv heads", n_heads, n_kv_heads);
+    if (qs_act_order_check(order, (int64_t)n_heads * head_dim, "attention", err))
+        return -1;
     attn_job j = {.out = out, .q = q, .kc = k_cache, .vc = v_cache, .b = b, .n_heads = n_heads,
-                  .n_kv_heads = n_kv_heads, .head_dim = head_dim, .scale = scale};
+                  .n_kv_heads = n_kv_heads, .head_dim = head_dim, .scale = scale, .order = order};
     qs_parallel_for(b->n_tokens * n_heads, 4, attention_range, &j);
     return 0;
 }

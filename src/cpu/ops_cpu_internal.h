@@ -8,7 +8,8 @@
 int qs_cpu_kv_write(void *k_cache, void *v_cache, const void *k, const void *v, const qs_attn_batch *b,
                     int n_kv_heads, int head_dim, qs_err *err);
 int qs_cpu_attention(void *out, const void *q, const void *k_cache, const void *v_cache, const qs_attn_batch *b,
-                     int n_heads, int n_kv_heads, int head_dim, float scale, qs_err *err);
+                     int n_heads, int n_kv_heads, int head_dim, float scale, qs_act_order order,
+                     qs_err *err);
 /* The reference sampling op (sample_cpu.c). */
 int qs_cpu_sample(int32_t *tokens, const void *logits, const qs_sample_row *rows, int64_t n_rows, int64_t vocab,
                   qs_err *err);

@@ -8,8 +8,9 @@
  * Where the loader fused them (model_fuse.c), q/k/v come from one qkv_proj GEMM whose output is
  * split by columns, and SwiGLU reads gate and up straight from one gate_up_proj output.
  * The residual add is fused into the following RMSNorm (ops->add_rmsnorm), which, like the SwiGLU
- * before down_proj, writes its output in the order the next linear's kernel reads when that linear
- * is its only reader (ops/act_order.h; QSERVE_ACT_ORDER=0: always natural). The step's inputs are
+ * before down_proj and the attention before o_proj, writes its output in the order the next
+ * linear's kernel reads when that linear is its only reader (ops/act_order.h; QSERVE_ACT_ORDER=0:
+ * always natural). The step's inputs are
  * validated against the model and the cache before anything runs. With decode graphs (default),
  * decode steps go through step_graph.c, which records qs_forward_run once per batch-size bucket
  * and replays it; everything runs on the model's own stream then. qs_model_forward_sample runs
@@ -165,11 +166,12 @@ static int attention_block(qs_model *m, qs_kv_cache *kv, int li, const qs_attn_b
     void *kc = qs_kv_cache_k(kv, li), *vc = qs_kv_cache_v(kv, li);
     if (!kc || !vc)
         return qs_errf(err, "forward: the KV cache has no layer %d", li);
+    qs_act_order o_order = qs_linear_order(m, &L->o, T);
     if (ops->kv_write(kc, vc, s->k, s->v, b, c->num_kv_heads, c->head_dim, err) ||
         ops->attention(s->attn, s->q, kc, vc, b, c->num_heads, c->num_kv_heads, c->head_dim,
-                       (float)(1.0 / sqrt((double)c->head_dim)), err))
+                       (float)(1.0 / sqrt((double)c->head_dim)), o_order, err))
         return -1;
-    return qs_linear_apply(m, &L->o, s->attn, s->o, T, QS_ACT_NATURAL, err);
+    return qs_linear_apply(m, &L->o, s->attn, s->o, T, o_order, err);
 }
 
 /* The order the op before the attention (mlp) block writes h in: the fused q/k/v (gate/up)

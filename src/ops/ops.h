@@ -119,9 +119,10 @@ typedef struct qs_ops {
     int (*kv_write)(void *k_cache, void *v_cache, const void *k, const void *v, const qs_attn_batch *b, int n_kv_heads,
                     int head_dim, qs_err *err);
     /* out[t, h, :] = softmax(q[t,h] . K[0..pos] * scale) V over the paged cache; query head h
-     * reads kv head h / (n_heads / n_kv_heads) (GQA). */
+     * reads kv head h / (n_heads / n_kv_heads) (GQA). out's rows (n_heads * head_dim) in `order`
+     * (act_order.h: what o_proj's kernel reads; the row width must fit it). */
     int (*attention)(void *out, const void *q, const void *k_cache, const void *v_cache, const qs_attn_batch *b,
-                     int n_heads, int n_kv_heads, int head_dim, float scale, qs_err *err);
+                     int n_heads, int n_kv_heads, int head_dim, float scale, qs_act_order order, qs_err *err);
     /* out[r, i] = silu(gate[r, i]) * up[r, i]. */
     int (*swiglu)(void *out, const void *gate, const void *up, int64_t rows, int64_t n, qs_err *err);
     /* MoE routing: softmax over router_logits[t, 0..n_experts) (in float32), the top_k largest

@@ -5,7 +5,9 @@
  * over shuffled block tables, on fresh random BF16-rounded q / k / v, against the CPU op. Three
  * checks a case: the op as dispatched, the op with QSERVE_ATTN_PREFILL=0 (CUDA cores only), and
  * the prefill kernel alone (its rows against the CPU, every other row still the NaN poison).
- * Passes when every output is finite and ||gpu - cpu|| / ||cpu|| <= 2e-2. Then a timing table
+ * Passes when every output is finite and ||gpu - cpu|| / ||cpu|| <= 2e-2. The mixed batches and
+ * the decode-only ones run again with the output rows in each marlin activation order (what o_proj
+ * reads; ops/act_order.h), against the CPU op in the same order. Then a timing table
  * (CUDA events), a figure rather than a check. Prints "N passed, N failed, N skipped".
  * --self-check runs the host side with the CPU ops on both sides (no GPU needed). */
 #include <math.h>
@@ -24,6 +26,7 @@
 
 static const qs_ops *cpu, *gpu;
 static int g_passed, g_failed, g_skipped, g_self_check;
+static qs_act_order g_order; /* of the output rows, for every op call of a case */
 static uint64_t g_rng = 0x13198A2E03707344ull;
 
 #define MAX_SEQS 12
@@ -183,7 +186,7 @@ static void dev_free(dev_step *d)
 static int dev_attention(dev_step *d, const attn_case *c, qs_err *err)
 {
     return d->ops->attention(d->out, d->q, d->kc, d->vc, &d->b, c->n_heads, c->n_kv, c->head_dim,
-                             1.f / sqrtf((float)c->head_dim), err);
+                             1.f / sqrtf((float)c->head_dim), g_order, err);
 }
 
 /* 1 for the tokens in a run of >= QS_ATTN_PREFILL_MIN_RUN batch tokens of one sequence. */
@@ -203,7 +206,8 @@ static int *long_run_tokens(const step *s)
 
 static void case_name(char *buf, size_t n, const attn_case *c)
 {
-    int off = snprintf(buf, n, "d%d h%d/kv%d w%d [", c->head_dim, c->n_heads, c->n_kv, c->window);
+    static const char *const orders[] = {"", "fp8-order ", "fp4-order "};
+    int off = snprintf(buf, n, "%sd%d h%d/kv%d w%d [", orders[g_order], c->head_dim, c->n_heads, c->n_kv, c->window);
     for (int i = 0; i < c->n_seqs && off < (int)n; i++)
         off += snprintf(buf + off, n - (size_t)off, "%s%d+%d", i ? " " : "", c->seqs[i].ctx, c->seqs[i].n);
     if (off < (int)n)
@@ -288,7 +292,7 @@ static void run_case(const attn_case *c)
             poison(gpu, dg.out, n_out);
             int rc = qs_cuda_attn_prefill_plan(&dg.b, &plan, &err) ||
                      qs_cuda_attn_prefill_run(dg.out, dg.q, dg.kc, dg.vc, &dg.b, &plan, c->n_heads, c->n_kv,
-                                              c->head_dim, 1.f / sqrtf((float)c->head_dim), &err) ||
+                                              c->head_dim, 1.f / sqrtf((float)c->head_dim), g_order, &err) ||
                      gpu->acts_to_host_f32(got, dg.out, n_out, &err);
             if (rc) {
                 printf("%-10s %-58s error: %s\n", "tc-only", name, err.msg);
@@ -393,8 +397,14 @@ int main(int argc, char **argv)
         {4, 2, 32, 0, 2, {{10, 40}, {0, 1}}},
         {4, 1, 256, 0, 2, {{0, 40}, {60, 1}}},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    const size_t n_cases = sizeof cases / sizeof cases[0];
+    for (size_t i = 0; i < n_cases; i++)
         run_case(&cases[i]);
+    /* the mixed batches and the decode-only ones (split-KV merge) in both activation orders */
+    for (g_order = QS_ACT_MARLIN_FP8; g_order <= QS_ACT_MARLIN_FP4; g_order++)
+        for (size_t i = 12; i < n_cases; i++)
+            run_case(&cases[i]);
+    g_order = QS_ACT_NATURAL;
     if (!g_self_check) {
         printf("\ntiming (mean of 20 / 5 calls, CUDA events)     tc us  TFLOP/s    cores us  TFLOP/s  speedup\n");
         static const attn_case t1 = {32, 8, 128, 0, 1, {{0, 2048}}};

@@ -101,7 +101,7 @@ static int run_layer(const layer_w *w, side *s, qs_err *err)
                    gpu->rope(s->q, b.tok_pos, w->inv_freq, B, HEADS, HD, err) ||
                    gpu->rope(s->k, b.tok_pos, w->inv_freq, B, KV, HD, err) ||
                    gpu->kv_write(s->kc, s->vc, s->k, s->v, &b, KV, HD, err) ||
-                   gpu->attention(s->out, s->q, s->kc, s->vc, &b, HEADS, KV, HD, 0.125f, err)
+                   gpu->attention(s->out, s->q, s->kc, s->vc, &b, HEADS, KV, HD, 0.125f, QS_ACT_NATURAL, err)
                ? -1
                : 0;
 }

@@ -209,7 +209,7 @@ static void test_attention(const int *lens, int n_seqs, int n_heads, int n_kv, i
         qs_attn_batch b = {T, n_seqs, max_blocks, d_seq, d_pos, d_tab, d_slots, window};
         rc[i] = ops[i]->kv_write(kc[i], vc[i], i ? pk.g : pk.c, i ? pv.g : pv.c, &b, n_kv, head_dim, &err) ||
                 ops[i]->attention(i ? po.g : po.c, i ? pq.g : pq.c, kc[i], vc[i], &b, n_heads, n_kv, head_dim,
-                                  1.f / sqrtf((float)head_dim), &err);
+                                  1.f / sqrtf((float)head_dim), QS_ACT_NATURAL, &err);
         ops[i]->free(d_seq), ops[i]->free(d_pos), ops[i]->free(d_slots), ops[i]->free(d_tab);
     }
     check_rc("attention", rc[0], rc[1], &err);
@@ -233,7 +233,7 @@ static void test_attention(const int *lens, int n_seqs, int n_heads, int n_kv, i
                  *d_tab = ids_on(ops[i], tables, (int64_t)n_seqs * max_blocks);
             qs_attn_batch b = {n_seqs, n_seqs, max_blocks, d_seq, d_pos, d_tab, NULL, window};
             drc[i] = ops[i]->attention(i ? dpo.g : dpo.c, i ? dpq.g : dpq.c, kc[i], vc[i], &b, n_heads, n_kv, head_dim,
-                                       1.f / sqrtf((float)head_dim), &err);
+                                       1.f / sqrtf((float)head_dim), QS_ACT_NATURAL, &err);
             ops[i]->free(d_seq), ops[i]->free(d_pos), ops[i]->free(d_tab);
         }
         check_rc("attention decode", drc[0], drc[1], &err);

@@ -2,8 +2,8 @@
  * ops/act_order.h): a CPU linear kernel that asks for x in marlin's packed orders (FP8 order on
  * hidden-wide inputs, NVFP4 order on intermediate-wide ones) on steps of two or more tokens, and
  * puts x back in natural order before the reference kernel runs it. Where the forward pass hands it
- * ordered x, the RMSNorm and SwiGLU ops wrote it so; any slip in which op writes which order for
- * which layer changes the logits. With the orders on, greedy logits must equal those with
+ * ordered x, the RMSNorm, SwiGLU and attention ops wrote it so; any slip in which op writes which
+ * order for which layer changes the logits. With the orders on, greedy logits must equal those with
  * QSERVE_ACT_ORDER=0 bit for bit, and the ordered entry must have run where expected. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -182,9 +182,10 @@ static void ordered_forward_equals_natural(void **state)
     float *with = malloc(sizeof(float) * n), *without = malloc(sizeof(float) * n);
     g_ordered_calls = 0;
     run(true, with, vocab);
-    /* the prefill step only (decode steps are one token: natural): layer 0's gate_up and down
-     * (its q/k/v input comes from a plain norm, natural) and layer 1's qkv, gate_up and down */
-    assert_int_equal(g_ordered_calls, 5);
+    /* the prefill step only (decode steps are one token: natural): layer 0's o_proj, gate_up and
+     * down (its q/k/v input comes from a plain norm, natural) and layer 1's qkv, o_proj, gate_up and
+     * down */
+    assert_int_equal(g_ordered_calls, 7);
     g_ordered_calls = 0;
     run(false, without, vocab);
     assert_int_equal(g_ordered_calls, 0);

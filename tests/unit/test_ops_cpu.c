@@ -243,7 +243,7 @@ static void paged_attention_matches_naive(void **state)
                        .block_tables = tables, .slot_mapping = slots};
     assert_int_equal(ops->kv_write(qs_kv_cache_k(kv, 0), qs_kv_cache_v(kv, 0), k, v, &b, KVH, HD, &err), 0);
     assert_int_equal(ops->attention(out, q, qs_kv_cache_k(kv, 0), qs_kv_cache_v(kv, 0), &b, H, KVH, HD,
-                                    (float)(1 / sqrt(HD)), &err), 0);
+                                    (float)(1 / sqrt(HD)), QS_ACT_NATURAL, &err), 0);
     for (int t = 0; t < T; t++) {
         int base = seq[t] ? L0 : 0;
         for (int h = 0; h < H; h++) {
@@ -258,7 +258,7 @@ static void paged_attention_matches_naive(void **state)
     /* sliding window 5: token at position p reads positions p-4..p only */
     b.sliding_window = 5;
     assert_int_equal(ops->attention(out, q, qs_kv_cache_k(kv, 0), qs_kv_cache_v(kv, 0), &b, H, KVH, HD,
-                                    (float)(1 / sqrt(HD)), &err), 0);
+                                    (float)(1 / sqrt(HD)), QS_ACT_NATURAL, &err), 0);
     for (int t = 0; t < T; t++) {
         int first = pos[t] + 1 > 5 ? pos[t] + 1 - 5 : 0, base = (seq[t] ? L0 : 0) + first;
         for (int h = 0; h < H; h++) {
@@ -270,7 +270,13 @@ static void paged_attention_matches_naive(void **state)
                 assert_float_equal(out[(t * H + h) * HD + i], want[i], 1e-5);
         }
     }
-    assert_int_equal(ops->attention(out, q, qs_kv_cache_k(kv, 0), qs_kv_cache_v(kv, 0), &b, 3, 2, HD, 1, &err), -1);
+    assert_int_equal(
+        ops->attention(out, q, qs_kv_cache_k(kv, 0), qs_kv_cache_v(kv, 0), &b, 3, 2, HD, 1, QS_ACT_NATURAL, &err), -1);
+    /* rows of H * HD = 32 are no whole 128-k stage: the marlin orders are refused */
+    assert_int_equal(ops->attention(out, q, qs_kv_cache_k(kv, 0), qs_kv_cache_v(kv, 0), &b, H, KVH, HD, 1,
+                                    QS_ACT_MARLIN_FP8, &err),
+                     -1);
+    assert_non_null(strstr(err.msg, "activation order"));
     free(q);
     free(k);
     free(v);
