@@ -106,7 +106,9 @@ int wgmma(const Layer &l, Params &p, const __nv_bfloat16 *x, int64_t xs, const R
 // reads, 0 where that path is not taken). stream_fits: the activations' address suits its tensor
 // map and the output's its 16-byte stores, both 16-byte aligned; checked per call. stream(...,
 // ordered): x already in the packed order, only where input_order said so (gemm checks it).
-bool stream_takes(const Layer &l, int64_t m, const Runtime &rt);
+// stream_takes(..., ordered): whether it takes the step, with x in the packed order or not (it
+// takes a few more steps when no permute is needed).
+bool stream_takes(const Layer &l, int64_t m, const Runtime &rt, bool ordered = false);
 bool stream_fits(const __nv_bfloat16 *x, const __nv_bfloat16 *y);
 void stream_workspace(const Layer &l, int64_t m, int sms, size_t *floats, size_t *counters, size_t *permuted);
 int stream(const Layer &l, Params &p, const __nv_bfloat16 *x, int64_t xs, const Runtime &rt, cudaStream_t s,

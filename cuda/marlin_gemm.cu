@@ -544,7 +544,7 @@ int reserve_workspace(const Layer &l, int64_t m_max, qs_err *err)
     // 8th size missed the ends of the ranges (64 tokens needs more than the 57 sampled).
     for (int64_t mm = 1; mm <= m_max; mm++) {
         size_t f = 0, c = 0;
-        if (stream_takes(l, mm, rt)) {
+        if (stream_takes(l, mm, rt, true)) { // (ordered: the steps it takes either way, and more)
             // its workspace, and (below) that of the kernel a step falls back to when its
             // activations do not suit the stream kernel's tensor map
             size_t pa;
@@ -581,7 +581,7 @@ qs_act_order input_order(const Layer &l, int64_t m)
     qs_err ignored;
     // (the packed order needs whole 128-k stages: k_pad == k; a device whose facts cannot be read
     // gets natural order, and gemm reports the error)
-    if (m <= 0 || l.k_pad != l.k || l.k % 128 != 0 || runtime(&rt, &ignored) || !stream_takes(l, m, rt) ||
+    if (m <= 0 || l.k_pad != l.k || l.k % 128 != 0 || runtime(&rt, &ignored) || !stream_takes(l, m, rt, true) ||
         !stream_permutes(l, m, rt.sms, true))
         return QS_ACT_NATURAL;
     return l.fp4 ? QS_ACT_MARLIN_FP4 : QS_ACT_MARLIN_FP8;
@@ -617,7 +617,7 @@ int gemm(const Layer &l, const __nv_bfloat16 *x, __nv_bfloat16 *y, int64_t m, cu
     if (ordered && (input_order(l, m) == QS_ACT_NATURAL || !stream_fits(x, y)))
         return qs_errf(err, "marlin: activations given in the packed order, which only the stream kernel reads "
                             "(and not at %lld tokens, or not from these addresses)", (long long)m);
-    if (stream_takes(l, m, rt) && stream_fits(x, y)) // its tensor map reads x as it is
+    if (stream_takes(l, m, rt, ordered) && stream_fits(x, y)) // its tensor map reads x as it is
         return stream(l, p, x, l.k, rt, s, err, ordered);
     if (wgmma_takes(l, m, rt)) // its activation copy pads k too
         return wgmma(l, p, x, l.k, rt, s, err);

@@ -578,6 +578,23 @@ struct StreamPlan {
     int64_t ctas, groups, max_shares; // max_shares: the most CTAs one group is split between
 };
 
+// Stages of work per SM (128 rows x 128 k each): 4096x4096 8, 6144x4096 12, 4096x14336 27,
+// 28672x4096 54 for Llama-3.1-8B on the H200.
+int64_t stages_per_sm(const Layer &l, int sms)
+{
+    return (l.n_pad / 16 + kStrips - 1) / kStrips * (l.k_pad / kStageK) / sms;
+}
+
+// Steps of 9-16 tokens the stream kernel takes only with x already in the packed order: NVFP4
+// layers of 40+ stages per SM, where the rewrite-free path without a permute kernel beat the
+// small-M kernel (session 17 call 1: 28672x4096 at 9 / 12 / 16 tokens 24.4 / 24.7 / 25.3 ->
+// 23.7 / 23.8 / 23.9 us). 4096x14336 (27) did not gain (14.0 -> 14.4 at 9), nor did FP8's large
+// layers, which the stream kernel takes at 9-16 tokens in any order (32.6 us either way).
+bool ordered_small_step(const Layer &l, int64_t m, int sms)
+{
+    return l.fp4 && m >= 9 && m <= 16 && stages_per_sm(l, sms) >= 40;
+}
+
 StreamPlan plan_stream(const Layer &l, int64_t m, int sms, bool ordered = false)
 {
     StreamPlan g;
@@ -610,12 +627,12 @@ StreamPlan plan_stream(const Layer &l, int64_t m, int sms, bool ordered = false)
     // in the packed order (ordered: input_order), the path costs nothing extra and takes every step
     // from 17 tokens: without the permute kernel it was never slower there, and faster from 24 on
     // every layer (session 16 call 3: 28672x4096 NVFP4 27.4 -> 24.7 us at 24 tokens, FP8 39.5 ->
-    // 35.6 at 64; 4096x4096 FP8 12.5 -> 11.1 at 64). QSERVE_MARLIN_STREAM_XP=0|1: never / always.
+    // 35.6 at 64; 4096x4096 FP8 12.5 -> 11.1 at 64), and ordered_small_step's steps below 17.
+    // QSERVE_MARLIN_STREAM_XP=0|1: never / always.
     static const int forced = env_int("QSERVE_MARLIN_STREAM_XP", -1);
-    const int64_t stages_per_sm = total / sms;
-    g.permuted = forced >= 0  ? forced != 0
-                 : ordered    ? m > 16
-                              : stages_per_sm >= 20 && (m > 32 || (l.fp4 && m > 16));
+    g.permuted = forced >= 0 ? forced != 0
+                 : ordered   ? m > 16 || ordered_small_step(l, m, sms)
+                             : stages_per_sm(l, sms) >= 20 && (m > 32 || (l.fp4 && m > 16));
     return g;
 }
 
@@ -623,7 +640,7 @@ StreamPlan plan_stream(const Layer &l, int64_t m, int sms, bool ordered = false)
 
 // QSERVE_MARLIN_STREAM=0 turns it off, =2 takes every step from QSERVE_MARLIN_STREAM_MIN (1) to
 // QSERVE_MARLIN_STREAM_MAX (64) tokens, whatever the layer (for measurements).
-bool stream_takes(const Layer &l, int64_t m, const Runtime &rt)
+bool stream_takes(const Layer &l, int64_t m, const Runtime &rt, bool ordered)
 {
     static const int mode = env_int("QSERVE_MARLIN_STREAM", 1);
     static const int lo = env_int("QSERVE_MARLIN_STREAM_MIN", 1);
@@ -642,10 +659,11 @@ bool stream_takes(const Layer &l, int64_t m, const Runtime &rt)
     // every multiple of 8); at 9-16 tokens only on FP8 layers of 20+ stages per SM
     // (28672x4096 33.7 against 38.1 us, 4096x14336 19.6 / 21.3; NVFP4 and the smaller layers lose);
     // up to 8 tokens nowhere (its fixed cost, ~4 us a call, is the small-M kernel's whole time).
-    const int64_t stages_per_sm = (l.n_pad / 16 + kStrips - 1) / kStrips * (l.k_pad / kStageK) / rt.sms;
+    // With x in the packed order (ordered), also ordered_small_step's NVFP4 steps.
+    const int64_t per_sm = stages_per_sm(l, rt.sms);
     if (m >= 17)
-        return !(l.fp4 && stages_per_sm < 10 && m <= 32);
-    return m >= 9 && !l.fp4 && stages_per_sm >= 20;
+        return !(l.fp4 && per_sm < 10 && m <= 32);
+    return m >= 9 && ((!l.fp4 && per_sm >= 20) || (ordered && ordered_small_step(l, m, rt.sms)));
 }
 
 bool stream_fits(const __nv_bfloat16 *x, const __nv_bfloat16 *y) { return (((uintptr_t)x | (uintptr_t)y) & 15) == 0; }
