@@ -24,7 +24,7 @@ for t in "$BUILD"/cuda-tests/test_*; do
   case "$t" in *.d) continue;; esac
   wanted "$(basename "$t")" "${TESTS:-}" && cp "$t" "$dest/cuda-tests/"
 done
-for tool in qserve convert-llama2c bench_serve bench_tokenizer qserve-eval bench_kernels; do
+for tool in qserve convert-llama2c bench_serve bench_tokenizer qserve-eval bench_kernels bench_decode; do
   [ -x "$BUILD/$tool" ] && wanted "$tool" "${TOOLS:-}" && cp "$BUILD/$tool" "$dest/"
 done
 # Libraries absent from the GPU machine (Ubuntu 24.04 without these -dev packages).
