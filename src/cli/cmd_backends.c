@@ -131,9 +131,15 @@ static void select_row(const backends_args *a, const qs_device_caps *dev, qs_lay
         snprintf(row->error, sizeof row->error, "%s", e.msg);
     }
     if (n > 0 && kind == QS_KIND_LINEAR && tokens > 0) { /* with a model: the largest per-layer limit */
+        bool orders;
+        if (qs_act_orders_from_env(&orders, &e)) {
+            row->failed = 1;
+            snprintf(row->error, sizeof row->error, "%s", e.msg);
+            return;
+        }
         int most = 0;
         for (int i = 0; i < n; i++) {
-            int t = qs_step_dispatch_layer_tokens(lin[i], dev, tokens);
+            int t = qs_step_dispatch_layer_tokens(lin[i], dev, tokens, orders);
             most = t > most ? t : most;
         }
         tokens = most;

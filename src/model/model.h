@@ -26,6 +26,9 @@ int qs_model_load(const qs_config *cfg, qs_model **out, qs_err *err);
 void qs_model_free(qs_model *m);
 const qs_model_config *qs_model_get_config(const qs_model *m);
 const qs_device_caps *qs_model_device(const qs_model *m);
+/* Whether activations are written in the order their linear kernel reads (ops/act_order.h):
+ * QSERVE_ACT_ORDER, on unless 0 / false. -1 with err naming the variable for any other value. */
+int qs_act_orders_from_env(bool *on, qs_err *err);
 /* Which q/k/v and gate/up projections were fused into one linear layer at load. */
 const qs_fusion_summary *qs_model_fusion(const qs_model *m);
 

@@ -339,6 +339,8 @@ static int env_switch(const char *name, bool *on, qs_err *err)
     return 0;
 }
 
+int qs_act_orders_from_env(bool *on, qs_err *err) { return env_switch("QSERVE_ACT_ORDER", on, err); }
+
 /* Sampling on the device (ops/sample.h) when the device has the op, unless QSERVE_DEVICE_SAMPLING=0
  * (then every row's logits go to the host sampler, as before the op existed); activations written
  * in the order their linear reads (forward.c) unless QSERVE_ACT_ORDER=0. */
@@ -350,7 +352,7 @@ static int device_switches_init(qs_model *m, qs_err *err)
     m->sample_on_device = on && m->ops->sample;
     if (m->ops->sample && !on)
         qs_info("QSERVE_DEVICE_SAMPLING=0: every row's logits go to the host sampler");
-    if (env_switch("QSERVE_ACT_ORDER", &m->act_order, err))
+    if (qs_act_orders_from_env(&m->act_order, err))
         return -1;
     if (!m->act_order)
         qs_info("QSERVE_ACT_ORDER=0: activations in natural order only (a linear kernel reorders them itself)");
@@ -412,8 +414,9 @@ static int load_all(qs_model *m, const qs_config *cfg, qs_err *err)
     if (qs_model_fuse_projections(m, cfg->no_fuse_projections || qs_projection_fusion_disabled_by_env(), err) != 0 ||
         upload_biases(m, err) != 0)
         return -1;
-    if (select_and_prepare_linears(m, cfg, err) != 0 || select_and_prepare_moe(m, cfg, err) != 0 ||
-        qs_step_graphs_init(m, cfg, err) != 0 || device_switches_init(m, err) != 0)
+    /* (the switches first: per-step dispatch depends on the activation orders) */
+    if (device_switches_init(m, err) != 0 || select_and_prepare_linears(m, cfg, err) != 0 ||
+        select_and_prepare_moe(m, cfg, err) != 0 || qs_step_graphs_init(m, cfg, err) != 0)
         return -1;
     qs_info("loaded %s (%s): %d layers, hidden %d, %d heads / %d kv heads, head_dim %d, vocab %d%s on %s",
             cfg->model_dir, c->arch_name, c->num_layers, c->hidden_size, c->num_heads, c->num_kv_heads, c->head_dim,

@@ -7,8 +7,10 @@
  * QSERVE_SMALL_STEP_TOKENS tokens (decode), cublaslt for the rest (prefill). Layers with one scale
  * for the whole weight and one for the whole input join for fewer tokens: cuBLASLt's scalar-scale
  * FP8 GEMM is faster than the per-channel one (Hopper, session 9: marlin 74.2 against 76.8 us per
- * layer at 32 tokens, 95.7 against 84.0 at 64; before the stream kernel only up to 8 tokens). The
- * price is a second copy of the weights, logged at start-up. An explicit backend,
+ * layer at 32 tokens, 95.7 against 84.0 at 64; before the stream kernel only up to 8 tokens). With
+ * activation orders marlin beats it up to 64 tokens on Hopper too (session 17 call 2: 75.1 / 77.4
+ * / 78.9 / 82.7 against 77.4 / 78.6 / 81.7 / 83.0 us at 40 / 48 / 56 / 64). The price is a second
+ * copy of the weights, logged at start-up. An explicit backend,
  * --batch-invariant, a disabled marlin, or QSERVE_SMALL_STEP_TOKENS=0 leave one kernel. */
 #include "model/step_dispatch.h"
 
@@ -68,11 +70,14 @@ int qs_step_dispatch_tokens(const qs_kernel_config *kc, const qs_device_caps *de
     return max_tokens;
 }
 
-int qs_step_dispatch_layer_tokens(const qs_linear_desc *d, const qs_device_caps *dev, int max_tokens)
+int qs_step_dispatch_layer_tokens(const qs_linear_desc *d, const qs_device_caps *dev, int max_tokens,
+                                  bool act_orders)
 {
     bool scalar_scales = d->wscale == QS_WSCALE_TENSOR &&
                          (d->aquant == QS_AQUANT_STATIC_TENSOR || d->aquant == QS_AQUANT_DYNAMIC_TENSOR);
-    int cap = hopper(dev) ? QS_SCALAR_SCALE_STEP_TOKENS_HOPPER : QS_SCALAR_SCALE_STEP_TOKENS;
+    int cap = !hopper(dev)  ? QS_SCALAR_SCALE_STEP_TOKENS
+              : act_orders ? QS_SCALAR_SCALE_STEP_TOKENS_HOPPER_ORDERED
+                           : QS_SCALAR_SCALE_STEP_TOKENS_HOPPER;
     return scalar_scales && max_tokens > cap ? cap : max_tokens;
 }
 
@@ -93,7 +98,7 @@ int qs_step_dispatch_prepare(const qs_model *m, const qs_config *cfg, const qs_s
         if (marlin->prepare_linear(&l->desc, &l->small_state, err) != 0)
             return qs_err_prefix(err, "kernel marlin (per-step dispatch) preparing %s: ", l->desc.name);
         l->small_kernel = marlin;
-        l->small_max_rows = qs_step_dispatch_layer_tokens(&l->desc, &m->dev, max_tokens);
+        l->small_max_rows = qs_step_dispatch_layer_tokens(&l->desc, &m->dev, max_tokens, m->act_order);
         most = l->small_max_rows > most ? l->small_max_rows : most;
         fewest = l->small_max_rows < fewest ? l->small_max_rows : fewest;
         prepared++;

@@ -24,12 +24,16 @@ int qs_step_dispatch_tokens(const qs_kernel_config *kc, const qs_device_caps *de
 
 /* Layers cublaslt would run with scalar scales only (one for the weight, one for the input) join
  * for steps of at most this many tokens (measured: marlin beats that GEMM up to 8 tokens per
- * decoder layer with the small-M kernel alone, up to 32 with the Hopper stream kernel). */
+ * decoder layer with the small-M kernel alone, up to 32 with the Hopper stream kernel, and up to
+ * 64 when the ops write its input in the order it reads: activation orders). */
 #define QS_SCALAR_SCALE_STEP_TOKENS 8
 #define QS_SCALAR_SCALE_STEP_TOKENS_HOPPER 32
+#define QS_SCALAR_SCALE_STEP_TOKENS_HOPPER_ORDERED 64
 
-/* The tokens per step up to which one layer runs on marlin on dev, given the scheme's max_tokens. */
-int qs_step_dispatch_layer_tokens(const qs_linear_desc *d, const qs_device_caps *dev, int max_tokens);
+/* The tokens per step up to which one layer runs on marlin on dev, given the scheme's max_tokens
+ * and whether activation orders are on (qs_act_orders_from_env). */
+int qs_step_dispatch_layer_tokens(const qs_linear_desc *d, const qs_device_caps *dev, int max_tokens,
+                                  bool act_orders);
 
 /* After `sel` chose the kernel for the layers of one scheme (already prepared): when the rule
  * above applies, also prepares marlin for every layer it can run and logs the choice once. */

@@ -227,12 +227,18 @@ if "$BIN" backends --device cpu | grep -q "^  marlin     cuda     linear"; then
     else ok "model_fp8_h200_one_kernel ($v)"; fi
   done
   # one weight scale and one static input scale: cublaslt's scalar-scale GEMM loses to marlin up to
-  # 32 tokens per step on a Hopper, 8 elsewhere (docs/marlin.md), so those layers dispatch up to there;
-  # off Hopper the scheme's own limit is 32
+  # 64 tokens per step on a Hopper with activation orders (32 with QSERVE_ACT_ORDER=0), 8 elsewhere
+  # (docs/marlin.md), so those layers dispatch up to there; off Hopper the scheme's own limit is 32
   "$BIN" backends "$TMP/llama-fp8t" --assume-compute-capability 9.0 >"$TMP/out" 2>&1
   block "$TMP/out" "linear fp8_w8a8" >"$TMP/blk"
-  check model_fp8_tensor_h200_dispatch_32 "$TMP/blk" "1. cublaslt   chosen" \
+  check model_fp8_tensor_h200_dispatch_64 "$TMP/blk" "1. cublaslt   chosen" \
+    "-> cublaslt; steps of at most 64 tokens on marlin (per-step dispatch, a second weight copy)"
+  QSERVE_ACT_ORDER=0 "$BIN" backends "$TMP/llama-fp8t" --assume-compute-capability 9.0 >"$TMP/out" 2>&1
+  block "$TMP/out" "linear fp8_w8a8" >"$TMP/blk"
+  check model_fp8_tensor_h200_natural_dispatch_32 "$TMP/blk" "1. cublaslt   chosen" \
     "-> cublaslt; steps of at most 32 tokens on marlin (per-step dispatch, a second weight copy)"
+  QSERVE_ACT_ORDER=maybe run model_fp8_act_order_bad 1 "$BIN" backends "$TMP/llama-fp8t" --assume-compute-capability 9.0 &&
+    check model_fp8_act_order_bad "$TMP/out" "QSERVE_ACT_ORDER: expected 1 or 0 (or true/false), got 'maybe'"
   "$BIN" backends "$TMP/llama-fp8t" --assume-compute-capability 8.9 >"$TMP/out" 2>&1
   block "$TMP/out" "linear fp8_w8a8" >"$TMP/blk"
   check model_fp8_tensor_sm89_dispatch_8 "$TMP/blk" "1. cublaslt   chosen" \

@@ -20,9 +20,17 @@ static int g_calls_cublaslt, g_calls_marlin, g_prepared_marlin;
 /* A compute capability 9.0 device gets the Hopper thresholds only from a build with marlin's
  * sm_90a kernels (QS_HAVE_SM90A, the default CUDA build); other builds keep the general ones. */
 #ifdef QS_HAVE_SM90A
-enum { HOPPER_STEP_TOKENS = QS_SMALL_STEP_TOKENS_HOPPER, HOPPER_SCALAR_TOKENS = QS_SCALAR_SCALE_STEP_TOKENS_HOPPER };
+enum {
+    HOPPER_STEP_TOKENS = QS_SMALL_STEP_TOKENS_HOPPER,
+    HOPPER_SCALAR_TOKENS = QS_SCALAR_SCALE_STEP_TOKENS_HOPPER,
+    HOPPER_SCALAR_ORDERED_TOKENS = QS_SCALAR_SCALE_STEP_TOKENS_HOPPER_ORDERED
+};
 #else
-enum { HOPPER_STEP_TOKENS = QS_SMALL_STEP_TOKENS, HOPPER_SCALAR_TOKENS = QS_SCALAR_SCALE_STEP_TOKENS };
+enum {
+    HOPPER_STEP_TOKENS = QS_SMALL_STEP_TOKENS,
+    HOPPER_SCALAR_TOKENS = QS_SCALAR_SCALE_STEP_TOKENS,
+    HOPPER_SCALAR_ORDERED_TOKENS = QS_SCALAR_SCALE_STEP_TOKENS
+};
 #endif
 
 static int ok_supported(const qs_device_caps *d, char *why, size_t cap) { return 1; }
@@ -138,21 +146,26 @@ static void test_small_steps_take_marlin(void **st)
 }
 
 /* One weight scale and one input scale: cuBLASLt's scalar-scale FP8 GEMM is faster than its
- * per-channel one, and marlin beat it only up to 32 tokens per step on a Hopper (8 elsewhere), so
- * those layers take marlin up to there; a per-token input keeps the scheme's 64 (32). */
+ * per-channel one, and marlin beat it only up to 32 tokens per step on a Hopper (8 elsewhere), or
+ * 64 there with activation orders, so those layers take marlin up to there; a per-token input
+ * keeps the scheme's 64 (32). */
 static void test_scalar_scale_layers_join_for_fewer_tokens(void **st)
 {
     unsetenv("QSERVE_SMALL_STEP_TOKENS");
-    for (int cc = 8; cc <= 9; cc++) {
+    for (int run = 0; run < 4; run++) {
+        const int cc = 8 + run % 2;
+        const bool orders = run >= 2;
         fixture f;
         setup_fixture(&f, QS_SCHEME_FP8_W8A8);
         f.model.dev.cc_major = cc;
+        f.model.act_order = orders;
         f.lin[0].desc.wscale = QS_WSCALE_TENSOR;
         f.lin[0].desc.aquant = QS_AQUANT_STATIC_TENSOR;
         f.lin[1].desc.wscale = QS_WSCALE_TENSOR;
         f.lin[1].desc.aquant = QS_AQUANT_DYNAMIC_TOKEN;
         assert_int_equal(prepare(&f, QS_SCHEME_FP8_W8A8), 0);
-        const int scalar = cc == 9 ? HOPPER_SCALAR_TOKENS : QS_SCALAR_SCALE_STEP_TOKENS;
+        const int scalar = cc == 9 ? (orders ? HOPPER_SCALAR_ORDERED_TOKENS : HOPPER_SCALAR_TOKENS)
+                                   : QS_SCALAR_SCALE_STEP_TOKENS;
         const int scheme = cc == 9 ? HOPPER_STEP_TOKENS : QS_SMALL_STEP_TOKENS;
         assert_ptr_equal(f.lin[0].small_kernel, &MARLIN);
         assert_int_equal(f.lin[0].small_max_rows, scalar);
@@ -165,8 +178,8 @@ static void test_scalar_scale_layers_join_for_fewer_tokens(void **st)
         assert_int_equal(g_calls_marlin, 1);
         assert_int_equal(g_calls_cublaslt, 1);
         /* a lower QSERVE_SMALL_STEP_TOKENS still caps them */
-        assert_int_equal(qs_step_dispatch_layer_tokens(&f.lin[0].desc, &f.model.dev, 4), 4);
-        assert_int_equal(qs_step_dispatch_layer_tokens(&f.lin[1].desc, &f.model.dev, 4), 4);
+        assert_int_equal(qs_step_dispatch_layer_tokens(&f.lin[0].desc, &f.model.dev, 4, orders), 4);
+        assert_int_equal(qs_step_dispatch_layer_tokens(&f.lin[1].desc, &f.model.dev, 4, orders), 4);
         teardown_fixture(&f);
     }
 }
