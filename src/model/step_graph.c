@@ -5,8 +5,8 @@
  *
  *  - Which steps: decode steps (every sequence brings one token and wants logits). Prefill and
  *    mixed steps, and batches beyond QS_GRAPH_MAX_SEQS, run eagerly as before.
- *  - Buckets: a batch of n sequences runs in the graph of the next bucket (1, 2, 4, ... up to
- *    max-num-seqs), padded with dummy rows (step_graph_plan.h) whose outputs are ignored and
+ *  - Buckets: a batch of n sequences runs in the graph of the next bucket (1, 2, 4, 8, 16, 24,
+ *    ... every multiple of 8, up to max-num-seqs), padded with dummy rows (step_graph_plan.h) whose outputs are ignored and
  *    whose KV writes are skipped. Padding changes nothing in the real rows except where a layer
  *    quantizes its activations with one dynamic scale over the whole batch: then every batch
  *    size is a bucket of its own and nothing is padded.
@@ -133,7 +133,7 @@ int qs_step_graphs_init(qs_model *m, const qs_config *cfg, qs_err *err)
     int top = G->max_num_seqs < QS_GRAPH_MAX_SEQS ? G->max_num_seqs : QS_GRAPH_MAX_SEQS;
     qs_info("decode graphs on (QSERVE_CUDA_GRAPHS=0 turns them off): decode steps of up to %d sequences are "
             "captured once per %s and replayed; prefill and mixed steps run eagerly",
-            top, G->exact ? "batch size (dynamic per-tensor activation scales: no padding)" : "bucket of 1, 2, 4, ...");
+            top, G->exact ? "batch size (dynamic per-tensor activation scales: no padding)" : "bucket of 1, 2, 4, 8, 16, 24, ...");
     return 0;
 }
 

@@ -6,6 +6,11 @@
 
 #include "engine/kv_cache.h"
 
+/* The bucket after `size`: doubling up to 8, then every multiple of 8 (what vLLM captures too):
+ * a batch pads by at most 7 rows, so its GEMMs run the kernels' own token tiles (marlin's stream
+ * kernel has one for every multiple of 8) instead of the next power of two. */
+static int next_bucket(int size) { return size < 8 ? 2 * size : size + 8; }
+
 int qs_graph_plan_init(qs_graph_plan *p, int max_num_seqs, int blocks_per_seq, bool exact, qs_err *err)
 {
     memset(p, 0, sizeof *p);
@@ -19,9 +24,9 @@ int qs_graph_plan_init(qs_graph_plan *p, int max_num_seqs, int blocks_per_seq, b
         p->n_buckets = p->max_seqs;
     } else {
         int n = 0;
-        for (int b = 1; b < p->max_seqs; b *= 2)
+        for (int b = 1; b < p->max_seqs; b = next_bucket(b))
             n++;
-        p->n_buckets = n + 1; /* the powers of two below max_seqs, and max_seqs */
+        p->n_buckets = n + 1; /* the buckets below max_seqs, and max_seqs */
     }
     return 0;
 }
@@ -36,7 +41,7 @@ int qs_graph_bucket(const qs_graph_plan *p, int n, int *size)
     }
     int idx = 0, b = 1;
     while (b < n && b < p->max_seqs) {
-        b *= 2;
+        b = next_bucket(b);
         idx++;
     }
     *size = b < p->max_seqs ? b : p->max_seqs;

@@ -1,6 +1,6 @@
 /* test_step_graph.c — decode-step graphs without a GPU.
- *  - The bookkeeping of model/step_graph_plan.c: which bucket a batch maps to (powers of two up
- *    to max-num-seqs, exact sizes when padding is unsafe, none beyond the cap), the fixed index
+ *  - The bookkeeping of model/step_graph_plan.c: which bucket a batch maps to (1, 2, 4, then
+ *    every multiple of 8 up to max-num-seqs, exact sizes when padding is unsafe, none beyond the cap), the fixed index
  *    buffer's layout, which steps qualify, and how a step and its dummy rows fill the buffer.
  *  - QSERVE_CUDA_GRAPHS: a bad value is an error naming it; the CPU ignores it.
  *  - model/step_graph.c on stories260K over the CPU ops plus a stand-in graph device whose
@@ -33,7 +33,7 @@
 
 /* ---------------- bookkeeping ---------------- */
 
-static void buckets_are_powers_of_two_up_to_max(void **state)
+static void buckets_double_to_8_then_step_by_8_up_to_max(void **state)
 {
     qs_graph_plan p;
     qs_err err;
@@ -50,13 +50,21 @@ static void buckets_are_powers_of_two_up_to_max(void **state)
     assert_int_equal(qs_graph_bucket(&p, 17, &size), -1);
     assert_int_equal(qs_graph_bucket(&p, 0, &size), -1);
 
-    /* max-num-seqs that is not a power of two is the last bucket: never pad beyond it */
+    /* max-num-seqs that is not a multiple of 8 is the last bucket: never pad beyond it */
     assert_int_equal(qs_graph_plan_init(&p, 20, 8, false, &err), 0);
     assert_int_equal(p.n_buckets, 6); /* 1 2 4 8 16 20 */
     assert_int_equal(qs_graph_bucket(&p, 17, &size), 5);
     assert_int_equal(size, 20);
     assert_int_equal(qs_graph_bucket(&p, 16, &size), 4);
     assert_int_equal(size, 16);
+    assert_int_equal(qs_graph_plan_init(&p, 64, 8, false, &err), 0);
+    assert_int_equal(p.n_buckets, 11); /* 1 2 4 8 16 24 32 40 48 56 64 */
+    assert_int_equal(qs_graph_bucket(&p, 33, &size), 7);
+    assert_int_equal(size, 40);
+    assert_int_equal(qs_graph_bucket(&p, 17, &size), 5);
+    assert_int_equal(size, 24);
+    assert_int_equal(qs_graph_bucket(&p, 64, &size), 10);
+    assert_int_equal(size, 64);
 
     assert_int_equal(qs_graph_plan_init(&p, 1, 8, false, &err), 0);
     assert_int_equal(p.n_buckets, 1);
@@ -67,8 +75,11 @@ static void buckets_are_powers_of_two_up_to_max(void **state)
     /* batches above the cap run eagerly */
     assert_int_equal(qs_graph_plan_init(&p, 1000, 8, false, &err), 0);
     assert_int_equal(p.max_seqs, QS_GRAPH_MAX_SEQS);
-    assert_int_equal(qs_graph_bucket(&p, 200, &size), 8);
-    assert_int_equal(size, 256);
+    assert_int_equal(qs_graph_bucket(&p, 200, &size), 27); /* 1 2 4, then 8 .. 200 in steps of 8 */
+    assert_int_equal(size, 200);
+    assert_int_equal(qs_graph_bucket(&p, 201, &size), 28);
+    assert_int_equal(size, 208);
+    assert_int_equal(p.n_buckets, 3 + QS_GRAPH_MAX_SEQS / 8);
     assert_int_equal(qs_graph_bucket(&p, QS_GRAPH_MAX_SEQS + 1, &size), -1);
 
     assert_int_equal(qs_graph_plan_init(&p, 0, 8, false, &err), -1);
@@ -560,7 +571,7 @@ static void graphs_are_captured_once_and_recaptured_when_buffers_move(void **sta
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(buckets_are_powers_of_two_up_to_max),
+        cmocka_unit_test(buckets_double_to_8_then_step_by_8_up_to_max),
         cmocka_unit_test(exact_buckets_never_pad),
         cmocka_unit_test(layout_has_disjoint_arrays),
         cmocka_unit_test(only_decode_steps_qualify),
