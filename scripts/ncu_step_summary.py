@@ -5,11 +5,11 @@ out/device/bench_decode MODEL --linear-backend marlin --batches B --steps 1 > nc
 optional). A step starts at an embedding kernel; the last step is summed (the others are the
 warm-up steps). Prints the step's total and its kernels by total time, largest first.
 Usage: ncu_step_summary.py NCU.csv[.gz] [...] [--top N]"""
+import argparse
 import collections
 import csv
 import gzip
 import re
-import sys
 
 
 def kernels(path):
@@ -22,15 +22,11 @@ def kernels(path):
 
 
 def main():
-    args = sys.argv[1:]
-    top = 14
-    if "--top" in args:
-        i = args.index("--top")
-        top = int(args[i + 1])
-        del args[i:i + 2]
-    if not args:
-        sys.exit(__doc__)
-    for path in args:
+    ap = argparse.ArgumentParser(description="one decode step's GPU time by kernel, from ncu's CSV")
+    ap.add_argument("csv", nargs="+", help="ncu --csv output of a bench_decode run (.gz allowed)")
+    ap.add_argument("--top", type=int, default=14, help="kernels to print per file")
+    args = ap.parse_args()
+    for path in args.csv:
         rows = kernels(path)
         starts = [i for i, r in enumerate(rows) if "embedding" in r[0].lower()]
         if not starts:
@@ -44,7 +40,7 @@ def main():
             by_name[key][1] += us
             by_name[key][2].add(grid)
         print(f"== {path}: last step {len(step)} kernels, {sum(r[2] for r in step):.0f} us")
-        for key, (count, us, grids) in sorted(by_name.items(), key=lambda kv: -kv[1][1])[:top]:
+        for key, (count, us, grids) in sorted(by_name.items(), key=lambda kv: -kv[1][1])[:args.top]:
             print(f"  {us:8.1f} us  {count:4d}x  {key}  grids {sorted(grids)[:3]}")
 
 
