@@ -3,9 +3,9 @@
 // attention: one CTA per (token, query head, KV split); its warps stride over the split's share
 // of the positions the token may see (sliding window honoured), each keeping an online softmax
 // (running max, sum and weighted V in FP32, one dimension slice per lane); the warps' results are
-// merged in shared memory; output rows go in the order o_proj's kernel reads (ops/act_order.h). When there are too few (token, head) pairs to fill the GPU — decode of
-// a few sequences — the positions are split across CTAs (split-KV) and a second kernel merges the
-// splits' softmax states. Runs of >= 16 tokens of one sequence (prefill chunks) go to the
+// merged in shared memory. When there are too few (token, head) pairs to fill the GPU — decode
+// of a few sequences — the positions are split across CTAs (split-KV) and a second kernel merges
+// the splits' softmax states. Output rows go in the order o_proj's kernel reads (ops/act_order.h). Runs of >= 16 tokens of one sequence (prefill chunks) go to the
 // tensor-core kernel of attention_prefill.cu instead (QSERVE_ATTN_PREFILL=0: not). KV writes
 // skip negative slots: the dummy rows that pad a decode batch up to its graph's size.
 #include <cuda_bf16.h>
