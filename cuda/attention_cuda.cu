@@ -10,6 +10,8 @@
 // skip negative slots: the dummy rows that pad a decode batch up to its graph's size.
 #include <cuda_bf16.h>
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "attention_prefill.h"
 #include "cuda_check.h"
@@ -141,6 +143,125 @@ __global__ void __launch_bounds__(kWarps * 32)
     }
 }
 
+// The same attention with one CTA per (token, KV head, KV split) for the G query heads that share
+// the KV head (GQA): each K and V row is loaded once for all G instead of once per query head, the
+// grid is G times smaller (Llama-3.1-8B at 56 tokens: 448 CTAs, not 1792, one wave), and each warp
+// loads the rows of two positions before it reduces either, so two loads are in flight. The
+// splits' states go to the same partial buffers as attention_kernel's (rows t * n_heads + h).
+template <int G>
+__global__ void __launch_bounds__(kWarps * 32)
+    attention_grouped_kernel(bf16 *out, float *part_ml, float *part_acc, const bf16 *q, const bf16 *kc,
+                             const bf16 *vc, const int32_t *tok_seq, const int32_t *tok_pos,
+                             const int32_t *block_tables, int max_blocks, int n_heads, int n_kv, int head_dim,
+                             float scale, int window, qs_act_order order)
+{
+    int t = blockIdx.x, kvh = blockIdx.y, split = blockIdx.z, splits = gridDim.z;
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    int pos = tok_pos[t];
+    int first = (window > 0 && pos + 1 > window) ? pos + 1 - window : 0;
+    int span = pos + 1 - first;
+    int share = (span + splits - 1) / splits;
+    int begin = first + split * share, end = min(pos + 1, begin + share);
+    const int32_t *table = block_tables + (int64_t)tok_seq[t] * max_blocks;
+
+    float qv[G][kPerLane], acc[G][kPerLane], m[G], l[G];
+#pragma unroll
+    for (int g = 0; g < G; g++) {
+        const bf16 *qrow = q + ((int64_t)t * n_heads + kvh * G + g) * head_dim;
+#pragma unroll
+        for (int j = 0; j < kPerLane; j++) {
+            int d = lane + 32 * j;
+            qv[g][j] = d < head_dim ? __bfloat162float(qrow[d]) * scale : 0.f;
+            acc[g][j] = 0.f;
+        }
+        m[g] = -INFINITY;
+        l[g] = 0.f;
+    }
+    auto row_base = [&](int p) {
+        int64_t block = table[p / QS_KV_BLOCK_SIZE];
+        return ((block * n_kv + kvh) * QS_KV_BLOCK_SIZE + p % QS_KV_BLOCK_SIZE) * head_dim;
+    };
+    for (int p0 = begin + warp; p0 < end; p0 += 2 * kWarps) {
+        const int p1 = p0 + kWarps;
+        const bool has1 = p1 < end;
+        const int64_t base0 = row_base(p0), base1 = has1 ? row_base(p1) : base0;
+        float k0[kPerLane], k1[kPerLane], v0[kPerLane], v1[kPerLane];
+#pragma unroll
+        for (int j = 0; j < kPerLane; j++) {
+            int d = lane + 32 * j;
+            bool in = d < head_dim;
+            k0[j] = in ? __bfloat162float(kc[base0 + d]) : 0.f;
+            k1[j] = in ? __bfloat162float(kc[base1 + d]) : 0.f;
+            v0[j] = in ? __bfloat162float(vc[base0 + d]) : 0.f;
+            v1[j] = in ? __bfloat162float(vc[base1 + d]) : 0.f;
+        }
+#pragma unroll
+        for (int g = 0; g < G; g++) {
+            float s0 = 0.f, s1 = 0.f;
+#pragma unroll
+            for (int j = 0; j < kPerLane; j++) {
+                s0 += qv[g][j] * k0[j];
+                s1 += qv[g][j] * k1[j];
+            }
+            for (int o = 16; o > 0; o >>= 1) {
+                s0 += __shfl_xor_sync(0xffffffffu, s0, o);
+                s1 += __shfl_xor_sync(0xffffffffu, s1, o);
+            }
+            if (!has1)
+                s1 = -INFINITY;
+            float m_new = fmaxf(m[g], fmaxf(s0, s1));
+            float corr = __expf(m[g] - m_new), w0 = __expf(s0 - m_new), w1 = __expf(s1 - m_new);
+            l[g] = l[g] * corr + w0 + w1;
+#pragma unroll
+            for (int j = 0; j < kPerLane; j++)
+                acc[g][j] = acc[g][j] * corr + w0 * v0[j] + w1 * v1[j];
+            m[g] = m_new;
+        }
+    }
+    __shared__ float sm_m[kWarps][G], sm_l[kWarps][G];
+    __shared__ float sm_acc[kWarps][G][kMaxHeadDim];
+#pragma unroll
+    for (int g = 0; g < G; g++) {
+        if (lane == 0) {
+            sm_m[warp][g] = m[g];
+            sm_l[warp][g] = l[g];
+        }
+#pragma unroll
+        for (int j = 0; j < kPerLane; j++) {
+            int d = lane + 32 * j;
+            if (d < head_dim)
+                sm_acc[warp][g][d] = acc[g][j];
+        }
+    }
+    __syncthreads();
+    // Thread i merges the warps' states of (head g, dimension d) for i = g * head_dim + d.
+    for (int i = threadIdx.x; i < G * head_dim; i += blockDim.x) {
+        int g = i / head_dim, d = i % head_dim, h = kvh * G + g;
+        float mx = -INFINITY;
+        for (int w = 0; w < kWarps; w++)
+            mx = fmaxf(mx, sm_m[w][g]);
+        float total = 0.f, v = 0.f;
+        for (int w = 0; w < kWarps; w++)
+            if (sm_m[w][g] != -INFINITY) {
+                float f = __expf(sm_m[w][g] - mx);
+                total += sm_l[w][g] * f;
+                v += sm_acc[w][g][d] * f;
+            }
+        int64_t row = (int64_t)t * n_heads + h;
+        if (splits == 1) {
+            out[(int64_t)t * n_heads * head_dim + qs_act_position(order, (int64_t)h * head_dim + d)] =
+                __float2bfloat16_rn(v / total);
+        } else {
+            int64_t slot = row * splits + split;
+            if (d == 0) {
+                part_ml[2 * slot] = mx;
+                part_ml[2 * slot + 1] = total;
+            }
+            part_acc[slot * head_dim + d] = v;
+        }
+    }
+}
+
 // One CTA per (token, head): merges the splits' states.
 __global__ void split_merge_kernel(bf16 *out, const float *part_ml, const float *part_acc, int splits, int n_heads,
                                    int head_dim, qs_act_order order)
@@ -195,9 +316,16 @@ static int attention_cuda_cores(void *out, const void *q, const void *k_cache, c
     if (sm_count <= 0)
         sm_count = 80;
     int64_t pairs = b->n_tokens * n_heads;
+    // QSERVE_ATTN_GROUPED=0: one CTA per query head (attention_kernel) even where the grouped
+    // kernel serves the head grouping (read at every call, so a test can switch).
+    const char *grouped_env = getenv("QSERVE_ATTN_GROUPED");
+    const int group = n_heads / n_kv_heads;
+    const bool grouped = !(grouped_env && !strcmp(grouped_env, "0")) &&
+                         (group == 1 || group == 2 || group == 4 || group == 8);
+    const int64_t ctas = grouped ? b->n_tokens * n_kv_heads : pairs; // (token, head) CTAs before splits
     int splits = 1;
-    if (pairs < 4 * sm_count)
-        splits = (int)((4 * sm_count + pairs - 1) / pairs);
+    if (ctas < 4 * sm_count)
+        splits = (int)((4 * sm_count + ctas - 1) / ctas);
     splits = splits > 32 ? 32 : splits;
     float *part_ml = nullptr, *part_acc = nullptr;
     if (splits > 1) {
@@ -208,12 +336,28 @@ static int attention_cuda_cores(void *out, const void *q, const void *k_cache, c
         part_ml = (float *)buf;
         part_acc = part_ml + 2 * pairs * splits;
     }
-    dim3 grid((unsigned)b->n_tokens, (unsigned)n_heads, (unsigned)splits);
     cudaStream_t s = qs_cuda_stream();
-    attention_kernel<<<grid, kWarps * 32, 0, s>>>((bf16 *)out, part_ml, part_acc, (const bf16 *)q,
-                                                  (const bf16 *)k_cache, (const bf16 *)v_cache, b->tok_seq,
-                                                  b->tok_pos, b->block_tables, b->max_blocks, n_heads, n_kv_heads,
-                                                  head_dim, scale, b->sliding_window, order);
+    if (grouped) {
+        dim3 grid((unsigned)b->n_tokens, (unsigned)n_kv_heads, (unsigned)splits);
+        auto launch = [&](auto kernel) {
+            kernel<<<grid, kWarps * 32, 0, s>>>((bf16 *)out, part_ml, part_acc, (const bf16 *)q,
+                                                (const bf16 *)k_cache, (const bf16 *)v_cache, b->tok_seq, b->tok_pos,
+                                                b->block_tables, b->max_blocks, n_heads, n_kv_heads, head_dim, scale,
+                                                b->sliding_window, order);
+        };
+        switch (group) {
+        case 1: launch(attention_grouped_kernel<1>); break;
+        case 2: launch(attention_grouped_kernel<2>); break;
+        case 4: launch(attention_grouped_kernel<4>); break;
+        default: launch(attention_grouped_kernel<8>); break;
+        }
+    } else {
+        dim3 grid((unsigned)b->n_tokens, (unsigned)n_heads, (unsigned)splits);
+        attention_kernel<<<grid, kWarps * 32, 0, s>>>((bf16 *)out, part_ml, part_acc, (const bf16 *)q,
+                                                      (const bf16 *)k_cache, (const bf16 *)v_cache, b->tok_seq,
+                                                      b->tok_pos, b->block_tables, b->max_blocks, n_heads, n_kv_heads,
+                                                      head_dim, scale, b->sliding_window, order);
+    }
     QS_LAUNCH_CHECK(err);
     if (splits > 1)
         split_merge_kernel<<<(unsigned)pairs, 128, 0, s>>>((bf16 *)out, part_ml, part_acc, splits, n_heads, head_dim,

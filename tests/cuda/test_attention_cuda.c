@@ -2,8 +2,9 @@
  * tensor-core prefill kernel (cuda/attention_prefill.cu) and its dispatch in qs_cuda_attention.
  * Each case is one step of a batch: sequences with `ctx` positions already in the cache (written
  * by an earlier kv_write) and `n` new tokens (decode when n = 1, chunked prefill when ctx > 0),
- * over shuffled block tables, on fresh random BF16-rounded q / k / v, against the CPU op. Three
- * checks a case: the op as dispatched, the op with QSERVE_ATTN_PREFILL=0 (CUDA cores only), and
+ * over shuffled block tables, on fresh random BF16-rounded q / k / v, against the CPU op. Four
+ * checks a case: the op as dispatched, the op with QSERVE_ATTN_PREFILL=0 (CUDA cores only: the
+ * GQA-grouped decode kernel), the same with QSERVE_ATTN_GROUPED=0 (one CTA per query head), and
  * the prefill kernel alone (its rows against the CPU, every other row still the NaN poison).
  * Passes when every output is finite and ||gpu - cpu|| / ||cpu|| <= 2e-2. The mixed batches and
  * the decode-only ones run again with the output rows in each marlin activation order (what o_proj
@@ -29,7 +30,7 @@ static int g_passed, g_failed, g_skipped, g_self_check;
 static qs_act_order g_order; /* of the output rows, for every op call of a case */
 static uint64_t g_rng = 0x13198A2E03707344ull;
 
-#define MAX_SEQS 12
+#define MAX_SEQS 56
 #define TOL 2e-2
 
 typedef struct {
@@ -264,14 +265,19 @@ static void run_case(const attn_case *c)
         g_failed++;
         goto done;
     }
-    /* 1. as dispatched (tensor cores for the long runs); 2. CUDA cores only. */
-    for (int pass = 0; pass < 2; pass++) {
-        const char *what = pass ? "cuda-core" : "dispatch";
+    /* 1. as dispatched (tensor cores for the long runs); 2. CUDA cores only (the grouped kernel
+     * where the head grouping has one); 3. CUDA cores, one CTA per query head. */
+    for (int pass = 0; pass < 3; pass++) {
+        static const char *const whats[] = {"dispatch", "cuda-core", "per-head"};
+        const char *what = whats[pass];
         if (pass)
             setenv("QSERVE_ATTN_PREFILL", "0", 1);
+        if (pass == 2)
+            setenv("QSERVE_ATTN_GROUPED", "0", 1);
         poison(gpu, dg.out, n_out);
         int rc = dev_attention(&dg, c, &err) || gpu->acts_to_host_f32(got, dg.out, n_out, &err);
         unsetenv("QSERVE_ATTN_PREFILL");
+        unsetenv("QSERVE_ATTN_GROUPED");
         if (rc) {
             printf("%-10s %-58s error: %s\n", what, name, err.msg);
             g_failed++;
@@ -357,6 +363,30 @@ static void timing_row(const char *label, const attn_case *c)
     step_free(&s);
 }
 
+/* Decode of c's sequences (one new token each) on the CUDA cores: the grouped kernel against one
+ * CTA per query head, mean of 50 calls each. */
+static void decode_timing_row(const char *label, const attn_case *c)
+{
+    qs_err err = {{0}};
+    step s = step_build(c, 1.f);
+    dev_step d;
+    if (dev_setup(&d, gpu, c, &s, &err)) {
+        printf("%-44s error: %s\n", label, err.msg);
+        step_free(&s);
+        return;
+    }
+    double grouped = time_us(&d, c, 50, &err);
+    setenv("QSERVE_ATTN_GROUPED", "0", 1);
+    double per_head = grouped < 0 ? -1 : time_us(&d, c, 50, &err);
+    unsetenv("QSERVE_ATTN_GROUPED");
+    if (grouped < 0 || per_head < 0)
+        printf("%-44s error: %s\n", label, err.msg);
+    else
+        printf("%-44s %10.1f %10.1f %7.2fx\n", label, grouped, per_head, per_head / grouped);
+    dev_free(&d);
+    step_free(&s);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && !strcmp(argv[1], "--self-check")) {
@@ -415,6 +445,16 @@ int main(int argc, char **argv)
                                      {{0, 512}, {2048, 1}, {512, 512}, {2048, 1}, {1024, 512}, {2048, 1}, {1536, 512},
                                       {2048, 1}, {2048, 1}, {2048, 1}, {2048, 1}, {2048, 1}}};
         timing_row("mixed 4x512 chunks + 8 decode h32/kv8 d128", &t2);
+        printf("\ndecode timing (mean of 50 calls)       grouped us  per-head us  speedup\n");
+        /* Llama-3.1-8B's heads at batch 48 and 56: the per-head grid stops fitting one wave at 56 */
+        static attn_case dec = {32, 8, 128, 0, 48, {{0}}};
+        for (int i = 0; i < MAX_SEQS; i++)
+            dec.seqs[i] = (seq_spec){35 + i % 32, 1};
+        decode_timing_row("decode 48 seqs ctx 35-66 h32/kv8 d128", &dec);
+        dec.n_seqs = 56;
+        decode_timing_row("decode 56 seqs ctx 35-66 h32/kv8 d128", &dec);
+        static const attn_case d1 = {32, 8, 128, 0, 1, {{2000, 1}}};
+        decode_timing_row("decode 1 seq ctx 2000 h32/kv8 d128", &d1);
     } else {
         g_skipped++;
     }
