@@ -148,8 +148,11 @@ __global__ void __launch_bounds__(kWarps * 32)
 // grid is G times smaller (Llama-3.1-8B at 56 tokens: 448 CTAs, not 1792, one wave), and each warp
 // loads the rows of two positions before it reduces either, so two loads are in flight. The
 // splits' states go to the same partial buffers as attention_kernel's (rows t * n_heads + h).
-template <int G>
-__global__ void __launch_bounds__(kWarps * 32)
+// kChunks: 128-dimension chunks of a head (1: head_dim <= 128, 2: <= 256), so that a head of 128
+// holds no registers for dimensions it lacks; kW warps (8, or 4 where G * kChunks >= 8 to keep the
+// merge's shared memory within 32 KB).
+template <int G, int kChunks, int kW>
+__global__ void __launch_bounds__(kW * 32)
     attention_grouped_kernel(bf16 *out, float *part_ml, float *part_acc, const bf16 *q, const bf16 *kc,
                              const bf16 *vc, const int32_t *tok_seq, const int32_t *tok_pos,
                              const int32_t *block_tables, int max_blocks, int n_heads, int n_kv, int head_dim,
@@ -164,16 +167,20 @@ __global__ void __launch_bounds__(kWarps * 32)
     int begin = first + split * share, end = min(pos + 1, begin + share);
     const int32_t *table = block_tables + (int64_t)tok_seq[t] * max_blocks;
 
-    float qv[G][kPerLane], acc[G][kPerLane], m[G], l[G];
+    // Lane `lane` holds dimensions 4 * lane + 128 * j + e (e < 4): one 8-byte load per K or V row
+    // and chunk j, where a dimension per lane took four 2-byte loads.
+    float qv[G][kChunks][4], acc[G][kChunks][4], m[G], l[G];
 #pragma unroll
     for (int g = 0; g < G; g++) {
         const bf16 *qrow = q + ((int64_t)t * n_heads + kvh * G + g) * head_dim;
 #pragma unroll
-        for (int j = 0; j < kPerLane; j++) {
-            int d = lane + 32 * j;
-            qv[g][j] = d < head_dim ? __bfloat162float(qrow[d]) * scale : 0.f;
-            acc[g][j] = 0.f;
-        }
+        for (int j = 0; j < kChunks; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                int d = 4 * lane + 128 * j + e;
+                qv[g][j][e] = d < head_dim ? __bfloat162float(qrow[d]) * scale : 0.f;
+                acc[g][j][e] = 0.f;
+            }
         m[g] = -INFINITY;
         l[g] = 0.f;
     }
@@ -181,28 +188,39 @@ __global__ void __launch_bounds__(kWarps * 32)
         int64_t block = table[p / QS_KV_BLOCK_SIZE];
         return ((block * n_kv + kvh) * QS_KV_BLOCK_SIZE + p % QS_KV_BLOCK_SIZE) * head_dim;
     };
-    for (int p0 = begin + warp; p0 < end; p0 += 2 * kWarps) {
-        const int p1 = p0 + kWarps;
+    auto load4 = [&](const bf16 *cache, int64_t base, int j, float out4[4]) {
+        int d = 4 * lane + 128 * j;
+        if (d < head_dim) {
+            uint2 raw = *reinterpret_cast<const uint2 *>(cache + base + d);
+            float2 lo = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(&raw.x));
+            float2 hi = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(&raw.y));
+            out4[0] = lo.x, out4[1] = lo.y, out4[2] = hi.x, out4[3] = hi.y;
+        } else {
+            out4[0] = out4[1] = out4[2] = out4[3] = 0.f;
+        }
+    };
+    for (int p0 = begin + warp; p0 < end; p0 += 2 * kW) {
+        const int p1 = p0 + kW;
         const bool has1 = p1 < end;
         const int64_t base0 = row_base(p0), base1 = has1 ? row_base(p1) : base0;
-        float k0[kPerLane], k1[kPerLane], v0[kPerLane], v1[kPerLane];
+        float k0[kChunks][4], k1[kChunks][4], v0[kChunks][4], v1[kChunks][4];
 #pragma unroll
-        for (int j = 0; j < kPerLane; j++) {
-            int d = lane + 32 * j;
-            bool in = d < head_dim;
-            k0[j] = in ? __bfloat162float(kc[base0 + d]) : 0.f;
-            k1[j] = in ? __bfloat162float(kc[base1 + d]) : 0.f;
-            v0[j] = in ? __bfloat162float(vc[base0 + d]) : 0.f;
-            v1[j] = in ? __bfloat162float(vc[base1 + d]) : 0.f;
+        for (int j = 0; j < kChunks; j++) {
+            load4(kc, base0, j, k0[j]);
+            load4(kc, base1, j, k1[j]);
+            load4(vc, base0, j, v0[j]);
+            load4(vc, base1, j, v1[j]);
         }
 #pragma unroll
         for (int g = 0; g < G; g++) {
             float s0 = 0.f, s1 = 0.f;
 #pragma unroll
-            for (int j = 0; j < kPerLane; j++) {
-                s0 += qv[g][j] * k0[j];
-                s1 += qv[g][j] * k1[j];
-            }
+            for (int j = 0; j < kChunks; j++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    s0 += qv[g][j][e] * k0[j][e];
+                    s1 += qv[g][j][e] * k1[j][e];
+                }
             for (int o = 16; o > 0; o >>= 1) {
                 s0 += __shfl_xor_sync(0xffffffffu, s0, o);
                 s1 += __shfl_xor_sync(0xffffffffu, s1, o);
@@ -213,13 +231,15 @@ __global__ void __launch_bounds__(kWarps * 32)
             float corr = __expf(m[g] - m_new), w0 = __expf(s0 - m_new), w1 = __expf(s1 - m_new);
             l[g] = l[g] * corr + w0 + w1;
 #pragma unroll
-            for (int j = 0; j < kPerLane; j++)
-                acc[g][j] = acc[g][j] * corr + w0 * v0[j] + w1 * v1[j];
+            for (int j = 0; j < kChunks; j++)
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    acc[g][j][e] = acc[g][j][e] * corr + w0 * v0[j][e] + w1 * v1[j][e];
             m[g] = m_new;
         }
     }
-    __shared__ float sm_m[kWarps][G], sm_l[kWarps][G];
-    __shared__ float sm_acc[kWarps][G][kMaxHeadDim];
+    __shared__ float sm_m[kW][G], sm_l[kW][G];
+    __shared__ float sm_acc[kW][G][kChunks * 128];
 #pragma unroll
     for (int g = 0; g < G; g++) {
         if (lane == 0) {
@@ -227,21 +247,23 @@ __global__ void __launch_bounds__(kWarps * 32)
             sm_l[warp][g] = l[g];
         }
 #pragma unroll
-        for (int j = 0; j < kPerLane; j++) {
-            int d = lane + 32 * j;
-            if (d < head_dim)
-                sm_acc[warp][g][d] = acc[g][j];
-        }
+        for (int j = 0; j < kChunks; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                int d = 4 * lane + 128 * j + e;
+                if (d < head_dim)
+                    sm_acc[warp][g][d] = acc[g][j][e];
+            }
     }
     __syncthreads();
     // Thread i merges the warps' states of (head g, dimension d) for i = g * head_dim + d.
     for (int i = threadIdx.x; i < G * head_dim; i += blockDim.x) {
         int g = i / head_dim, d = i % head_dim, h = kvh * G + g;
         float mx = -INFINITY;
-        for (int w = 0; w < kWarps; w++)
+        for (int w = 0; w < kW; w++)
             mx = fmaxf(mx, sm_m[w][g]);
         float total = 0.f, v = 0.f;
-        for (int w = 0; w < kWarps; w++)
+        for (int w = 0; w < kW; w++)
             if (sm_m[w][g] != -INFINITY) {
                 float f = __expf(sm_m[w][g] - mx);
                 total += sm_l[w][g] * f;
@@ -262,30 +284,42 @@ __global__ void __launch_bounds__(kWarps * 32)
     }
 }
 
-// One CTA per (token, head): merges the splits' states.
+// One CTA per (token, head): merges the splits' states (at most 32). The first warp weighs the
+// splits, one lane each, so the serial part is a warp reduction rather than a walk over the splits;
+// the threads then sum their dimension's partials, whose loads are independent.
 __global__ void split_merge_kernel(bf16 *out, const float *part_ml, const float *part_acc, int splits, int n_heads,
                                    int head_dim, qs_act_order order)
 {
+    __shared__ float sm_weight[32], sm_total;
     int64_t row = blockIdx.x;
     int64_t t = row / n_heads, h = row % n_heads;
-    float mx = -INFINITY;
-    for (int s = 0; s < splits; s++)
-        if (part_ml[2 * (row * splits + s) + 1] > 0.f)
-            mx = fmaxf(mx, part_ml[2 * (row * splits + s)]);
-    float total = 0.f;
-    for (int s = 0; s < splits; s++) {
-        float l = part_ml[2 * (row * splits + s) + 1];
-        if (l > 0.f)
-            total += l * __expf(part_ml[2 * (row * splits + s)] - mx);
+    const float *ml = part_ml + 2 * row * splits, *acc = part_acc + row * splits * head_dim;
+    if (threadIdx.x < 32) {
+        int s = threadIdx.x;
+        float m = -INFINITY, l = 0.f;
+        if (s < splits) {
+            m = ml[2 * s];
+            l = ml[2 * s + 1];
+        }
+        if (!(l > 0.f)) // a split with no positions
+            m = -INFINITY;
+        float mx = m;
+        for (int o = 16; o > 0; o >>= 1)
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+        float w = l > 0.f ? __expf(m - mx) : 0.f, total = l * w;
+        for (int o = 16; o > 0; o >>= 1)
+            total += __shfl_xor_sync(0xffffffffu, total, o);
+        sm_weight[s] = w;
+        if (s == 0)
+            sm_total = total;
     }
+    __syncthreads();
     for (int d = threadIdx.x; d < head_dim; d += blockDim.x) {
         float v = 0.f;
-        for (int s = 0; s < splits; s++) {
-            float l = part_ml[2 * (row * splits + s) + 1];
-            if (l > 0.f)
-                v += part_acc[(row * splits + s) * head_dim + d] * __expf(part_ml[2 * (row * splits + s)] - mx);
-        }
-        out[t * n_heads * head_dim + qs_act_position(order, h * head_dim + d)] = __float2bfloat16_rn(v / total);
+#pragma unroll 8
+        for (int s = 0; s < splits; s++)
+            v += acc[s * head_dim + d] * sm_weight[s];
+        out[t * n_heads * head_dim + qs_act_position(order, h * head_dim + d)] = __float2bfloat16_rn(v / sm_total);
     }
 }
 
@@ -310,8 +344,8 @@ static int attention_cuda_cores(void *out, const void *q, const void *k_cache, c
                                 const qs_attn_batch *b, int n_heads, int n_kv_heads, int head_dim, float scale,
                                 qs_act_order order, qs_err *err)
 {
-    // Enough (token, head, split) CTAs for about four waves over the SMs; splits only help when
-    // there are few (token, head) pairs, i.e. decode of a handful of sequences.
+    // Enough (token, head, split) CTAs for about 16 warps an SM; splits only help when there are
+    // few (token, head) pairs, i.e. decode of a handful of sequences (their merge is a kernel more).
     int sm_count = qs_cuda_sm_count();
     if (sm_count <= 0)
         sm_count = 80;
@@ -321,11 +355,14 @@ static int attention_cuda_cores(void *out, const void *q, const void *k_cache, c
     const char *grouped_env = getenv("QSERVE_ATTN_GROUPED");
     const int group = n_heads / n_kv_heads;
     const bool grouped = !(grouped_env && !strcmp(grouped_env, "0")) &&
-                         (group == 1 || group == 2 || group == 4 || group == 8);
-    const int64_t ctas = grouped ? b->n_tokens * n_kv_heads : pairs; // (token, head) CTAs before splits
+                         (group == 1 || group == 2 || group == 4 || group == 8) && head_dim % 4 == 0;
+    const int chunks = head_dim <= 128 ? 1 : 2, warps = grouped && group * chunks < 8 ? 8 : kWarps;
+    // (token, head) CTAs before splits, and their warps: split the positions until ~16 warps an SM
+    const int64_t ctas = grouped ? b->n_tokens * n_kv_heads : pairs;
+    const int64_t target_ctas = (int64_t)4 * sm_count * kWarps / warps;
     int splits = 1;
-    if (ctas < 4 * sm_count)
-        splits = (int)((4 * sm_count + ctas - 1) / ctas);
+    if (ctas < target_ctas)
+        splits = (int)((target_ctas + ctas - 1) / ctas);
     splits = splits > 32 ? 32 : splits;
     float *part_ml = nullptr, *part_acc = nullptr;
     if (splits > 1) {
@@ -339,17 +376,21 @@ static int attention_cuda_cores(void *out, const void *q, const void *k_cache, c
     cudaStream_t s = qs_cuda_stream();
     if (grouped) {
         dim3 grid((unsigned)b->n_tokens, (unsigned)n_kv_heads, (unsigned)splits);
-        auto launch = [&](auto kernel) {
-            kernel<<<grid, kWarps * 32, 0, s>>>((bf16 *)out, part_ml, part_acc, (const bf16 *)q,
-                                                (const bf16 *)k_cache, (const bf16 *)v_cache, b->tok_seq, b->tok_pos,
-                                                b->block_tables, b->max_blocks, n_heads, n_kv_heads, head_dim, scale,
-                                                b->sliding_window, order);
+        auto launch = [&](auto kernel, int threads) {
+            kernel<<<grid, threads, 0, s>>>((bf16 *)out, part_ml, part_acc, (const bf16 *)q, (const bf16 *)k_cache,
+                                            (const bf16 *)v_cache, b->tok_seq, b->tok_pos, b->block_tables,
+                                            b->max_blocks, n_heads, n_kv_heads, head_dim, scale, b->sliding_window,
+                                            order);
         };
-        switch (group) {
-        case 1: launch(attention_grouped_kernel<1>); break;
-        case 2: launch(attention_grouped_kernel<2>); break;
-        case 4: launch(attention_grouped_kernel<4>); break;
-        default: launch(attention_grouped_kernel<8>); break;
+        switch (group * 10 + chunks) {
+        case 11: launch(attention_grouped_kernel<1, 1, 8>, 256); break;
+        case 21: launch(attention_grouped_kernel<2, 1, 8>, 256); break;
+        case 41: launch(attention_grouped_kernel<4, 1, 8>, 256); break;
+        case 81: launch(attention_grouped_kernel<8, 1, 4>, 128); break;
+        case 12: launch(attention_grouped_kernel<1, 2, 8>, 256); break;
+        case 22: launch(attention_grouped_kernel<2, 2, 8>, 256); break;
+        case 42: launch(attention_grouped_kernel<4, 2, 4>, 128); break;
+        default: launch(attention_grouped_kernel<8, 2, 4>, 128); break;
         }
     } else {
         dim3 grid((unsigned)b->n_tokens, (unsigned)n_heads, (unsigned)splits);

@@ -12,6 +12,7 @@
 #include "cuda_check.h"
 #include "cuda_stream.h"
 #include "qs_cuda_ops.h"
+#include "rope_pair.cuh"
 
 extern "C" {
 #include "model/safetensors.h"
@@ -180,14 +181,78 @@ __global__ void rmsnorm_kernel(bf16 *out, const bf16 *x, bf16 *residual, const b
     }
 }
 
+// The same norm with the row held in registers, pairs of elements per thread (bf16x2 loads and
+// stores; the marlin orders move pairs together, act_order.h): x, the residual and w are all
+// loaded before the reduction, so a row costs one round trip to memory where rmsnorm_kernel's
+// second pass and late weight loads cost two (a decode step runs it twice per layer).
+template <int kPairs>
+__global__ void rmsnorm_pairs_kernel(bf16 *out, const bf16 *x, bf16 *residual, const bf16 *w, int64_t d, float eps,
+                                     qs_act_order order)
+{
+    typedef __nv_bfloat162 bf16x2;
+    int64_t row = blockIdx.x;
+    const int64_t pairs = d / 2;
+    const bf16x2 *xr = reinterpret_cast<const bf16x2 *>(x + row * d);
+    bf16x2 *rr = residual ? reinterpret_cast<bf16x2 *>(residual + row * d) : nullptr;
+    const bf16x2 *wr = reinterpret_cast<const bf16x2 *>(w);
+    float2 v[kPairs], wv[kPairs];
+    float ss = 0.f;
+#pragma unroll
+    for (int k = 0; k < kPairs; k++) {
+        int64_t p = threadIdx.x + (int64_t)k * blockDim.x;
+        v[k] = make_float2(0.f, 0.f);
+        if (p < pairs) {
+            v[k] = __bfloat1622float2(xr[p]);
+            wv[k] = __bfloat1622float2(wr[p]);
+            if (rr) {
+                float2 r = __bfloat1622float2(rr[p]);
+                bf16x2 sum = __floats2bfloat162_rn(r.x + v[k].x, r.y + v[k].y);
+                rr[p] = sum;
+                v[k] = __bfloat1622float2(sum);
+            }
+        }
+        ss += v[k].x * v[k].x;
+        ss += v[k].y * v[k].y;
+    }
+    float inv = rsqrtf(block_sum(ss) / (float)d + eps);
+#pragma unroll
+    for (int k = 0; k < kPairs; k++) {
+        int64_t p = threadIdx.x + (int64_t)k * blockDim.x;
+        if (p < pairs) {
+            // As transformers: normalise in float, round to the activation dtype, then scale.
+            float n0 = __bfloat162float(__float2bfloat16_rn(v[k].x * inv));
+            float n1 = __bfloat162float(__float2bfloat16_rn(v[k].y * inv));
+            *reinterpret_cast<bf16x2 *>(out + row * d + qs_act_position(order, 2 * p)) =
+                __floats2bfloat162_rn(n0 * wv[k].x, n1 * wv[k].y);
+        }
+    }
+}
+
 int threads_for_row(int64_t d) { return d >= 1024 ? 1024 : (d >= 256 ? 256 : 64); }
+
+// rows of d through the pairs kernel where a thread's share fits its registers (d even, up to 8192
+// with 1024 threads), else rmsnorm_kernel.
+void launch_rmsnorm(bf16 *out, const bf16 *x, bf16 *residual, const bf16 *w, int64_t rows, int64_t d, float eps,
+                    qs_act_order order)
+{
+    const int threads = threads_for_row(d);
+    const int64_t per_thread = (d / 2 + threads - 1) / threads;
+    cudaStream_t s = qs_cuda_stream();
+    if (d % 2 == 0 && per_thread == 1)
+        rmsnorm_pairs_kernel<1><<<(unsigned)rows, threads, 0, s>>>(out, x, residual, w, d, eps, order);
+    else if (d % 2 == 0 && per_thread == 2)
+        rmsnorm_pairs_kernel<2><<<(unsigned)rows, threads, 0, s>>>(out, x, residual, w, d, eps, order);
+    else if (d % 2 == 0 && per_thread <= 4)
+        rmsnorm_pairs_kernel<4><<<(unsigned)rows, threads, 0, s>>>(out, x, residual, w, d, eps, order);
+    else
+        rmsnorm_kernel<<<(unsigned)rows, threads, 0, s>>>(out, x, residual, w, d, eps, order);
+}
 
 int cuda_rmsnorm(void *out, const void *x, const void *w, int64_t rows, int64_t d, float eps, qs_err *err)
 {
     if (rows == 0)
         return 0;
-    rmsnorm_kernel<<<(unsigned)rows, threads_for_row(d), 0, qs_cuda_stream()>>>((bf16 *)out, (const bf16 *)x, nullptr,
-                                                                                (const bf16 *)w, d, eps, QS_ACT_NATURAL);
+    launch_rmsnorm((bf16 *)out, (const bf16 *)x, nullptr, (const bf16 *)w, rows, d, eps, QS_ACT_NATURAL);
     QS_LAUNCH_CHECK(err);
     return 0;
 }
@@ -199,8 +264,7 @@ int cuda_add_rmsnorm(void *residual, const void *x, void *out, const void *w, in
         return -1;
     if (rows == 0)
         return 0;
-    rmsnorm_kernel<<<(unsigned)rows, threads_for_row(d), 0, qs_cuda_stream()>>>(
-        (bf16 *)out, (const bf16 *)x, (bf16 *)residual, (const bf16 *)w, d, eps, order);
+    launch_rmsnorm((bf16 *)out, (const bf16 *)x, (bf16 *)residual, (const bf16 *)w, rows, d, eps, order);
     QS_LAUNCH_CHECK(err);
     return 0;
 }
@@ -229,13 +293,8 @@ __global__ void rope_kernel(bf16 *x, const int32_t *pos, const float *inv_freq, 
         int i = (int)(idx % half);
         int64_t th = idx / half; // token * n_heads + head
         int64_t t = th / n_heads;
-        float angle = (float)pos[t] * inv_freq[i];
-        float c, s;
-        sincosf(angle, &s, &c);
         bf16 *row = x + th * head_dim;
-        float a = __bfloat162float(row[i]), b = __bfloat162float(row[i + half]);
-        row[i] = __float2bfloat16_rn(a * c - b * s);
-        row[i + half] = __float2bfloat16_rn(b * c + a * s);
+        qs_rope_rotate(&row[i], &row[i + half], row[i], row[i + half], pos[t], inv_freq[i]);
     }
 }
 
@@ -351,6 +410,7 @@ const qs_ops kCudaOps = {
     cuda_gather_rows,
     qs_cuda_split_qkv,
     qs_cuda_swiglu_gate_up,
+    qs_cuda_qkv_rope_cache,
     &qs_cuda_graph_ops,
     qs_cuda_sample,
 };

@@ -12,10 +12,13 @@ extern "C" {
 
 const qs_ops *qs_ops_cuda(void);
 
-/* The fused-projection ops of the table (ops.h: split_qkv, swiglu_gate_up), in split_cuda.cu. */
+/* The fused-projection ops of the table (ops.h: split_qkv, swiglu_gate_up, qkv_rope_cache), in
+ * split_cuda.cu. */
 int qs_cuda_split_qkv(void *out0, void *out1, void *out2, const void *x, int64_t rows, int64_t n0, int64_t n1,
                       int64_t n2, qs_err *err);
 int qs_cuda_swiglu_gate_up(void *out, const void *gate_up, int64_t rows, int64_t n, qs_act_order order, qs_err *err);
+int qs_cuda_qkv_rope_cache(void *q, void *k_cache, void *v_cache, const void *qkv, const qs_attn_batch *b,
+                           const void *inv_freq, int n_heads, int n_kv_heads, int head_dim, qs_err *err);
 /* The sampling op of the table (ops.h: sample; ops/sample.h), in sample_cuda.cu. */
 int qs_cuda_sample(int32_t *tokens, const void *logits, const qs_sample_row *rows, int64_t n_rows, int64_t vocab,
                    qs_err *err);

@@ -1,6 +1,7 @@
-// split_cuda.cu — the CUDA side of the fused-projection ops (ops.h: split_qkv, swiglu_gate_up):
-// the column split of a fused q/k/v GEMM output [rows, n0 + n1 + n2] into q, k and v, and SwiGLU
-// read straight from a fused gate/up output [rows, 2n]. The SwiGLU arithmetic is the swiglu op's
+// split_cuda.cu — the CUDA side of the fused-projection ops (ops.h: split_qkv, swiglu_gate_up,
+// qkv_rope_cache): the column split of a fused q/k/v GEMM output [rows, n0 + n1 + n2] into q, k and
+// v, the same split with RoPE and the KV-cache write in one pass, and SwiGLU read straight from a
+// fused gate/up output [rows, 2n]. The SwiGLU arithmetic is the swiglu op's
 // (ops_cuda.cu) rounding for rounding, so a fused layer gives the same bf16 activations as
 // separate gate and up layers. ops_cuda.cu's table lists both.
 #include <cuda_bf16.h>
@@ -8,6 +9,11 @@
 #include "cuda_check.h"
 #include "cuda_stream.h"
 #include "qs_cuda_ops.h"
+#include "rope_pair.cuh"
+
+extern "C" {
+#include "engine/kv_cache.h"
+}
 
 namespace {
 
@@ -37,16 +43,73 @@ __global__ void split_qkv_kernel(bf16 *q, bf16 *k, bf16 *v, const bf16 *x, int64
     }
 }
 
+__device__ inline float swiglu_of(float g, float u)
+{
+    float silu = g / (1.f + __expf(-g));
+    return __bfloat162float(__float2bfloat16_rn(silu)) * u;
+}
+
 __global__ void swiglu_gate_up_kernel(bf16 *out, const bf16 *gate_up, int64_t rows, int64_t n, qs_act_order order)
 {
     int64_t stride = (int64_t)gridDim.x * blockDim.x;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < rows * n; i += stride) {
         int64_t r = i / n, c = i % n;
         const bf16 *row = gate_up + r * 2 * n;
-        float g = __bfloat162float(row[c]);
-        float silu = g / (1.f + __expf(-g));
         out[r * n + qs_act_position(order, c)] =
-            __float2bfloat16_rn(__bfloat162float(__float2bfloat16_rn(silu)) * __bfloat162float(row[n + c]));
+            __float2bfloat16_rn(swiglu_of(__bfloat162float(row[c]), __bfloat162float(row[n + c])));
+    }
+}
+
+// The same for even n, a pair of columns per thread (bf16x2 loads and stores: the marlin orders
+// move pairs together) and a row per grid row, so no thread divides a 64-bit index.
+__global__ void swiglu_gate_up_pairs_kernel(bf16 *out, const bf16 *gate_up, int64_t rows, int64_t n,
+                                            qs_act_order order)
+{
+    typedef __nv_bfloat162 bf16x2;
+    const int64_t pairs = n / 2;
+    for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
+        const bf16x2 *g = reinterpret_cast<const bf16x2 *>(gate_up + r * 2 * n), *u = g + pairs;
+        for (int64_t p = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; p < pairs;
+             p += (int64_t)gridDim.x * blockDim.x) {
+            float2 gv = __bfloat1622float2(g[p]), uv = __bfloat1622float2(u[p]);
+            *reinterpret_cast<bf16x2 *>(out + r * n + qs_act_position(order, 2 * p)) =
+                __floats2bfloat162_rn(swiglu_of(gv.x, uv.x), swiglu_of(gv.y, uv.y));
+        }
+    }
+}
+
+// The fused q/k/v GEMM's output row [q heads | k heads | v heads] of token t (grid row): one
+// thread per pair (i, i + head_dim / 2) of one head, in 32-bit index arithmetic. q heads are
+// rotated into q; k heads rotated and v heads copied into the caches at slot_mapping[t] (negative:
+// a dummy row, whose k and v are not kept).
+__global__ void qkv_rope_cache_kernel(bf16 *q, bf16 *kc, bf16 *vc, const bf16 *qkv, const int32_t *tok_pos,
+                                      const int32_t *slots, const float *inv_freq, int64_t n_tokens, int n_heads,
+                                      int n_kv, int head_dim)
+{
+    const int half = head_dim / 2, heads = n_heads + 2 * n_kv;
+    const int j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= heads * half)
+        return;
+    const int h = j / half, i = j % half;
+    for (int64_t t = blockIdx.y; t < n_tokens; t += gridDim.y) {
+        const bf16 *src = qkv + (t * heads + h) * head_dim;
+        if (h < n_heads) {
+            bf16 *dst = q + (t * n_heads + h) * head_dim;
+            qs_rope_rotate(&dst[i], &dst[i + half], src[i], src[i + half], tok_pos[t], inv_freq[i]);
+            continue;
+        }
+        const int32_t slot = slots[t];
+        if (slot < 0)
+            continue;
+        const int kvh = (h - n_heads) % n_kv;
+        const int64_t block = slot / QS_KV_BLOCK_SIZE, in_block = slot % QS_KV_BLOCK_SIZE;
+        const int64_t off = ((block * n_kv + kvh) * QS_KV_BLOCK_SIZE + in_block) * head_dim;
+        if (h < n_heads + n_kv) {
+            qs_rope_rotate(&kc[off + i], &kc[off + i + half], src[i], src[i + half], tok_pos[t], inv_freq[i]);
+        } else {
+            vc[off + i] = src[i];
+            vc[off + i + half] = src[i + half];
+        }
     }
 }
 
@@ -70,8 +133,31 @@ extern "C" int qs_cuda_swiglu_gate_up(void *out, const void *gate_up, int64_t ro
         return -1;
     if (rows <= 0)
         return 0;
-    swiglu_gate_up_kernel<<<grid_for(rows * n, 256), 256, 0, qs_cuda_stream()>>>((bf16 *)out, (const bf16 *)gate_up,
-                                                                                 rows, n, order);
+    if (n % 2 == 0) {
+        const int64_t pairs = n / 2;
+        dim3 grid((unsigned)((pairs + 255) / 256), (unsigned)(rows < 65535 ? rows : 65535));
+        swiglu_gate_up_pairs_kernel<<<grid, 256, 0, qs_cuda_stream()>>>((bf16 *)out, (const bf16 *)gate_up, rows, n,
+                                                                         order);
+    } else {
+        swiglu_gate_up_kernel<<<grid_for(rows * n, 256), 256, 0, qs_cuda_stream()>>>(
+            (bf16 *)out, (const bf16 *)gate_up, rows, n, order);
+    }
+    QS_LAUNCH_CHECK(err);
+    return 0;
+}
+
+extern "C" int qs_cuda_qkv_rope_cache(void *q, void *k_cache, void *v_cache, const void *qkv, const qs_attn_batch *b,
+                                      const void *inv_freq, int n_heads, int n_kv_heads, int head_dim, qs_err *err)
+{
+    if (b->n_tokens <= 0)
+        return 0;
+    if (head_dim % 2 != 0)
+        return qs_errf(err, "qkv_rope_cache: head_dim %d is odd", head_dim);
+    const int per_token = (n_heads + 2 * n_kv_heads) * (head_dim / 2);
+    dim3 grid((unsigned)((per_token + 255) / 256), (unsigned)(b->n_tokens < 65535 ? b->n_tokens : 65535));
+    qkv_rope_cache_kernel<<<grid, 256, 0, qs_cuda_stream()>>>(
+        (bf16 *)q, (bf16 *)k_cache, (bf16 *)v_cache, (const bf16 *)qkv, b->tok_pos, b->slot_mapping,
+        (const float *)inv_freq, b->n_tokens, n_heads, n_kv_heads, head_dim);
     QS_LAUNCH_CHECK(err);
     return 0;
 }

@@ -7,7 +7,7 @@
 #   DECODE_CKPTS="fp8 nvfp4"   checkpoints (quantize schemes fp8-dynamic / nvfp4-w4a16 / fp8-static)
 #   DECODE_VARIANTS="ordered=marlin natural=marlin:QSERVE_ACT_ORDER=0 cublaslt=cublaslt@fp8"
 #                              name=backend[@ckpt,ckpt][:VAR=v,VAR=v] (@: only those checkpoints)
-#   DECODE_BATCHES=1,16,32,64  DECODE_STEPS=64  DECODE_ROUNDS=2
+#   DECODE_BATCHES=1,16,32,64  DECODE_STEPS=64  DECODE_ROUNDS=2  DECODE_PROMPT=32 (context = prompt + steps)
 #   DECODE_SHAPE=llama-3.1-8b  (tiny-llama with DECODE_DEVICE=cpu: a self-check here, no GPU)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -39,7 +39,7 @@ for r in $(seq 1 "$ROUNDS"); do
       [[ "$rest" == *@* ]] && only=${rest#*@}
       [ -n "$only" ] && [[ ",$only," != *",$ck,"* ]] && continue
       env ${vars//,/ } timeout 150 "$D/bench_decode" "$W/$ck" --device "$DEVICE" --linear-backend "$backend" \
-        --batches "$BATCHES" --steps "${DECODE_STEPS:-64}" 2>>"$OUT/decode-ab-err.txt" |
+        --batches "$BATCHES" --steps "${DECODE_STEPS:-64}" --prompt "${DECODE_PROMPT:-32}" 2>>"$OUT/decode-ab-err.txt" |
         sed -n "s/^batch *\([0-9]*\): *\([0-9.]*\) ms\/step *\([0-9.]*\) tok\/s.*/$r $ck $name \1 \3/p" >>"$raw"
     done
   done

@@ -147,6 +147,33 @@ static int qkv_projections(qs_model *m, qs_layer *L, int64_t T, qs_act_order h_o
     return 0;
 }
 
+/* q, k and v of the step: q into s->q, k and v into the layer's caches, RoPE applied to q and k.
+ * A fused q/k/v layer on a device with qkv_rope_cache does it in one op after its GEMM. */
+static int qkv_rope_cache(qs_model *m, qs_layer *L, void *kc, void *vc, const qs_attn_batch *b, qs_act_order h_order,
+                          qs_err *err)
+{
+    const qs_model_config *c = &m->mc;
+    const qs_ops *ops = m->ops;
+    qs_scratch *s = &m->s;
+    int64_t T = b->n_tokens;
+    if (L->qkv_fused && !c->qk_norm && ops->qkv_rope_cache)
+        return qs_linear_apply(m, &L->qkv, s->h, s->qkv, T, h_order, err) ||
+                       ops->qkv_rope_cache(s->q, kc, vc, s->qkv, b, m->inv_freq, c->num_heads, c->num_kv_heads,
+                                           c->head_dim, err)
+                   ? -1
+                   : 0;
+    if (qkv_projections(m, L, T, h_order, err))
+        return -1;
+    if (c->qk_norm && (ops->rmsnorm(s->q, s->q, L->q_norm, T * c->num_heads, c->head_dim, c->rms_norm_eps, err) ||
+                       ops->rmsnorm(s->k, s->k, L->k_norm, T * c->num_kv_heads, c->head_dim, c->rms_norm_eps, err)))
+        return -1;
+    return ops->rope(s->q, b->tok_pos, m->inv_freq, T, c->num_heads, c->head_dim, err) ||
+                   ops->rope(s->k, b->tok_pos, m->inv_freq, T, c->num_kv_heads, c->head_dim, err) ||
+                   ops->kv_write(kc, vc, s->k, s->v, b, c->num_kv_heads, c->head_dim, err)
+               ? -1
+               : 0;
+}
+
 static int attention_block(qs_model *m, qs_kv_cache *kv, int li, const qs_attn_batch *b, qs_act_order h_order,
                            qs_err *err)
 {
@@ -155,20 +182,13 @@ static int attention_block(qs_model *m, qs_kv_cache *kv, int li, const qs_attn_b
     qs_layer *L = &m->layers[li];
     qs_scratch *s = &m->s;
     int64_t T = b->n_tokens;
-    if (qkv_projections(m, L, T, h_order, err))
-        return -1;
-    if (c->qk_norm && (ops->rmsnorm(s->q, s->q, L->q_norm, T * c->num_heads, c->head_dim, c->rms_norm_eps, err) ||
-                       ops->rmsnorm(s->k, s->k, L->k_norm, T * c->num_kv_heads, c->head_dim, c->rms_norm_eps, err)))
-        return -1;
-    if (ops->rope(s->q, b->tok_pos, m->inv_freq, T, c->num_heads, c->head_dim, err) ||
-        ops->rope(s->k, b->tok_pos, m->inv_freq, T, c->num_kv_heads, c->head_dim, err))
-        return -1;
     void *kc = qs_kv_cache_k(kv, li), *vc = qs_kv_cache_v(kv, li);
     if (!kc || !vc)
         return qs_errf(err, "forward: the KV cache has no layer %d", li);
+    if (qkv_rope_cache(m, L, kc, vc, b, h_order, err))
+        return -1;
     qs_act_order o_order = qs_linear_order(m, &L->o, T);
-    if (ops->kv_write(kc, vc, s->k, s->v, b, c->num_kv_heads, c->head_dim, err) ||
-        ops->attention(s->attn, s->q, kc, vc, b, c->num_heads, c->num_kv_heads, c->head_dim,
+    if (ops->attention(s->attn, s->q, kc, vc, b, c->num_heads, c->num_kv_heads, c->head_dim,
                        (float)(1.0 / sqrt((double)c->head_dim)), o_order, err))
         return -1;
     return qs_linear_apply(m, &L->o, s->attn, s->o, T, o_order, err);

@@ -143,6 +143,13 @@ typedef struct qs_ops {
      * fused gate/up projection's output (gate columns, then up), with swiglu's arithmetic exactly;
      * out's rows in `order` (act_order.h; n must fit it). */
     int (*swiglu_gate_up)(void *out, const void *gate_up, int64_t rows, int64_t n, qs_act_order order, qs_err *err);
+    /* A fused q/k/v projection's output qkv [t, (n_heads + 2 n_kv_heads) * head_dim] into q
+     * [t, n_heads * head_dim] with RoPE applied, and into the caches at slot_mapping[t] (k with RoPE,
+     * v as is; skipped where the slot is negative): split_qkv, rope on q and on k, and kv_write in
+     * one pass, rounding for rounding. NULL where the device has none (the CPU): the forward pass
+     * then runs those four ops. */
+    int (*qkv_rope_cache)(void *q, void *k_cache, void *v_cache, const void *qkv, const qs_attn_batch *b,
+                          const void *inv_freq, int n_heads, int n_kv_heads, int head_dim, qs_err *err);
 
     /* Decode-step graphs and streams; NULL where the device has none (CPU). */
     const qs_graph_ops *graph;

@@ -447,9 +447,14 @@ int main(int argc, char **argv)
         timing_row("mixed 4x512 chunks + 8 decode h32/kv8 d128", &t2);
         printf("\ndecode timing (mean of 50 calls)       grouped us  per-head us  speedup\n");
         /* Llama-3.1-8B's heads at batch 48 and 56: the per-head grid stops fitting one wave at 56 */
-        static attn_case dec = {32, 8, 128, 0, 48, {{0}}};
+        static attn_case dec = {32, 8, 128, 0, 1, {{0}}};
         for (int i = 0; i < MAX_SEQS; i++)
             dec.seqs[i] = (seq_spec){35 + i % 32, 1};
+        /* batch 1 and 16 at short contexts: the splits' merge is most of the work there */
+        decode_timing_row("decode 1 seq ctx 35 h32/kv8 d128", &dec);
+        dec.n_seqs = 16;
+        decode_timing_row("decode 16 seqs ctx 35-50 h32/kv8 d128", &dec);
+        dec.n_seqs = 48;
         decode_timing_row("decode 48 seqs ctx 35-66 h32/kv8 d128", &dec);
         dec.n_seqs = 56;
         decode_timing_row("decode 56 seqs ctx 35-66 h32/kv8 d128", &dec);

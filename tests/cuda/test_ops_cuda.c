@@ -292,6 +292,10 @@ int main(int argc, char **argv)
     test_norms(1, 64);
     test_norms(7, 4096);
     test_norms(33, 5120);
+    test_norms(64, 128);  /* the per-head q/k norm's rows */
+    test_norms(3, 8192);  /* four pairs a thread */
+    test_norms(2, 130);   /* a partial second pair */
+    test_norms(2, 129);   /* odd: the element-per-thread kernel */
     test_embedding_gather(512, 64, 9);
     test_embedding_gather(32000, 4096, 33);
     test_rope(5, 8, 8);

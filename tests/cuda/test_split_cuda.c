@@ -4,8 +4,10 @@
  * output — at decode and prefill sizes, GQA and MHA widths. Inputs are rounded to BF16 for both
  * sides; GPU outputs are poisoned first. The split is a copy, so it must match exactly; SwiGLU
  * passes at ||gpu - cpu|| / ||cpu|| <= 1e-2 and must equal, bit for bit, the GPU's own swiglu on
- * separate gate and up buffers (a fused layer changes no activation). Prints
- * "N passed, N failed, N skipped". */
+ * separate gate and up buffers (a fused layer changes no activation). qkv_rope_cache (split,
+ * RoPE on q and k, KV-cache write in one op) is checked against the CPU's four ops within 1e-2 and,
+ * bit for bit, against the GPU's own four ops (q and both whole caches, dummy rows included).
+ * Prints "N passed, N failed, N skipped". */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +15,7 @@
 
 #include "cuda_test_util.h"
 #include "ops_pair.h"
+#include "engine/kv_cache.h"
 #include "model/safetensors.h"
 #include "ops/ops.h"
 #include "qs_cuda.h"
@@ -119,6 +122,118 @@ static void test_swiglu_gate_up(int64_t rows, int64_t n)
     free(gu), free(g), free(u), free(fused), free(separate), free(fused_cpu), free(separate_cpu);
 }
 
+/* n int32 host values on a device. */
+static void *ints_on(const qs_ops *ops, const int32_t *v, int64_t n)
+{
+    qs_err err;
+    void *d = ops->alloc(sizeof(int32_t) * (n > 0 ? n : 1), &err);
+    ops->copy_to_device(d, v, sizeof(int32_t) * n, &err);
+    return d;
+}
+
+/* split_qkv, rope on q and k, kv_write: what qkv_rope_cache stands for (k and v: scratch rows). */
+static int qkv_rope_cache_composed(const qs_ops *ops, void *q, void *kc, void *vc, const void *qkv,
+                                   const qs_attn_batch *b, const void *inv_freq, int n_heads, int n_kv, int head_dim,
+                                   qs_err *err)
+{
+    int64_t T = b->n_tokens, nq = (int64_t)n_heads * head_dim, nkv = (int64_t)n_kv * head_dim;
+    void *k = ops->alloc(ops->act_size * T * nkv, err), *v = ops->alloc(ops->act_size * T * nkv, err);
+    int rc = ops->split_qkv(q, k, v, qkv, T, nq, nkv, nkv, err) ||
+             ops->rope(q, b->tok_pos, inv_freq, T, n_heads, head_dim, err) ||
+             ops->rope(k, b->tok_pos, inv_freq, T, n_kv, head_dim, err) ||
+             ops->kv_write(kc, vc, k, v, b, n_kv, head_dim, err);
+    ops->free(k), ops->free(v);
+    return rc;
+}
+
+/* T tokens at scattered positions, each written to a shuffled cache slot; every fifth token is a
+ * dummy row (slot -1) whose k and v must not land anywhere. */
+static void test_qkv_rope_cache(int64_t T, int n_heads, int n_kv, int head_dim)
+{
+    qs_err err = {{0}};
+    char name[96];
+    const int64_t w = (int64_t)(n_heads + 2 * n_kv) * head_dim, nq = (int64_t)n_heads * head_dim;
+    const int n_blocks = (int)((T + QS_KV_BLOCK_SIZE - 1) / QS_KV_BLOCK_SIZE) + 2;
+    const int64_t n_slots = (int64_t)n_blocks * QS_KV_BLOCK_SIZE, cache = n_slots * n_kv * head_dim;
+    int32_t *pos = malloc(sizeof(int32_t) * T), *slots = malloc(sizeof(int32_t) * T),
+            *perm = malloc(sizeof(int32_t) * n_slots);
+    for (int64_t i = 0; i < n_slots; i++)
+        perm[i] = (int32_t)i;
+    for (int64_t i = n_slots - 1; i > 0; i--) {
+        int64_t j = (int64_t)(qs_test_frand(&g_rng) * 0.5f * (float)(i + 1) + 0.5f * (float)(i + 1)) % (i + 1);
+        int32_t t = perm[i];
+        perm[i] = perm[j], perm[j] = t;
+    }
+    for (int64_t t = 0; t < T; t++) {
+        pos[t] = (int32_t)((t * 977 + 13) % 6000);
+        slots[t] = t % 5 == 4 ? -1 : perm[t];
+    }
+    float *inv = malloc(sizeof(float) * head_dim / 2);
+    for (int i = 0; i < head_dim / 2; i++)
+        inv[i] = powf(500000.f, -2.f * i / head_dim);
+    float *x = qs_test_rand_bf16(&g_rng, T * w, 2.f);
+    pair px = pair_from(x, T * w), pq = pair_out(T * nq), pkc = pair_out(cache), pvc = pair_out(cache);
+    pair pq2 = pair_out(T * nq), pkc2 = pair_out(cache), pvc2 = pair_out(cache);
+    const qs_ops *ops[2] = {cpu, gpu};
+    int rc = 0;
+    for (int i = 0; i < 2; i++) {
+        void *d_pos = ints_on(ops[i], pos, T), *d_slots = ints_on(ops[i], slots, T);
+        void *d_inv = ops[i]->alloc(sizeof(float) * head_dim / 2, &err);
+        ops[i]->copy_to_device(d_inv, inv, sizeof(float) * head_dim / 2, &err);
+        qs_attn_batch b = {.n_tokens = T, .n_seqs = 1, .tok_pos = d_pos, .slot_mapping = d_slots};
+        if (i == 0) {
+            rc |= qkv_rope_cache_composed(cpu, pq.c, pkc.c, pvc.c, px.c, &b, d_inv, n_heads, n_kv, head_dim, &err);
+        } else {
+            /* the op under test; --self-check (CPU on both sides, no such op) runs the composition */
+            rc |= gpu->qkv_rope_cache
+                      ? gpu->qkv_rope_cache(pq.g, pkc.g, pvc.g, px.g, &b, d_inv, n_heads, n_kv, head_dim, &err)
+                      : qkv_rope_cache_composed(gpu, pq.g, pkc.g, pvc.g, px.g, &b, d_inv, n_heads, n_kv, head_dim,
+                                                &err);
+            rc |= qkv_rope_cache_composed(gpu, pq2.g, pkc2.g, pvc2.g, px.g, &b, d_inv, n_heads, n_kv, head_dim, &err);
+        }
+        ops[i]->free(d_pos), ops[i]->free(d_slots), ops[i]->free(d_inv);
+    }
+    check_rc("qkv_rope_cache", rc, 0, &err);
+    snprintf(name, sizeof name, "qkv_rope_cache q %lldx%d/%d x%d", (long long)T, n_heads, n_kv, head_dim);
+    compare(name, &pq, false);
+    /* the caches: the written slots against the CPU (unwritten ones hold NaN on the GPU side) */
+    float *kc = to_host(cpu, pkc.c, cache), *vc = to_host(cpu, pvc.c, cache);
+    float *kg = to_host(gpu, pkc.g, cache), *vg = to_host(gpu, pvc.g, cache);
+    double num = 0, den = 0;
+    int64_t bad = 0;
+    for (int64_t t = 0; t < T; t++) {
+        if (slots[t] < 0)
+            continue;
+        int64_t block = slots[t] / QS_KV_BLOCK_SIZE, in_block = slots[t] % QS_KV_BLOCK_SIZE;
+        for (int h = 0; h < n_kv; h++)
+            for (int d = 0; d < head_dim; d++) {
+                int64_t o = ((block * n_kv + h) * QS_KV_BLOCK_SIZE + in_block) * head_dim + d;
+                const float a[2] = {kc[o], vc[o]}, g[2] = {kg[o], vg[o]};
+                for (int j = 0; j < 2; j++) {
+                    bad += !isfinite(g[j]);
+                    num += ((double)a[j] - g[j]) * ((double)a[j] - g[j]);
+                    den += (double)a[j] * a[j];
+                }
+            }
+    }
+    double rel = den > 0 ? sqrt(num / den) : sqrt(num);
+    int pass = bad == 0 && rel <= 1e-2;
+    snprintf(name, sizeof name, "qkv_rope_cache k/v cache %lldx%d x%d", (long long)T, n_kv, head_dim);
+    printf("%-48s rel %.2e  %s%s\n", name, rel, pass ? "ok" : "FAIL", bad ? " (non-finite outputs)" : "");
+    pass ? g_passed++ : g_failed++;
+    /* bit for bit the GPU's own four ops: q, and both caches whole (the dummy rows' slots too) */
+    float *q1 = to_host(gpu, pq.g, T * nq), *q2 = to_host(gpu, pq2.g, T * nq);
+    float *kg2 = to_host(gpu, pkc2.g, cache), *vg2 = to_host(gpu, pvc2.g, cache);
+    int same = !memcmp(q1, q2, sizeof(float) * T * nq) && !memcmp(kg, kg2, sizeof(float) * cache) &&
+               !memcmp(vg, vg2, sizeof(float) * cache);
+    printf("%-48s %s\n", "qkv_rope_cache == split+rope+kv_write (bitwise)", same ? "ok" : "FAIL");
+    same ? g_passed++ : g_failed++;
+    pair_free(&px), pair_free(&pq), pair_free(&pkc), pair_free(&pvc), pair_free(&pq2), pair_free(&pkc2),
+        pair_free(&pvc2);
+    free(x), free(pos), free(slots), free(perm), free(inv), free(kc), free(vc), free(kg), free(vg), free(q1), free(q2),
+        free(kg2), free(vg2);
+}
+
 int main(int argc, char **argv)
 {
     if (!ops_pair_setup(argc, argv))
@@ -134,6 +249,11 @@ int main(int argc, char **argv)
     test_swiglu_gate_up(1, 172);      /* stories260K */
     test_swiglu_gate_up(1, 14336);    /* Llama-3-8B, decode */
     test_swiglu_gate_up(33, 14336);
+    test_swiglu_gate_up(3, 171);      /* odd width: the one-column-per-thread kernel */
+    test_qkv_rope_cache(1, 8, 4, 8);     /* stories260K, decode */
+    test_qkv_rope_cache(48, 32, 8, 128); /* Llama-3.1-8B, a decode batch */
+    test_qkv_rope_cache(37, 16, 16, 64); /* MHA, a prefill chunk */
+    test_qkv_rope_cache(5, 4, 1, 256);
     printf("%d passed, %d failed, 0 skipped\n", g_passed, g_failed);
     return g_failed ? 1 : 0;
 }
