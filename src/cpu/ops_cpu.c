@@ -205,6 +205,23 @@ static int cpu_split_qkv(void *out0, void *out1, void *out2, const void *x, int6
     return 0;
 }
 
+/* The four ops qkv_rope_cache stands for, one after another, through scratch k and v rows. */
+static int cpu_qkv_rope_cache(void *q, void *k_cache, void *v_cache, const void *qkv, const qs_attn_batch *b,
+                              const void *inv_freq, int n_heads, int n_kv_heads, int head_dim, qs_err *err)
+{
+    const int64_t T = b->n_tokens, nq = (int64_t)n_heads * head_dim, nkv = (int64_t)n_kv_heads * head_dim;
+    float *k = malloc(sizeof(float) * (size_t)(T * nkv > 0 ? T * nkv : 1));
+    float *v = malloc(sizeof(float) * (size_t)(T * nkv > 0 ? T * nkv : 1));
+    int rc = !k || !v ? qs_errf(err, "qkv_rope_cache: out of memory for %lld tokens", (long long)T)
+                      : cpu_split_qkv(q, k, v, qkv, T, nq, nkv, nkv, err) ||
+                            cpu_rope(q, b->tok_pos, inv_freq, T, n_heads, head_dim, err) ||
+                            cpu_rope(k, b->tok_pos, inv_freq, T, n_kv_heads, head_dim, err) ||
+                            qs_cpu_kv_write(k_cache, v_cache, k, v, b, n_kv_heads, head_dim, err);
+    free(k);
+    free(v);
+    return rc ? -1 : 0;
+}
+
 static int cpu_gather_rows(void *out, const void *x, const int32_t *rows, int64_t n, int64_t d, qs_err *err)
 {
     (void)err;
@@ -238,6 +255,7 @@ static const qs_ops CPU_OPS = {
     .gather_rows = cpu_gather_rows,
     .split_qkv = cpu_split_qkv,
     .swiglu_gate_up = cpu_swiglu_gate_up,
+    .qkv_rope_cache = cpu_qkv_rope_cache,
     .sample = qs_cpu_sample,
 };
 

@@ -146,8 +146,8 @@ typedef struct qs_ops {
     /* A fused q/k/v projection's output qkv [t, (n_heads + 2 n_kv_heads) * head_dim] into q
      * [t, n_heads * head_dim] with RoPE applied, and into the caches at slot_mapping[t] (k with RoPE,
      * v as is; skipped where the slot is negative): split_qkv, rope on q and on k, and kv_write in
-     * one pass, rounding for rounding. NULL where the device has none (the CPU): the forward pass
-     * then runs those four ops. */
+     * one pass, rounding for rounding (the CPU runs exactly those four). NULL where a device has
+     * none: the forward pass then runs the four ops itself. */
     int (*qkv_rope_cache)(void *q, void *k_cache, void *v_cache, const void *qkv, const qs_attn_batch *b,
                           const void *inv_freq, int n_heads, int n_kv_heads, int head_dim, qs_err *err);
 

@@ -5,8 +5,9 @@
  * sides; GPU outputs are poisoned first. The split is a copy, so it must match exactly; SwiGLU
  * passes at ||gpu - cpu|| / ||cpu|| <= 1e-2 and must equal, bit for bit, the GPU's own swiglu on
  * separate gate and up buffers (a fused layer changes no activation). qkv_rope_cache (split,
- * RoPE on q and k, KV-cache write in one op) is checked against the CPU's four ops within 1e-2 and,
- * bit for bit, against the GPU's own four ops (q and both whole caches, dummy rows included).
+ * RoPE on q and k, KV-cache write in one op) is checked against the CPU's (its four ops) within
+ * 1e-2 and, bit for bit, against the GPU's own four ops (q and both whole caches, dummy rows
+ * included).
  * Prints "N passed, N failed, N skipped". */
 #include <math.h>
 #include <stdio.h>
@@ -181,16 +182,11 @@ static void test_qkv_rope_cache(int64_t T, int n_heads, int n_kv, int head_dim)
         void *d_inv = ops[i]->alloc(sizeof(float) * head_dim / 2, &err);
         ops[i]->copy_to_device(d_inv, inv, sizeof(float) * head_dim / 2, &err);
         qs_attn_batch b = {.n_tokens = T, .n_seqs = 1, .tok_pos = d_pos, .slot_mapping = d_slots};
-        if (i == 0) {
-            rc |= qkv_rope_cache_composed(cpu, pq.c, pkc.c, pvc.c, px.c, &b, d_inv, n_heads, n_kv, head_dim, &err);
-        } else {
-            /* the op under test; --self-check (CPU on both sides, no such op) runs the composition */
-            rc |= gpu->qkv_rope_cache
-                      ? gpu->qkv_rope_cache(pq.g, pkc.g, pvc.g, px.g, &b, d_inv, n_heads, n_kv, head_dim, &err)
-                      : qkv_rope_cache_composed(gpu, pq.g, pkc.g, pvc.g, px.g, &b, d_inv, n_heads, n_kv, head_dim,
-                                                &err);
+        /* the op on each side; then, on the GPU side, its four ops one after another */
+        rc |= ops[i]->qkv_rope_cache(i ? pq.g : pq.c, i ? pkc.g : pkc.c, i ? pvc.g : pvc.c, i ? px.g : px.c, &b,
+                                     d_inv, n_heads, n_kv, head_dim, &err);
+        if (i == 1)
             rc |= qkv_rope_cache_composed(gpu, pq2.g, pkc2.g, pvc2.g, px.g, &b, d_inv, n_heads, n_kv, head_dim, &err);
-        }
         ops[i]->free(d_pos), ops[i]->free(d_slots), ops[i]->free(d_inv);
     }
     check_rc("qkv_rope_cache", rc, 0, &err);
@@ -238,8 +234,9 @@ int main(int argc, char **argv)
 {
     if (!ops_pair_setup(argc, argv))
         return 0;
-    if (!gpu->split_qkv || !gpu->swiglu_gate_up) {
-        printf("the %s ops table has no split_qkv / swiglu_gate_up\n0 passed, 1 failed, 0 skipped\n", gpu->name);
+    if (!gpu->split_qkv || !gpu->swiglu_gate_up || !gpu->qkv_rope_cache || !cpu->qkv_rope_cache) {
+        printf("the %s ops table has no split_qkv / swiglu_gate_up / qkv_rope_cache\n0 passed, 1 failed, 0 skipped\n",
+               gpu->name);
         return 1;
     }
     test_split_qkv(1, 64, 32);        /* a tiny GQA model, decode */
