@@ -1,7 +1,8 @@
-/* test_fp8_pair.c — quant/fp8_pair.h: a BF16 row split into hi and lo E4M3 codes at one
- * power-of-two scale stands for the row exactly wherever |x · 2^e| >= 2^-2 and within
- * 2^-10 · 2^-e below that; every finite BF16 value alone in its row is exact; and W · x through the
- * pair (two FP8 products) stays within that bound of W · x for E4M3 weights. */
+/* test_fp8_pair.c — quant/fp8_pair.h: a BF16 row split into hi and lo E4M3 codes at a
+ * power-of-two scale per block stands for the row exactly wherever |x · 2^e| >= 2^-2 and within
+ * 2^-10 · 2^-e below that, for one scale a row and for blocks of 128; every finite BF16 value alone
+ * is exact; and W · x through the pair (two FP8 products, each block's sum scaled by its 2^-e)
+ * stays within that bound of W · x for E4M3 weights. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -37,62 +38,77 @@ static void every_bf16_value_alone_is_exact(void **state)
         if (!isfinite(x))
             continue;
         uint8_t hi, lo;
-        int e = qs_fp8_pair_split(&x, 1, &hi, &lo);
+        int e;
+        qs_fp8_pair_split(&x, 1, 1, &hi, &lo, &e);
         assert_true(qs_fp8_pair_value(hi, lo, e) == x || (x == 0.0f && qs_fp8_pair_value(hi, lo, e) == 0.0f));
         checked++;
     }
     assert_true(checked > 65000);
 }
 
-/* Rows spanning 2^-30 .. 2^12: the large elements exact, the small ones within the bound. */
+/* Rows spanning 2^-34 .. 2^12, one scale a row and one a 128-block: the large elements of each
+ * block exact, the small ones within the bound. */
 static void rows_of_wide_range_are_exact_down_to_the_bound(void **state)
 {
     enum { N = 4096 };
     float *x = malloc(sizeof(float) * N);
     uint8_t *hi = malloc(N), *lo = malloc(N);
-    int64_t exact_region = 0;
-    for (int row = 0; row < 200; row++) {
-        double top = -20.0 + uniform() * 32.0;
-        for (int i = 0; i < N; i++)
-            x[i] = i % 97 == 0 ? 0.0f : random_bf16(top - 14.0, top);
-        int e = qs_fp8_pair_split(x, N, hi, lo);
-        float amax = 0.0f;
-        for (int i = 0; i < N; i++)
-            amax = fmaxf(amax, fabsf(x[i]));
-        assert_true(ldexpf(amax, e) >= 128.0f && ldexpf(amax, e) < 256.0f);
-        for (int i = 0; i < N; i++) {
-            float back = qs_fp8_pair_value(hi[i], lo[i], e);
-            if (fabsf(ldexpf(x[i], e)) >= 0.25f) {
-                assert_true(back == x[i]);
-                exact_region++;
-            } else {
-                assert_true(fabs((double)back - x[i]) <= ldexp(1.0, -10 - e));
+    int e[N / 128];
+    for (int blocked = 0; blocked < 2; blocked++) {
+        const int64_t block = blocked ? 128 : N;
+        int64_t exact_region = 0;
+        for (int row = 0; row < 200; row++) {
+            double top = -20.0 + uniform() * 32.0;
+            for (int i = 0; i < N; i++)
+                x[i] = i % 97 == 0 ? 0.0f : random_bf16(top - 14.0, top);
+            qs_fp8_pair_split(x, N, block, hi, lo, e);
+            for (int64_t b = 0; b < N / block; b++) {
+                float amax = 0.0f;
+                for (int64_t i = b * block; i < (b + 1) * block; i++)
+                    amax = fmaxf(amax, fabsf(x[i]));
+                assert_true(ldexpf(amax, e[b]) >= 128.0f && ldexpf(amax, e[b]) < 256.0f);
+                for (int64_t i = b * block; i < (b + 1) * block; i++) {
+                    float back = qs_fp8_pair_value(hi[i], lo[i], e[b]);
+                    if (fabsf(ldexpf(x[i], e[b])) >= 0.25f) {
+                        assert_true(back == x[i]);
+                        exact_region++;
+                    } else {
+                        assert_true(fabs((double)back - x[i]) <= ldexp(1.0, -10 - e[b]));
+                    }
+                }
             }
         }
+        assert_true(exact_region > 200 * N / 2); /* most elements sit within 2^10 of their block's largest */
     }
-    assert_true(exact_region > 200 * N / 2); /* most elements sit within 2^10 of the row's largest */
     free(x), free(hi), free(lo);
 }
 
-/* y = W · x with E4M3 weights: through the pair against the exact x, in double. */
+/* y = W · x with E4M3 weights: through the pair, each 128-block's sum scaled by its 2^-e, against
+ * the exact x, in double. */
 static void gemv_through_the_pair_stays_within_the_bound(void **state)
 {
-    enum { K = 4096, N = 64 };
+    enum { K = 4096, N = 64, B = 128 };
     float *x = malloc(sizeof(float) * K), *w = malloc(sizeof(float) * N * K);
     uint8_t *hi = malloc(K), *lo = malloc(K);
+    int e[K / B];
     for (int i = 0; i < K; i++)
         x[i] = random_bf16(-12.0, 3.0);
     for (int i = 0; i < N * K; i++)
         w[i] = qs_e4m3_to_f32(qs_f32_to_e4m3((float)(uniform() * 2.0 - 1.0) * 448.0f));
-    int e = qs_fp8_pair_split(x, K, hi, lo);
+    qs_fp8_pair_split(x, K, B, hi, lo, e);
     for (int n = 0; n < N; n++) {
-        double exact = 0, pair = 0, abs_w = 0;
-        for (int k = 0; k < K; k++) {
-            exact += (double)w[n * K + k] * x[k];
-            pair += (double)w[n * K + k] * (qs_e4m3_to_f32(hi[k]) + (double)qs_e4m3_to_f32(lo[k]));
-            abs_w += fabs(w[n * K + k]);
+        double exact = 0, pair = 0, bound = 0;
+        for (int b = 0; b < K / B; b++) {
+            double block_sum = 0, abs_w = 0;
+            for (int k = b * B; k < (b + 1) * B; k++) {
+                exact += (double)w[n * K + k] * x[k];
+                block_sum += (double)w[n * K + k] * (qs_e4m3_to_f32(hi[k]) + (double)qs_e4m3_to_f32(lo[k]));
+                abs_w += fabs(w[n * K + k]);
+            }
+            pair += ldexp(block_sum, -e[b]);
+            bound += ldexp(abs_w, -10 - e[b]);
         }
-        assert_true(fabs(ldexp(pair, -e) - exact) <= ldexp(1.0, -10 - e) * abs_w);
+        assert_true(fabs(pair - exact) <= bound);
     }
     free(x), free(w), free(hi), free(lo);
 }
@@ -101,7 +117,9 @@ static void zero_row_gives_zero_codes(void **state)
 {
     float x[3] = {0.0f, -0.0f, 0.0f};
     uint8_t hi[3], lo[3];
-    assert_int_equal(qs_fp8_pair_split(x, 3, hi, lo), 0);
+    int e = 1;
+    qs_fp8_pair_split(x, 3, 3, hi, lo, &e);
+    assert_int_equal(e, 0);
     for (int i = 0; i < 3; i++)
         assert_true(qs_fp8_pair_value(hi[i], lo[i], 0) == 0.0f);
 }
