@@ -49,7 +49,19 @@ __global__ void kv_write_kernel(bf16 *kc, bf16 *vc, const bf16 *k, const bf16 *v
     }
 }
 
-// Split `split` of `splits` covers a contiguous share of the positions [first, pos].
+// The positions [begin, end) that split `split` of `splits` covers for token t: a contiguous
+// share of [first, pos], first being where a sliding window starts.
+__device__ __forceinline__ void split_positions(const int32_t *tok_pos, int t, int window, int split, int splits,
+                                                int *begin, int *end)
+{
+    int pos = tok_pos[t];
+    int first = (window > 0 && pos + 1 > window) ? pos + 1 - window : 0;
+    int share = (pos + 1 - first + splits - 1) / splits;
+    *begin = first + split * share;
+    *end = min(pos + 1, *begin + share);
+}
+
+// Split `split` of `splits` covers its share of the positions (split_positions).
 __global__ void __launch_bounds__(kWarps * 32)
     attention_kernel(bf16 *out, float *part_ml, float *part_acc, const bf16 *q, const bf16 *kc, const bf16 *vc,
                      const int32_t *tok_seq, const int32_t *tok_pos, const int32_t *block_tables, int max_blocks,
@@ -58,11 +70,8 @@ __global__ void __launch_bounds__(kWarps * 32)
     int t = blockIdx.x, h = blockIdx.y, split = blockIdx.z, splits = gridDim.z;
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     int kvh = h / (n_heads / n_kv);
-    int pos = tok_pos[t];
-    int first = (window > 0 && pos + 1 > window) ? pos + 1 - window : 0;
-    int span = pos + 1 - first;
-    int share = (span + splits - 1) / splits;
-    int begin = first + split * share, end = min(pos + 1, begin + share);
+    int begin, end;
+    split_positions(tok_pos, t, window, split, splits, &begin, &end);
     const int32_t *table = block_tables + (int64_t)tok_seq[t] * max_blocks;
     const bf16 *qrow = q + ((int64_t)t * n_heads + h) * head_dim;
 
@@ -160,11 +169,8 @@ __global__ void __launch_bounds__(kW * 32)
 {
     int t = blockIdx.x, kvh = blockIdx.y, split = blockIdx.z, splits = gridDim.z;
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    int pos = tok_pos[t];
-    int first = (window > 0 && pos + 1 > window) ? pos + 1 - window : 0;
-    int span = pos + 1 - first;
-    int share = (span + splits - 1) / splits;
-    int begin = first + split * share, end = min(pos + 1, begin + share);
+    int begin, end;
+    split_positions(tok_pos, t, window, split, splits, &begin, &end);
     const int32_t *table = block_tables + (int64_t)tok_seq[t] * max_blocks;
 
     // Lane `lane` holds dimensions 4 * lane + 128 * j + e (e < 4): one 8-byte load per K or V row

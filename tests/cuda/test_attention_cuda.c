@@ -335,16 +335,35 @@ static double time_us(dev_step *d, const attn_case *c, int iters, qs_err *err)
     return qs_cuda_synchronize(err) ? -1 : ms * 1e3 / iters;
 }
 
+/* The step of c on the GPU for a timing row, or false after printing the row's error. */
+static bool timing_setup(const char *label, const attn_case *c, step *s, dev_step *d)
+{
+    qs_err err = {{0}};
+    *s = step_build(c, 1.f);
+    if (dev_setup(d, gpu, c, s, &err)) {
+        printf("%-44s error: %s\n", label, err.msg);
+        step_free(s);
+        return false;
+    }
+    return true;
+}
+
+/* Microseconds a call with the switch `var` set to 0 (then unset again); -1 on error. */
+static double time_switched_off(dev_step *d, const attn_case *c, int iters, const char *var, qs_err *err)
+{
+    setenv(var, "0", 1);
+    double us = time_us(d, c, iters, err);
+    unsetenv(var);
+    return us;
+}
+
 static void timing_row(const char *label, const attn_case *c)
 {
     qs_err err = {{0}};
-    step s = step_build(c, 1.f);
+    step s;
     dev_step d;
-    if (dev_setup(&d, gpu, c, &s, &err)) {
-        printf("%-44s error: %s\n", label, err.msg);
-        step_free(&s);
+    if (!timing_setup(label, c, &s, &d))
         return;
-    }
     /* Multiply-adds of QK^T and PV over the keys each query sees: 2 matmuls x 2 FLOP. */
     double flop = 0;
     for (int64_t t = 0; t < s.n_tok; t++) {
@@ -352,9 +371,7 @@ static void timing_row(const char *label, const attn_case *c)
         flop += 4.0 * c->head_dim * c->n_heads * (p + 1 - first);
     }
     double tc = time_us(&d, c, 20, &err);
-    setenv("QSERVE_ATTN_PREFILL", "0", 1);
-    double cc = tc < 0 ? -1 : time_us(&d, c, 5, &err);
-    unsetenv("QSERVE_ATTN_PREFILL");
+    double cc = tc < 0 ? -1 : time_switched_off(&d, c, 5, "QSERVE_ATTN_PREFILL", &err);
     if (tc < 0 || cc < 0)
         printf("%-44s error: %s\n", label, err.msg);
     else
@@ -368,17 +385,12 @@ static void timing_row(const char *label, const attn_case *c)
 static void decode_timing_row(const char *label, const attn_case *c)
 {
     qs_err err = {{0}};
-    step s = step_build(c, 1.f);
+    step s;
     dev_step d;
-    if (dev_setup(&d, gpu, c, &s, &err)) {
-        printf("%-44s error: %s\n", label, err.msg);
-        step_free(&s);
+    if (!timing_setup(label, c, &s, &d))
         return;
-    }
     double grouped = time_us(&d, c, 50, &err);
-    setenv("QSERVE_ATTN_GROUPED", "0", 1);
-    double per_head = grouped < 0 ? -1 : time_us(&d, c, 50, &err);
-    unsetenv("QSERVE_ATTN_GROUPED");
+    double per_head = grouped < 0 ? -1 : time_switched_off(&d, c, 50, "QSERVE_ATTN_GROUPED", &err);
     if (grouped < 0 || per_head < 0)
         printf("%-44s error: %s\n", label, err.msg);
     else
