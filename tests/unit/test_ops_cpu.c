@@ -284,6 +284,41 @@ static void paged_attention_matches_naive(void **state)
     qs_kv_cache_free(kv);
 }
 
+/* The attention written in o_proj's marlin orders (rows of 8 heads x 16 = one 128-k stage): each
+ * ordered row is the natural row with element k moved to qs_act_position(order, k). */
+static void paged_attention_ordered_rows(void **state)
+{
+    enum { H = 8, KVH = 2, HD = 16, T = 21, W = H * HD };
+    qs_model_config mc;
+    memset(&mc, 0, sizeof(mc));
+    mc.num_layers = 1;
+    mc.num_kv_heads = KVH;
+    mc.head_dim = HD;
+    qs_kv_cache *kv;
+    qs_err err;
+    assert_int_equal(qs_kv_cache_create(&mc, QS_PLATFORM_CPU, 4, &kv, &err), 0);
+    int32_t tables[2] = {3, 1}, seq[T], pos[T], slots[T];
+    static float q[T * W], k[T * KVH * HD], v[T * KVH * HD], nat[T * W], ord[T * W];
+    for (int i = 0; i < T * W; i++)
+        q[i] = sinf(0.31f * (float)i);
+    for (int i = 0; i < T * KVH * HD; i++)
+        k[i] = cosf(0.17f * (float)i), v[i] = sinf(0.07f * (float)i + 0.5f);
+    for (int t = 0; t < T; t++)
+        seq[t] = 0, pos[t] = t, slots[t] = tables[t / QS_KV_BLOCK_SIZE] * QS_KV_BLOCK_SIZE + t % QS_KV_BLOCK_SIZE;
+    qs_attn_batch b = {.n_tokens = T, .n_seqs = 1, .max_blocks = 2, .tok_seq = seq, .tok_pos = pos,
+                       .block_tables = tables, .slot_mapping = slots};
+    void *kc = qs_kv_cache_k(kv, 0), *vc = qs_kv_cache_v(kv, 0);
+    assert_int_equal(ops->kv_write(kc, vc, k, v, &b, KVH, HD, &err), 0);
+    assert_int_equal(ops->attention(nat, q, kc, vc, &b, H, KVH, HD, 0.25f, QS_ACT_NATURAL, &err), 0);
+    for (int o = QS_ACT_MARLIN_FP8; o <= QS_ACT_MARLIN_FP4; o++) {
+        assert_int_equal(ops->attention(ord, q, kc, vc, &b, H, KVH, HD, 0.25f, (qs_act_order)o, &err), 0);
+        for (int t = 0; t < T; t++)
+            for (int i = 0; i < W; i++)
+                assert_float_equal(ord[t * W + qs_act_position((qs_act_order)o, i)], nat[t * W + i], 0);
+    }
+    qs_kv_cache_free(kv);
+}
+
 static void memory_and_uploads(void **state)
 {
     qs_err err;
@@ -312,6 +347,7 @@ int main(void)
         cmocka_unit_test(bias_swiglu_embedding_gather),
         cmocka_unit_test(rope_rotate_half),       cmocka_unit_test(rope_frequencies),
         cmocka_unit_test(moe_routing),            cmocka_unit_test(paged_attention_matches_naive),
+        cmocka_unit_test(paged_attention_ordered_rows),
         cmocka_unit_test(memory_and_uploads),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
