@@ -249,6 +249,36 @@ static const bench_kernel *kernel_named(const char *label)
     abort(); /* a label of the table above */
 }
 
+/* Whether `name` is one of the comma-separated items of list (whole items: "marlin-fp8" is not in
+ * "marlin-fp8-ordered"). */
+static bool listed(const char *list, const char *name)
+{
+    size_t len = strlen(name);
+    for (const char *p = list; p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+        if (!strncmp(p, name, len) && (p[len] == ',' || p[len] == '\0'))
+            return true;
+    return false;
+}
+
+/* 0, or 1 after naming the first item of --kernels that is neither "read" nor a kernel label. */
+static int check_kernel_list(const char *list)
+{
+    for (const char *p = list; p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL) {
+        size_t len = strcspn(p, ",");
+        bool known = len == 4 && !strncmp(p, "read", 4);
+        for (size_t i = 0; i < sizeof KERNELS / sizeof KERNELS[0] && !known; i++)
+            known = strlen(KERNELS[i].label) == len && !strncmp(KERNELS[i].label, p, len);
+        if (!known) {
+            fprintf(stderr, "bench_kernels: --kernels: unknown kernel '%.*s' (one of: read", (int)len, p);
+            for (size_t i = 0; i < sizeof KERNELS / sizeof KERNELS[0]; i++)
+                fprintf(stderr, ", %s", KERNELS[i].label);
+            fprintf(stderr, ")\n");
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* The read ceiling: per shape, one streaming read (cuda/read_probe.cu) of as many bytes as
  * marlin's FP8 and NVFP4 weights of the layer, timed as the kernels are (rotating copies past the
  * L2, graph replay), printed once per M so that the per-M tables carry it. */
@@ -318,6 +348,8 @@ int main(int argc, char **argv)
             return 2;
         }
     }
+    if (only && check_kernel_list(only))
+        return 2;
     if (qs_cuda_device_count() == 0) {
         fprintf(stderr, "bench_kernels: no CUDA device: %s\n", qs_cuda_unavailable_reason());
         return 1;
@@ -334,11 +366,11 @@ int main(int argc, char **argv)
     printf("%-22s %6s %6s %5s %10s %9s %11s %8s %9s\n", "kernel", "N", "K", "M", "time_us", "TFLOP/s", "weight_GB/s",
            "%copy", "eager_us");
     timer = qs_cuda_timer_new();
-    if (!only || strstr(only, "read"))
+    if (!only || listed(only, "read"))
         bench_read_ceiling(ms_list, n_m, iters, copy_gbps);
     for (size_t ki = 0; ki < sizeof KERNELS / sizeof KERNELS[0]; ki++) {
         const bench_kernel *bk = &KERNELS[ki];
-        if (only && !strstr(only, bk->label))
+        if (only && !listed(only, bk->label))
             continue;
         const qs_kernel *kern = qs_registry_find_for_scheme(bk->kernel, QS_PLATFORM_CUDA, QS_KIND_LINEAR, bk->scheme);
         char why[QS_REASON_MAX];
