@@ -260,16 +260,31 @@ static bool listed(const char *list, const char *name)
     return false;
 }
 
-/* 0, or 1 after naming the first item of --kernels that is neither "read" nor a kernel label. */
+/* The names that select the read-ceiling rows (both rows come together). */
+static const char *const READ_NAMES[] = {"read", "read-fp8-bytes", "read-nvfp4-bytes"};
+
+static bool read_listed(const char *list)
+{
+    for (size_t i = 0; i < sizeof READ_NAMES / sizeof READ_NAMES[0]; i++)
+        if (listed(list, READ_NAMES[i]))
+            return true;
+    return false;
+}
+
+/* 0, or 1 after naming the first item of --kernels that is neither a read name nor a kernel label. */
 static int check_kernel_list(const char *list)
 {
     for (const char *p = list; p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL) {
         size_t len = strcspn(p, ",");
-        bool known = len == 4 && !strncmp(p, "read", 4);
+        bool known = false;
+        for (size_t i = 0; i < sizeof READ_NAMES / sizeof READ_NAMES[0] && !known; i++)
+            known = strlen(READ_NAMES[i]) == len && !strncmp(READ_NAMES[i], p, len);
         for (size_t i = 0; i < sizeof KERNELS / sizeof KERNELS[0] && !known; i++)
             known = strlen(KERNELS[i].label) == len && !strncmp(KERNELS[i].label, p, len);
         if (!known) {
-            fprintf(stderr, "bench_kernels: --kernels: unknown kernel '%.*s' (one of: read", (int)len, p);
+            fprintf(stderr, "bench_kernels: --kernels: unknown kernel '%.*s' (one of: %s", (int)len, p, READ_NAMES[0]);
+            for (size_t i = 1; i < sizeof READ_NAMES / sizeof READ_NAMES[0]; i++)
+                fprintf(stderr, ", %s", READ_NAMES[i]);
             for (size_t i = 0; i < sizeof KERNELS / sizeof KERNELS[0]; i++)
                 fprintf(stderr, ", %s", KERNELS[i].label);
             fprintf(stderr, ")\n");
@@ -366,7 +381,7 @@ int main(int argc, char **argv)
     printf("%-22s %6s %6s %5s %10s %9s %11s %8s %9s\n", "kernel", "N", "K", "M", "time_us", "TFLOP/s", "weight_GB/s",
            "%copy", "eager_us");
     timer = qs_cuda_timer_new();
-    if (!only || listed(only, "read"))
+    if (!only || read_listed(only))
         bench_read_ceiling(ms_list, n_m, iters, copy_gbps);
     for (size_t ki = 0; ki < sizeof KERNELS / sizeof KERNELS[0]; ki++) {
         const bench_kernel *bk = &KERNELS[ki];

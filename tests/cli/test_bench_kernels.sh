@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # test_bench_kernels.sh — build/bench_kernels' flags, checked before it looks for a GPU (so here on
-# the CPU): --kernels takes whole names, and an unknown one ("marlin-fp", a prefix of real names) is
-# an error that names it and lists the valid ones; an unknown flag prints the usage. Prints ok /
+# the CPU): --kernels takes whole names (and the read rows' names), and an unknown one
+# ("marlin-fp", a prefix of real names) is an error that names it and lists the valid ones; an
+# unknown flag prints the usage. Prints ok /
 # not ok / skip.
 set -u
 BUILD=${QSERVE_BUILD:-build}
 TOOL=$BUILD/bench_kernels
-names="unknown_kernel unknown_flag"
+names="unknown_kernel read_rows unknown_flag"
 if [ ! -x "$TOOL" ]; then
   for n in $names; do echo "skip $n: $TOOL is not built (a build without CUDA has no bench_kernels)"; done
   exit 0
@@ -18,6 +19,10 @@ check() { if [ "$2" = 0 ]; then echo "ok $1"; else echo "not ok $1${3:+: $3}"; f
 "$TOOL" --kernels marlin-fp8,marlin-fp >/dev/null 2>"$TMP/e1.txt"
 rc=$?; [ $rc = 2 ] && grep -q "unknown kernel 'marlin-fp'" "$TMP/e1.txt" && grep -q "marlin-fp8-ordered" "$TMP/e1.txt"
 check unknown_kernel $? "rc $rc: $(head -c 300 "$TMP/e1.txt")"
+# the read rows' own names pass the check (the run then stops at "no CUDA device", or runs on a GPU)
+"$TOOL" --kernels read-fp8-bytes,read-nvfp4-bytes,marlin-fp8 --m 1 --iters 1 >/dev/null 2>"$TMP/e3.txt"
+! grep -q "unknown kernel" "$TMP/e3.txt"
+check read_rows $? "$(head -c 300 "$TMP/e3.txt")"
 "$TOOL" --bogus >/dev/null 2>"$TMP/e2.txt"
 rc=$?; [ $rc = 2 ] && grep -q "usage: bench_kernels" "$TMP/e2.txt"
 check unknown_flag $? "rc $rc: $(head -c 300 "$TMP/e2.txt")"
