@@ -210,17 +210,25 @@ static void naive(const float *q, const float *k, const float *v, int n, int hd,
     }
 }
 
-static void paged_attention_matches_naive(void **state)
+/* A one-layer CPU KV cache of `blocks` blocks for kv_heads x head_dim. */
+static qs_kv_cache *cpu_cache(int kv_heads, int head_dim, int blocks)
 {
-    enum { H = 4, KVH = 2, HD = 8, L0 = 20, L1 = 35, T = L0 + L1 };
     qs_model_config mc;
     memset(&mc, 0, sizeof(mc));
     mc.num_layers = 1;
-    mc.num_kv_heads = KVH;
-    mc.head_dim = HD;
+    mc.num_kv_heads = kv_heads;
+    mc.head_dim = head_dim;
     qs_kv_cache *kv;
     qs_err err;
-    assert_int_equal(qs_kv_cache_create(&mc, QS_PLATFORM_CPU, 8, &kv, &err), 0);
+    assert_int_equal(qs_kv_cache_create(&mc, QS_PLATFORM_CPU, blocks, &kv, &err), 0);
+    return kv;
+}
+
+static void paged_attention_matches_naive(void **state)
+{
+    enum { H = 4, KVH = 2, HD = 8, L0 = 20, L1 = 35, T = L0 + L1 };
+    qs_kv_cache *kv = cpu_cache(KVH, HD, 8);
+    qs_err err;
     /* sequence 0: blocks 5, 1; sequence 1: blocks 6, 0, 3 */
     int32_t tables[2 * 3] = {5, 1, 0, 6, 0, 3};
     float *q = malloc(sizeof(float) * T * H * HD), *k = malloc(sizeof(float) * T * KVH * HD);
@@ -289,14 +297,8 @@ static void paged_attention_matches_naive(void **state)
 static void paged_attention_ordered_rows(void **state)
 {
     enum { H = 8, KVH = 2, HD = 16, T = 21, W = H * HD };
-    qs_model_config mc;
-    memset(&mc, 0, sizeof(mc));
-    mc.num_layers = 1;
-    mc.num_kv_heads = KVH;
-    mc.head_dim = HD;
-    qs_kv_cache *kv;
+    qs_kv_cache *kv = cpu_cache(KVH, HD, 4);
     qs_err err;
-    assert_int_equal(qs_kv_cache_create(&mc, QS_PLATFORM_CPU, 4, &kv, &err), 0);
     int32_t tables[2] = {3, 1}, seq[T], pos[T], slots[T];
     static float q[T * W], k[T * KVH * HD], v[T * KVH * HD], nat[T * W], ord[T * W];
     for (int i = 0; i < T * W; i++)
