@@ -3,11 +3,14 @@
 // attention: one CTA per (token, query head, KV split); its warps stride over the split's share
 // of the positions the token may see (sliding window honoured), each keeping an online softmax
 // (running max, sum and weighted V in FP32, one dimension slice per lane); the warps' results are
-// merged in shared memory. When there are too few (token, head) pairs to fill the GPU — decode
-// of a few sequences — the positions are split across CTAs (split-KV) and a second kernel merges
-// the splits' softmax states. Output rows go in the order o_proj's kernel reads (ops/act_order.h). Runs of >= 16 tokens of one sequence (prefill chunks) go to the
-// tensor-core kernel of attention_prefill.cu instead (QSERVE_ATTN_PREFILL=0: not). KV writes
-// skip negative slots: the dummy rows that pad a decode batch up to its graph's size.
+// merged in shared memory. Where the query heads group evenly over the KV heads (GQA, 1/2/4/8 a
+// KV head) a grouped kernel serves a KV head's query heads from one K/V load instead
+// (QSERVE_ATTN_GROUPED=0: not). When there are too few CTAs to fill the GPU — decode of a few
+// sequences — the positions are split across CTAs (split-KV) and a second kernel merges the
+// splits' softmax states. Output rows go in the order o_proj's kernel reads (ops/act_order.h).
+// Runs of >= 16 tokens of one sequence (prefill chunks) go to the tensor-core kernel of
+// attention_prefill.cu instead (QSERVE_ATTN_PREFILL=0: not). KV writes skip negative slots: the
+// dummy rows that pad a decode batch up to its graph's size.
 #include <cuda_bf16.h>
 #include <math.h>
 #include <stdlib.h>
@@ -152,15 +155,18 @@ __global__ void __launch_bounds__(kWarps * 32)
     }
 }
 
+// Warps of a grouped CTA (below): 8, or 4 where G * chunks >= 8 to keep its merge's shared memory
+// within 32 KB.
+constexpr int grouped_warps(int g, int chunks) { return g * chunks >= 8 ? 4 : 8; }
+
 // The same attention with one CTA per (token, KV head, KV split) for the G query heads that share
 // the KV head (GQA): each K and V row is loaded once for all G instead of once per query head, the
 // grid is G times smaller (Llama-3.1-8B at 56 tokens: 448 CTAs, not 1792, one wave), and each warp
 // loads the rows of two positions before it reduces either, so two loads are in flight. The
 // splits' states go to the same partial buffers as attention_kernel's (rows t * n_heads + h).
 // kChunks: 128-dimension chunks of a head (1: head_dim <= 128, 2: <= 256), so that a head of 128
-// holds no registers for dimensions it lacks; kW warps (8, or 4 where G * kChunks >= 8 to keep the
-// merge's shared memory within 32 KB).
-template <int G, int kChunks, int kW>
+// holds no registers for dimensions it lacks; kW warps: grouped_warps.
+template <int G, int kChunks, int kW = grouped_warps(G, kChunks)>
 __global__ void __launch_bounds__(kW * 32)
     attention_grouped_kernel(bf16 *out, float *part_ml, float *part_acc, const bf16 *q, const bf16 *kc,
                              const bf16 *vc, const int32_t *tok_seq, const int32_t *tok_pos,
@@ -362,7 +368,7 @@ static int attention_cuda_cores(void *out, const void *q, const void *k_cache, c
     const int group = n_heads / n_kv_heads;
     const bool grouped = !(grouped_env && !strcmp(grouped_env, "0")) &&
                          (group == 1 || group == 2 || group == 4 || group == 8) && head_dim % 4 == 0;
-    const int chunks = head_dim <= 128 ? 1 : 2, warps = grouped && group * chunks < 8 ? 8 : kWarps;
+    const int chunks = head_dim <= 128 ? 1 : 2, warps = grouped ? grouped_warps(group, chunks) : kWarps;
     // (token, head) CTAs before splits, and their warps: split the positions until ~16 warps an SM
     const int64_t ctas = grouped ? b->n_tokens * n_kv_heads : pairs;
     const int64_t target_ctas = (int64_t)4 * sm_count * kWarps / warps;
@@ -382,21 +388,21 @@ static int attention_cuda_cores(void *out, const void *q, const void *k_cache, c
     cudaStream_t s = qs_cuda_stream();
     if (grouped) {
         dim3 grid((unsigned)b->n_tokens, (unsigned)n_kv_heads, (unsigned)splits);
-        auto launch = [&](auto kernel, int threads) {
-            kernel<<<grid, threads, 0, s>>>((bf16 *)out, part_ml, part_acc, (const bf16 *)q, (const bf16 *)k_cache,
+        auto launch = [&](auto kernel) {
+            kernel<<<grid, warps * 32, 0, s>>>((bf16 *)out, part_ml, part_acc, (const bf16 *)q, (const bf16 *)k_cache,
                                             (const bf16 *)v_cache, b->tok_seq, b->tok_pos, b->block_tables,
                                             b->max_blocks, n_heads, n_kv_heads, head_dim, scale, b->sliding_window,
                                             order);
         };
         switch (group * 10 + chunks) {
-        case 11: launch(attention_grouped_kernel<1, 1, 8>, 256); break;
-        case 21: launch(attention_grouped_kernel<2, 1, 8>, 256); break;
-        case 41: launch(attention_grouped_kernel<4, 1, 8>, 256); break;
-        case 81: launch(attention_grouped_kernel<8, 1, 4>, 128); break;
-        case 12: launch(attention_grouped_kernel<1, 2, 8>, 256); break;
-        case 22: launch(attention_grouped_kernel<2, 2, 8>, 256); break;
-        case 42: launch(attention_grouped_kernel<4, 2, 4>, 128); break;
-        default: launch(attention_grouped_kernel<8, 2, 4>, 128); break;
+        case 11: launch(attention_grouped_kernel<1, 1>); break;
+        case 21: launch(attention_grouped_kernel<2, 1>); break;
+        case 41: launch(attention_grouped_kernel<4, 1>); break;
+        case 81: launch(attention_grouped_kernel<8, 1>); break;
+        case 12: launch(attention_grouped_kernel<1, 2>); break;
+        case 22: launch(attention_grouped_kernel<2, 2>); break;
+        case 42: launch(attention_grouped_kernel<4, 2>); break;
+        default: launch(attention_grouped_kernel<8, 2>); break;
         }
     } else {
         dim3 grid((unsigned)b->n_tokens, (unsigned)n_heads, (unsigned)splits);

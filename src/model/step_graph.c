@@ -7,9 +7,9 @@
  *    mixed steps, and batches beyond QS_GRAPH_MAX_SEQS, run eagerly as before.
  *  - Buckets: a batch of n sequences runs in the graph of the next bucket (1, 2, 4, 8, 16, 24,
  *    ... every multiple of 8, up to max-num-seqs), padded with dummy rows (step_graph_plan.h)
- *    whose outputs are ignored and whose KV writes are skipped. Padding changes nothing in the real rows except where a layer
- *    quantizes its activations with one dynamic scale over the whole batch: then every batch
- *    size is a bucket of its own and nothing is padded.
+ *    whose outputs are ignored and whose KV writes are skipped. Padding changes nothing in the
+ *    real rows except where a layer quantizes its activations with one dynamic scale over the
+ *    whole batch: then every batch size is a bucket of its own and nothing is padded.
  *  - Fixed buffers: everything that changes per step lives in one device buffer (token ids,
  *    positions, KV slots, block tables of a fixed row stride), refreshed before each replay by
  *    two asynchronous copies from page-locked memory on the model's stream. The graphs bind

@@ -30,7 +30,8 @@ typedef struct qs_graph_plan {
 } qs_graph_plan;
 
 /* The buckets are 1, 2, 4, 8, 16, 24, 32, ... (every multiple of 8 from 8) below max_seqs, then
- * max_seqs itself; with exact, every size from 1 to max_seqs. max_num_seqs and blocks_per_seq must be positive. */
+ * max_seqs itself; with exact, every size from 1 to max_seqs. max_num_seqs and blocks_per_seq
+ * must be positive. */
 int qs_graph_plan_init(qs_graph_plan *p, int max_num_seqs, int blocks_per_seq, bool exact, qs_err *err);
 /* The bucket of a decode batch of n sequences: its index (0 .. n_buckets - 1) with its size in
  * *size, or -1 when no graph serves n (n < 1 or n > max_seqs). */

@@ -161,7 +161,7 @@ static void test_qkv_rope_cache(int64_t T, int n_heads, int n_kv, int head_dim)
     for (int64_t i = 0; i < n_slots; i++)
         perm[i] = (int32_t)i;
     for (int64_t i = n_slots - 1; i > 0; i--) {
-        int64_t j = (int64_t)(qs_test_frand(&g_rng) * 0.5f * (float)(i + 1) + 0.5f * (float)(i + 1)) % (i + 1);
+        int64_t j = (int64_t)((qs_test_frand(&g_rng) + 1.0f) * 0.5f * (float)(i + 1)) % (i + 1);
         int32_t t = perm[i];
         perm[i] = perm[j], perm[j] = t;
     }

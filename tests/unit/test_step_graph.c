@@ -1,7 +1,8 @@
 /* test_step_graph.c — decode-step graphs without a GPU.
  *  - The bookkeeping of model/step_graph_plan.c: which bucket a batch maps to (1, 2, 4, then
- *    every multiple of 8 up to max-num-seqs, exact sizes when padding is unsafe, none beyond the cap), the fixed index
- *    buffer's layout, which steps qualify, and how a step and its dummy rows fill the buffer.
+ *    every multiple of 8 up to max-num-seqs, exact sizes when padding is unsafe, none beyond the
+ *    cap), the fixed index buffer's layout, which steps qualify, and how a step and its dummy
+ *    rows fill the buffer.
  *  - QSERVE_CUDA_GRAPHS: a bad value is an error naming it; the CPU ignores it.
  *  - model/step_graph.c on stories260K over the CPU ops plus a stand-in graph device whose
  *    "capture" runs the work as it is issued: the warm-up step (padded with a dummy row, over the
