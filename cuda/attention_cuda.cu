@@ -18,6 +18,7 @@
 
 #include "attention_prefill.h"
 #include "cuda_check.h"
+#include "launch_pdl.cuh"
 #include "cuda_stream.h"
 #include "scratch.h"
 #include "qs_cuda.h"
@@ -70,6 +71,7 @@ __global__ void __launch_bounds__(kWarps * 32)
                      const int32_t *tok_seq, const int32_t *tok_pos, const int32_t *block_tables, int max_blocks,
                      int n_heads, int n_kv, int head_dim, float scale, int window, qs_act_order order)
 {
+    qs_pdl_wait_then_release();
     int t = blockIdx.x, h = blockIdx.y, split = blockIdx.z, splits = gridDim.z;
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     int kvh = h / (n_heads / n_kv);
@@ -173,6 +175,7 @@ __global__ void __launch_bounds__(kW * 32)
                              const int32_t *block_tables, int max_blocks, int n_heads, int n_kv, int head_dim,
                              float scale, int window, qs_act_order order)
 {
+    qs_pdl_wait_then_release();
     int t = blockIdx.x, kvh = blockIdx.y, split = blockIdx.z, splits = gridDim.z;
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     int begin, end;
@@ -302,6 +305,7 @@ __global__ void __launch_bounds__(kW * 32)
 __global__ void split_merge_kernel(bf16 *out, const float *part_ml, const float *part_acc, int splits, int n_heads,
                                    int head_dim, qs_act_order order)
 {
+    qs_pdl_wait_then_release();
     __shared__ float sm_weight[32], sm_total;
     int64_t row = blockIdx.x;
     int64_t t = row / n_heads, h = row % n_heads;
@@ -389,33 +393,35 @@ static int attention_cuda_cores(void *out, const void *q, const void *k_cache, c
     if (grouped) {
         dim3 grid((unsigned)b->n_tokens, (unsigned)n_kv_heads, (unsigned)splits);
         auto launch = [&](auto kernel) {
-            kernel<<<grid, warps * 32, 0, s>>>((bf16 *)out, part_ml, part_acc, (const bf16 *)q, (const bf16 *)k_cache,
-                                            (const bf16 *)v_cache, b->tok_seq, b->tok_pos, b->block_tables,
-                                            b->max_blocks, n_heads, n_kv_heads, head_dim, scale, b->sliding_window,
-                                            order);
+            return qs_launch_pdl(kernel, grid, dim3(warps * 32), 0, s, qs_ops_pdl(), (bf16 *)out, part_ml, part_acc,
+                                 (const bf16 *)q, (const bf16 *)k_cache, (const bf16 *)v_cache, b->tok_seq, b->tok_pos,
+                                 b->block_tables, b->max_blocks, n_heads, n_kv_heads, head_dim, scale,
+                                 b->sliding_window, order);
         };
+        cudaError_t rc;
         switch (group * 10 + chunks) {
-        case 11: launch(attention_grouped_kernel<1, 1>); break;
-        case 21: launch(attention_grouped_kernel<2, 1>); break;
-        case 41: launch(attention_grouped_kernel<4, 1>); break;
-        case 81: launch(attention_grouped_kernel<8, 1>); break;
-        case 12: launch(attention_grouped_kernel<1, 2>); break;
-        case 22: launch(attention_grouped_kernel<2, 2>); break;
-        case 42: launch(attention_grouped_kernel<4, 2>); break;
-        default: launch(attention_grouped_kernel<8, 2>); break;
+        case 11: rc = launch(attention_grouped_kernel<1, 1>); break;
+        case 21: rc = launch(attention_grouped_kernel<2, 1>); break;
+        case 41: rc = launch(attention_grouped_kernel<4, 1>); break;
+        case 81: rc = launch(attention_grouped_kernel<8, 1>); break;
+        case 12: rc = launch(attention_grouped_kernel<1, 2>); break;
+        case 22: rc = launch(attention_grouped_kernel<2, 2>); break;
+        case 42: rc = launch(attention_grouped_kernel<4, 2>); break;
+        default: rc = launch(attention_grouped_kernel<8, 2>); break;
         }
+        QS_CUDA_TRY(rc, err);
     } else {
         dim3 grid((unsigned)b->n_tokens, (unsigned)n_heads, (unsigned)splits);
-        attention_kernel<<<grid, kWarps * 32, 0, s>>>((bf16 *)out, part_ml, part_acc, (const bf16 *)q,
-                                                      (const bf16 *)k_cache, (const bf16 *)v_cache, b->tok_seq,
-                                                      b->tok_pos, b->block_tables, b->max_blocks, n_heads, n_kv_heads,
-                                                      head_dim, scale, b->sliding_window, order);
+        QS_CUDA_TRY(qs_launch_pdl(attention_kernel, grid, dim3(kWarps * 32), 0, s, qs_ops_pdl(), (bf16 *)out, part_ml,
+                                  part_acc, (const bf16 *)q, (const bf16 *)k_cache, (const bf16 *)v_cache, b->tok_seq,
+                                  b->tok_pos, b->block_tables, b->max_blocks, n_heads, n_kv_heads, head_dim, scale,
+                                  b->sliding_window, order),
+                    err);
     }
-    QS_LAUNCH_CHECK(err);
     if (splits > 1)
-        split_merge_kernel<<<(unsigned)pairs, 128, 0, s>>>((bf16 *)out, part_ml, part_acc, splits, n_heads, head_dim,
-                                                           order);
-    QS_LAUNCH_CHECK(err);
+        QS_CUDA_TRY(qs_launch_pdl(split_merge_kernel, dim3((unsigned)pairs), dim3(128), 0, s, qs_ops_pdl(), (bf16 *)out,
+                                  (const float *)part_ml, (const float *)part_acc, splits, n_heads, head_dim, order),
+                    err);
     return 0;
 }
 

@@ -23,4 +23,22 @@ cudaError_t qs_launch_pdl(Kernel kernel, dim3 grid, dim3 block, size_t smem, cud
     return cudaLaunchKernelEx(&cfg, kernel, args...);
 }
 
+// A kernel launched with pdl may run this first: it waits for the kernel before it on the stream to
+// finish (and its writes to be visible), then lets the kernel after it launch, so that kernel's
+// start overlaps this one. Every CTA must call it before anything else (a grid that ended without
+// waiting would let the kernel after it read what the one before has not written yet). No-op
+// before sm_90 and in kernels launched without pdl.
+__device__ __forceinline__ void qs_pdl_wait_then_release()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+    asm volatile("griddepcontrol.launch_dependents;\n" ::);
+#endif
+}
+
+// Whether the decode step's small ops (RMSNorm, SwiGLU, the q/k/v split with RoPE and the cache
+// write, decode attention) launch with pdl: sm_90 and later unless QSERVE_OPS_PDL=0 (read once;
+// ops_cuda.cu).
+bool qs_ops_pdl();
+
 #endif

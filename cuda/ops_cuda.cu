@@ -7,10 +7,13 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <mutex>
+#include <stdlib.h>
+#include <string.h>
 #include <vector>
 
 #include "cuda_check.h"
 #include "cuda_stream.h"
+#include "launch_pdl.cuh"
 #include "qs_cuda_ops.h"
 #include "rope_pair.cuh"
 
@@ -159,6 +162,7 @@ __device__ float block_sum(float v)
 __global__ void rmsnorm_kernel(bf16 *out, const bf16 *x, bf16 *residual, const bf16 *w, int64_t d, float eps,
                                qs_act_order order)
 {
+    qs_pdl_wait_then_release();
     int64_t row = blockIdx.x;
     const bf16 *xr = x + row * d;
     bf16 *rr = residual ? residual + row * d : nullptr;
@@ -189,6 +193,7 @@ template <int kPairs>
 __global__ void rmsnorm_pairs_kernel(bf16 *out, const bf16 *x, bf16 *residual, const bf16 *w, int64_t d, float eps,
                                      qs_act_order order)
 {
+    qs_pdl_wait_then_release();
     typedef __nv_bfloat162 bf16x2;
     int64_t row = blockIdx.x;
     const int64_t pairs = d / 2;
@@ -232,28 +237,30 @@ int threads_for_row(int64_t d) { return d >= 1024 ? 1024 : (d >= 256 ? 256 : 64)
 
 // rows of d through the pairs kernel where a thread's share fits its registers (d even, up to 8192
 // with 1024 threads), else rmsnorm_kernel.
-void launch_rmsnorm(bf16 *out, const bf16 *x, bf16 *residual, const bf16 *w, int64_t rows, int64_t d, float eps,
-                    qs_act_order order)
+cudaError_t launch_rmsnorm(bf16 *out, const bf16 *x, bf16 *residual, const bf16 *w, int64_t rows, int64_t d,
+                          float eps, qs_act_order order)
 {
     const int threads = threads_for_row(d);
     const int64_t per_thread = (d / 2 + threads - 1) / threads;
-    cudaStream_t s = qs_cuda_stream();
+    auto launch = [&](auto kernel) {
+        return qs_launch_pdl(kernel, dim3((unsigned)rows), dim3(threads), 0, qs_cuda_stream(), qs_ops_pdl(), out, x,
+                             residual, w, d, eps, order);
+    };
     if (d % 2 == 0 && per_thread == 1)
-        rmsnorm_pairs_kernel<1><<<(unsigned)rows, threads, 0, s>>>(out, x, residual, w, d, eps, order);
-    else if (d % 2 == 0 && per_thread == 2)
-        rmsnorm_pairs_kernel<2><<<(unsigned)rows, threads, 0, s>>>(out, x, residual, w, d, eps, order);
-    else if (d % 2 == 0 && per_thread <= 4)
-        rmsnorm_pairs_kernel<4><<<(unsigned)rows, threads, 0, s>>>(out, x, residual, w, d, eps, order);
-    else
-        rmsnorm_kernel<<<(unsigned)rows, threads, 0, s>>>(out, x, residual, w, d, eps, order);
+        return launch(rmsnorm_pairs_kernel<1>);
+    if (d % 2 == 0 && per_thread == 2)
+        return launch(rmsnorm_pairs_kernel<2>);
+    if (d % 2 == 0 && per_thread <= 4)
+        return launch(rmsnorm_pairs_kernel<4>);
+    return launch(rmsnorm_kernel);
 }
 
 int cuda_rmsnorm(void *out, const void *x, const void *w, int64_t rows, int64_t d, float eps, qs_err *err)
 {
     if (rows == 0)
         return 0;
-    launch_rmsnorm((bf16 *)out, (const bf16 *)x, nullptr, (const bf16 *)w, rows, d, eps, QS_ACT_NATURAL);
-    QS_LAUNCH_CHECK(err);
+    QS_CUDA_TRY(launch_rmsnorm((bf16 *)out, (const bf16 *)x, nullptr, (const bf16 *)w, rows, d, eps, QS_ACT_NATURAL),
+                err);
     return 0;
 }
 
@@ -264,8 +271,8 @@ int cuda_add_rmsnorm(void *residual, const void *x, void *out, const void *w, in
         return -1;
     if (rows == 0)
         return 0;
-    launch_rmsnorm((bf16 *)out, (const bf16 *)x, (bf16 *)residual, (const bf16 *)w, rows, d, eps, order);
-    QS_LAUNCH_CHECK(err);
+    QS_CUDA_TRY(launch_rmsnorm((bf16 *)out, (const bf16 *)x, (bf16 *)residual, (const bf16 *)w, rows, d, eps, order),
+                err);
     return 0;
 }
 
@@ -418,3 +425,16 @@ const qs_ops kCudaOps = {
 } // namespace
 
 extern "C" const qs_ops *qs_ops_cuda(void) { return &kCudaOps; }
+
+bool qs_ops_pdl()
+{
+    static int on = -1; // every thread computes the same value: a race here is harmless
+    if (on < 0) {
+        int dev = 0, major = 0;
+        const char *env = getenv("QSERVE_OPS_PDL");
+        on = cudaGetDevice(&dev) == cudaSuccess &&
+             cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess && major >= 9 &&
+             !(env && !strcmp(env, "0"));
+    }
+    return on == 1;
+}

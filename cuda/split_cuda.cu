@@ -8,6 +8,7 @@
 
 #include "cuda_check.h"
 #include "cuda_stream.h"
+#include "launch_pdl.cuh"
 #include "qs_cuda_ops.h"
 #include "rope_pair.cuh"
 
@@ -51,6 +52,7 @@ __device__ inline float swiglu_of(float g, float u)
 
 __global__ void swiglu_gate_up_kernel(bf16 *out, const bf16 *gate_up, int64_t rows, int64_t n, qs_act_order order)
 {
+    qs_pdl_wait_then_release();
     int64_t stride = (int64_t)gridDim.x * blockDim.x;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < rows * n; i += stride) {
         int64_t r = i / n, c = i % n;
@@ -65,6 +67,7 @@ __global__ void swiglu_gate_up_kernel(bf16 *out, const bf16 *gate_up, int64_t ro
 __global__ void swiglu_gate_up_pairs_kernel(bf16 *out, const bf16 *gate_up, int64_t rows, int64_t n,
                                             qs_act_order order)
 {
+    qs_pdl_wait_then_release();
     typedef __nv_bfloat162 bf16x2;
     const int64_t pairs = n / 2;
     for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
@@ -86,6 +89,7 @@ __global__ void qkv_rope_cache_kernel(bf16 *q, bf16 *kc, bf16 *vc, const bf16 *q
                                       const int32_t *slots, const float *inv_freq, int64_t n_tokens, int n_heads,
                                       int n_kv, int head_dim)
 {
+    qs_pdl_wait_then_release();
     const int half = head_dim / 2, heads = n_heads + 2 * n_kv;
     const int j = blockIdx.x * blockDim.x + threadIdx.x;
     if (j >= heads * half)
@@ -133,16 +137,12 @@ extern "C" int qs_cuda_swiglu_gate_up(void *out, const void *gate_up, int64_t ro
         return -1;
     if (rows <= 0)
         return 0;
-    if (n % 2 == 0) {
-        const int64_t pairs = n / 2;
-        dim3 grid((unsigned)((pairs + 255) / 256), (unsigned)(rows < 65535 ? rows : 65535));
-        swiglu_gate_up_pairs_kernel<<<grid, 256, 0, qs_cuda_stream()>>>((bf16 *)out, (const bf16 *)gate_up, rows, n,
-                                                                         order);
-    } else {
-        swiglu_gate_up_kernel<<<grid_for(rows * n, 256), 256, 0, qs_cuda_stream()>>>(
-            (bf16 *)out, (const bf16 *)gate_up, rows, n, order);
-    }
-    QS_LAUNCH_CHECK(err);
+    const bool pairs = n % 2 == 0;
+    const dim3 grid = pairs ? dim3((unsigned)((n / 2 + 255) / 256), (unsigned)(rows < 65535 ? rows : 65535))
+                            : dim3((unsigned)grid_for(rows * n, 256));
+    QS_CUDA_TRY(qs_launch_pdl(pairs ? swiglu_gate_up_pairs_kernel : swiglu_gate_up_kernel, grid, dim3(256), 0,
+                              qs_cuda_stream(), qs_ops_pdl(), (bf16 *)out, (const bf16 *)gate_up, rows, n, order),
+                err);
     return 0;
 }
 
@@ -155,9 +155,9 @@ extern "C" int qs_cuda_qkv_rope_cache(void *q, void *k_cache, void *v_cache, con
         return qs_errf(err, "qkv_rope_cache: head_dim %d is odd", head_dim);
     const int per_token = (n_heads + 2 * n_kv_heads) * (head_dim / 2);
     dim3 grid((unsigned)((per_token + 255) / 256), (unsigned)(b->n_tokens < 65535 ? b->n_tokens : 65535));
-    qkv_rope_cache_kernel<<<grid, 256, 0, qs_cuda_stream()>>>(
-        (bf16 *)q, (bf16 *)k_cache, (bf16 *)v_cache, (const bf16 *)qkv, b->tok_pos, b->slot_mapping,
-        (const float *)inv_freq, b->n_tokens, n_heads, n_kv_heads, head_dim);
-    QS_LAUNCH_CHECK(err);
+    QS_CUDA_TRY(qs_launch_pdl(qkv_rope_cache_kernel, grid, dim3(256), 0, qs_cuda_stream(), qs_ops_pdl(), (bf16 *)q,
+                              (bf16 *)k_cache, (bf16 *)v_cache, (const bf16 *)qkv, b->tok_pos, b->slot_mapping,
+                              (const float *)inv_freq, b->n_tokens, n_heads, n_kv_heads, head_dim),
+                err);
     return 0;
 }
