@@ -39,8 +39,6 @@ struct Layer {
     int64_t n, k;            // the layer's shape
     int64_t n_pad, k_pad;    // packed shape: n up to 16 rows, k up to the kernel's k step (zeros)
     uint8_t *w;              // packed weight units
-    uint8_t *wb;             // FP8: the same units in the paired packing (pack_fp8_bytes), or NULL
-                             // (QSERVE_MARLIN_PAIR=1 at prepare: marlin_pair.cu)
     uint8_t *sc;             // NVFP4: packed E5M3 scale codes
     float *colscale;         // FP8 per-tensor (stride 0) or per-channel (stride 1) scale; NULL for block
     int colscale_stride;
@@ -52,9 +50,6 @@ struct Layer {
 // Host-side repacking (marlin_pack.cu). dst sizes: n*k bytes (FP8), n*k/2 (NVFP4 weights),
 // n*k/16 (NVFP4 scales). Inputs are the checkpoint's row-major bytes.
 void pack_fp8(const uint8_t *w, int64_t n, int64_t k, uint8_t *dst);
-// The paired kernel's FP8 packing (marlin_pair.cu): the same 512-byte units in the same order, each
-// lane's 16 bytes the E4M3 bytes of its FP8 wgmma A fragment (no bit spreading, natural k).
-void pack_fp8_bytes(const uint8_t *w, int64_t n, int64_t k, uint8_t *dst);
 void pack_nvfp4(const uint8_t *w, const uint8_t *scale_e4m3, int64_t n, int64_t k, uint8_t *dst_w, uint8_t *dst_sc);
 // The E5M3 code of an E4M3 magnitude byte (1..0x7E); see marlin_pack.cu.
 uint8_t e5m3_code(uint8_t e4m3_magnitude);
@@ -124,13 +119,6 @@ bool stream_permutes(const Layer &l, int64_t m, int sms, bool ordered);
 // A device buffer of at least n BF16 for the wgmma and stream kernels' permuted activations (NULL and err set
 // when it would have to grow during a CUDA graph capture).
 __nv_bfloat16 *permuted_activations(size_t n, qs_err *err);
-
-// The paired FP8 path's activations (marlin_pair.cu): the bytes a step of m tokens needs (hi and
-// lo rows, m x k_pad E4M3 each, then the factors, k_pad / 128 rows of m rounded up to 4 floats),
-// and the split of x (m rows, stride xs) into them.
-size_t pair_bytes(const Layer &l, int64_t m);
-int pair_split(const Layer &l, const __nv_bfloat16 *x, int64_t xs, int64_t m, uint8_t *pairs, cudaStream_t s,
-               qs_err *err);
 
 // Grows the split-K workspace and the wgmma kernel's permuted activation copy so that a layer can run
 // steps of up to m_max tokens without growing them (no allocation during a CUDA graph capture).

@@ -581,7 +581,7 @@ qs_act_order input_order(const Layer &l, int64_t m)
     qs_err ignored;
     // (the packed order needs whole 128-k stages: k_pad == k; a device whose facts cannot be read
     // gets natural order, and gemm reports the error)
-    if (m <= 0 || l.wb || l.k_pad != l.k || l.k % 128 != 0 || runtime(&rt, &ignored) || !stream_takes(l, m, rt, true) ||
+    if (m <= 0 || l.k_pad != l.k || l.k % 128 != 0 || runtime(&rt, &ignored) || !stream_takes(l, m, rt, true) ||
         !stream_permutes(l, m, rt.sms, true))
         return QS_ACT_NATURAL;
     return l.fp4 ? QS_ACT_MARLIN_FP4 : QS_ACT_MARLIN_FP8;

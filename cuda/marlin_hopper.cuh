@@ -70,55 +70,44 @@ __device__ __forceinline__ void fence_async_shared()
 
 // d (64 x NT, this warp's 16 rows) += A (this warp's 16 rows x k16, registers) * B (k16 x NT, smem).
 template <int NT> __device__ __forceinline__ void wgmma_acc(float (&d)[NT / 2], const uint32_t a[4], uint64_t desc);
-// The same on FP8 (E4M3) tensor cores, k32: A's four registers hold 4 E4M3 each (row r, k 4c..4c+3;
-// row r + 8; then k + 16 for both: lane = 4r + c), B is K-major E4M3 in shared memory.
-template <int NT> __device__ __forceinline__ void wgmma_acc_e4m3(float (&d)[NT / 2], const uint32_t a[4], uint64_t desc);
 
-// One specialization per token tile and operand type: the instruction names its n, and its
-// accumulators are separate operands (D_REGS: their operand numbers, then A's four and the
-// descriptor's). The tiles, as X(N, D_REGS, A_REGS, DESC_REG, accumulator operands):
+// One specialization per token tile: the instruction names its n, and its accumulators are
+// separate operands (D_REGS: their operand numbers, then A's four and the descriptor's).
 #ifdef QS_WGMMA
 #define QS_WGMMA_ASM(...) asm volatile(__VA_ARGS__)
 #else
 #define QS_WGMMA_ASM(...)
 #endif
 #define QS_D4(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3])
-#define QS_WGMMA_TILES(X)                                                                                              \
-    X(64, "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"                                                    \
-          "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31", "%32,%33,%34,%35", "%36",                \
-      QS_D4(0), QS_D4(4), QS_D4(8), QS_D4(12), QS_D4(16), QS_D4(20), QS_D4(24), QS_D4(28))                             \
-    X(56, "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"                                                    \
-          "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27", "%28,%29,%30,%31", "%32",                                \
-      QS_D4(0), QS_D4(4), QS_D4(8), QS_D4(12), QS_D4(16), QS_D4(20), QS_D4(24))                                        \
-    X(48, "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"                                                    \
-          "%16,%17,%18,%19,%20,%21,%22,%23", "%24,%25,%26,%27", "%28",                                                \
-      QS_D4(0), QS_D4(4), QS_D4(8), QS_D4(12), QS_D4(16), QS_D4(20))                                                   \
-    X(40, "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"                                                    \
-          "%16,%17,%18,%19", "%20,%21,%22,%23", "%24",                                                                \
-      QS_D4(0), QS_D4(4), QS_D4(8), QS_D4(12), QS_D4(16))                                                              \
-    X(32, "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15", "%16,%17,%18,%19", "%20",                          \
-      QS_D4(0), QS_D4(4), QS_D4(8), QS_D4(12))                                                                         \
-    X(24, "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11", "%12,%13,%14,%15", "%16", QS_D4(0), QS_D4(4), QS_D4(8))            \
-    X(16, "%0,%1,%2,%3,%4,%5,%6,%7", "%8,%9,%10,%11", "%12", QS_D4(0), QS_D4(4))
-#define QS_WGMMA_ONE(FN, N, SHAPE_TYPES, TAIL, D_REGS, A_REGS, DESC_REG, ...)                                         \
+#define QS_WGMMA_ACC(N, D_REGS, A_REGS, DESC_REG, ...)                                                                 \
     template <>                                                                                                        \
-    __device__ __forceinline__ void FN<N>(float(&d)[N / 2], const uint32_t a[4], uint64_t desc)                        \
+    __device__ __forceinline__ void wgmma_acc<N>(float(&d)[N / 2], const uint32_t a[4], uint64_t desc)                 \
     {                                                                                                                  \
         QS_WGMMA_ASM("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"                                                       \
-                     "wgmma.mma_async.sync.aligned.m64n" #N SHAPE_TYPES " "                                            \
-                     "{" D_REGS "}, {" A_REGS "}, " DESC_REG ", p, " TAIL ";\n}\n"                                   \
+                     "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32.bf16.bf16 "                                       \
+                     "{" D_REGS "}, {" A_REGS "}, " DESC_REG ", p, 1, 1, 0;\n}\n"                                     \
                      : __VA_ARGS__                                                                                     \
                      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));                                          \
     }
-// BF16: scale-d, A and B unscaled, B not transposed (K-major); E4M3: no transpose operand.
-#define QS_WGMMA_BF16(N, ...) QS_WGMMA_ONE(wgmma_acc, N, "k16.f32.bf16.bf16", "1, 1, 0", __VA_ARGS__)
-#define QS_WGMMA_E4M3(N, ...) QS_WGMMA_ONE(wgmma_acc_e4m3, N, "k32.f32.e4m3.e4m3", "1, 1", __VA_ARGS__)
-QS_WGMMA_TILES(QS_WGMMA_BF16)
-QS_WGMMA_TILES(QS_WGMMA_E4M3)
-#undef QS_WGMMA_BF16
-#undef QS_WGMMA_E4M3
-#undef QS_WGMMA_ONE
-#undef QS_WGMMA_TILES
+QS_WGMMA_ACC(64, "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
+             "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31", "%32,%33,%34,%35", "%36",
+             QS_D4(0), QS_D4(4), QS_D4(8), QS_D4(12), QS_D4(16), QS_D4(20), QS_D4(24), QS_D4(28))
+QS_WGMMA_ACC(56, "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
+             "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27", "%28,%29,%30,%31", "%32",
+             QS_D4(0), QS_D4(4), QS_D4(8), QS_D4(12), QS_D4(16), QS_D4(20), QS_D4(24))
+QS_WGMMA_ACC(48, "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
+             "%16,%17,%18,%19,%20,%21,%22,%23", "%24,%25,%26,%27", "%28",
+             QS_D4(0), QS_D4(4), QS_D4(8), QS_D4(12), QS_D4(16), QS_D4(20))
+QS_WGMMA_ACC(40, "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
+             "%16,%17,%18,%19", "%20,%21,%22,%23", "%24",
+             QS_D4(0), QS_D4(4), QS_D4(8), QS_D4(12), QS_D4(16))
+QS_WGMMA_ACC(32, "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15", "%16,%17,%18,%19", "%20",
+             QS_D4(0), QS_D4(4), QS_D4(8), QS_D4(12))
+QS_WGMMA_ACC(24, "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11", "%12,%13,%14,%15", "%16",
+             QS_D4(0), QS_D4(4), QS_D4(8))
+QS_WGMMA_ACC(16, "%0,%1,%2,%3,%4,%5,%6,%7", "%8,%9,%10,%11", "%12",
+             QS_D4(0), QS_D4(4))
+#undef QS_WGMMA_ACC
 #undef QS_D4
 #undef QS_WGMMA_ASM
 

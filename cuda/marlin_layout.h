@@ -41,12 +41,6 @@ QS_HD int fp4_logical_source_k(int j) { return fp4_unit_k((j % 8) / 2, j / 16, 2
 // Row (inside the 16-row strip) of register q of lane row r.
 QS_HD int unit_row(int r, int q) { return r + 8 * (q & 1); }
 
-// The paired FP8 layout (marlin_pair.cu: FP8 wgmma, weights as they are): byte b (0..15) of lane l's
-// 16 bytes of a unit (16 rows x 32 k, natural k order) is the k32 E4M3 A fragment's element
-// b % 4 of register b / 4: register q holds row r + 8 (q & 1), k 4c + 16 (q >> 1) .. + 3.
-QS_HD int e4m3_frag_row(int lane, int b) { return unit_row(lane >> 2, (b >> 2) & 1); }
-QS_HD int e4m3_frag_k(int lane, int b) { return 4 * (lane & 3) + 16 * (b >> 3) + (b & 3); }
-
 QS_HD uint32_t rotl32(uint32_t v, int s) { return (v << s) | (v >> (32 - s)); }
 
 // FP8: packed word w of a lane (w = 0..3) holds registers 2w (fp8_bits_lo) and 2w+1

@@ -79,7 +79,6 @@ void mar_release(void *state)
     if (!l)
         return;
     cudaFree(l->w);
-    cudaFree(l->wb);
     cudaFree(l->sc);
     cudaFree(l->colscale);
     cudaFree(l->blockscale);
@@ -135,24 +134,17 @@ int prepare_inner(const qs_linear_desc *d, Layer *l, qs_err *err)
         if (d->weight->nbytes < (size_t)(n * k))
             return qs_errf(err, "%s: FP8 weight tensor is smaller than %lld x %lld", d->name, (long long)n,
                            (long long)k);
-        std::vector<uint8_t> pw((size_t)(np * kp)), wsrc;
-        const uint8_t *src = w;
-        if (np != n || kp != k) {
-            wsrc.assign((size_t)(np * kp), 0);
+        std::vector<uint8_t> pw((size_t)(np * kp));
+        if (np == n && kp == k) {
+            qs_marlin::pack_fp8(w, n, k, pw.data());
+        } else {
+            std::vector<uint8_t> wsrc((size_t)(np * kp), 0);
             for (int64_t r = 0; r < n; r++)
                 memcpy(&wsrc[(size_t)(r * kp)], w + r * k, (size_t)k);
-            src = wsrc.data();
+            qs_marlin::pack_fp8(wsrc.data(), np, kp, pw.data());
         }
-        qs_marlin::pack_fp8(src, np, kp, pw.data());
         if (upload(pw, &l->w, err))
             return -1;
-        // The paired path (marlin_pair.cu), opt-in: a second copy of the weights in its packing,
-        // which the stream kernel's steps then run on (per-tensor and per-channel scales).
-        if (qs_marlin::env_int("QSERVE_MARLIN_PAIR", 0) && d->wscale != QS_WSCALE_BLOCK) {
-            qs_marlin::pack_fp8_bytes(src, np, kp, pw.data());
-            if (upload(pw, &l->wb, err))
-                return -1;
-        }
         if (d->wscale == QS_WSCALE_BLOCK) {
             l->block = true;
             const int64_t blocks = ((n + 127) / 128) * ((k + 127) / 128);

@@ -5,8 +5,6 @@
 // extraction, so the two cannot disagree.
 //
 // FP8 unit (16 rows x 32 k): lane word w holds registers 2w and 2w+1 (fp8_bits_lo / _hi).
-// Paired FP8 unit (16 rows x 32 k): the E4M3 bytes themselves, a lane's 16 the k32 FP8 wgmma
-// fragment (pack_fp8_bytes; marlin_layout.h, e4m3_frag_row / _k).
 // NVFP4 unit (16 rows x 64 k): lane word t is tile t, its registers fp4_bits(word, q).
 // Scales (NVFP4): E5M3 codes (below), 256 bytes per 16 rows x 256 k in fp4_scale_byte order.
 #include <math.h>
@@ -82,18 +80,6 @@ void pack_fp8(const uint8_t *w, int64_t n, int64_t k, uint8_t *dst)
                     memcpy(out + lane * 16 + word_i * 4, &word, 4);
                 }
             }
-        }
-}
-
-void pack_fp8_bytes(const uint8_t *w, int64_t n, int64_t k, uint8_t *dst)
-{
-    const int64_t units_k = k / kFp8UnitK;
-    for (int64_t nb = 0; nb < n / 16; nb++)
-        for (int64_t ku = 0; ku < units_k; ku++) {
-            uint8_t *out = dst + (nb * units_k + ku) * kUnitBytes;
-            for (int lane = 0; lane < 32; lane++)
-                for (int b = 0; b < 16; b++)
-                    out[lane * 16 + b] = w[(nb * 16 + e4m3_frag_row(lane, b)) * k + ku * kFp8UnitK + e4m3_frag_k(lane, b)];
         }
 }
 

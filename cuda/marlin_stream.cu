@@ -71,19 +71,10 @@ template <int NT> constexpr int kActStageBytes = NT * kStageK * 2; // a rewritte
 // static shared memory (an address known at link time, so no value lives across the stream loop
 // for it: such values cost the loop its uniform datapath, session 12), beside the dynamic rings.
 template <int NT> constexpr int kOutTileBytes = kStrips * NT * 16 * 2;
-// How a stage's activations reach the consumers:
-//   kViaRewrite: copied as they are into the staging ring, rewritten into wgmma's image (warps 10-13);
-//   kViaPermuted:  x already in the packer's k order: copied straight into the activation ring;
-//   kViaPairs:    FP8 weights in the paired packing on FP8 wgmma (marlin_pair.cu): x split into hi and
-//               lo E4M3 rows and a factor per (token, 128-k block), the three copied straight into
-//               an activation slot (hi, lo, then the factors; a slot stays 1024-byte aligned).
-enum ActPath { kViaRewrite, kViaPermuted, kViaPairs };
-template <int NT, ActPath A>
-constexpr int kActSlotBytes = kActStageBytes<NT> + (A == kViaPairs ? kAlign : 0);
-// Only the rewritten path has a staging ring.
-template <int NT, ActPath A = kViaRewrite>
-constexpr int kFixedSmem = kAlign + kBarrierBytes + kActStages * kActSlotBytes<NT, A> +
-                           (A == kViaRewrite ? kStagedStages * kActStageBytes<NT> : 0);
+// The rewrite-free variant (XP) has no staging ring: its activations go straight into the
+// activation ring.
+template <int NT, bool XP = false>
+constexpr int kFixedSmem = kAlign + kBarrierBytes + (kActStages + (XP ? 0 : kStagedStages)) * kActStageBytes<NT>;
 template <bool FP4, int NT>
 constexpr int kWeightStages =
     std::min(kMaxWeightStages, (kSmemBytes - kOutTileBytes<NT> - kFixedSmem<NT>) / kWeightStageBytes<FP4>);
@@ -144,7 +135,7 @@ template <int NT, bool XP> __device__ __forceinline__ int slice_offset(int s)
 // stage of 8 strips; scale_map (NVFP4): the scale codes as (256 bytes / 8, 256-k step, strip);
 // x_map: the activations as (k, token) BF16, one box = 64 k of p.x_rows tokens (at most the tile's
 // NT), 128-byte swizzle.
-template <bool FP4, int NT, ActPath A>
+template <bool FP4, int NT, bool XP>
 __global__ void __launch_bounds__(kThreads, 1)
     marlin_stream_kernel(const Params p, const __grid_constant__ CUtensorMap weight_map,
                          const __grid_constant__ CUtensorMap scale_map, const __grid_constant__ CUtensorMap x_map)
@@ -154,9 +145,6 @@ __global__ void __launch_bounds__(kThreads, 1)
     constexpr int STRIP_BYTES = kStripStageBytes<FP4>;
     constexpr int WSTAGE = kWeightStageBytes<FP4>;
     constexpr int ASTAGE = kActStageBytes<NT>;
-    constexpr int ASLOT = kActSlotBytes<NT, A>;
-    constexpr bool XP = A != kViaRewrite; // no staging ring, no rewrite
-    constexpr bool PAIRED = A == kViaPairs;
 #ifndef QS_WGMMA
     __trap(); // built for sm_90a only: the host launches it on compute capability 9.0 alone
 #endif
@@ -171,7 +159,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     const uint32_t x_full = a_empty + 8 * kActStages, x_empty = x_full + 8 * kStagedStages;
     uint8_t *const staged_ring = smem + kBarrierBytes;
     uint8_t *const act_ring = staged_ring + (XP ? 0 : kStagedStages) * ASTAGE;
-    uint8_t *const weight_ring = act_ring + kActStages * ASLOT;
+    uint8_t *const weight_ring = act_ring + kActStages * ASTAGE;
 
     const int nst = p.K / kStageK, groups = (p.strips + kStrips - 1) / kStrips;
     const int64_t T = (int64_t)groups * nst;
@@ -220,23 +208,12 @@ __global__ void __launch_bounds__(kThreads, 1)
             allow_next_grid();
             if (lane != 0)
                 return;
-            if constexpr (PAIRED) {
-                // hi and lo (a 3-D map: k, token, hi / lo) and the stage's factors
-                fill_ring(a_full, a_empty, kActStages, act_bytes + (uint32_t)p.x_rows * 4, lo, hi, nst,
-                          [&](uint32_t full, int slot, int, int st, int64_t) {
-                              const uint32_t dst = (uint32_t)__cvta_generic_to_shared(act_ring + slot * ASLOT);
-                              tensor_copy_3d(dst, &x_map, st * kStageK, 0, 0, full);
-                              tensor_copy_3d(dst + staged_half_bytes(NT), &x_map, st * kStageK, 0, 1, full);
-                              tensor_copy_2d(dst + 2 * staged_half_bytes(NT), &scale_map, 0, st, full);
-                          });
-                return;
-            }
             if constexpr (XP) {
                 // x already in the packer's k order (permute_activations): straight into the
                 // activation ring, whose 128-byte swizzle the consumers' descriptors read as is
                 fill_ring(a_full, a_empty, kActStages, act_bytes, lo, hi, nst, [&](uint32_t full, int slot, int, int st, int64_t i) {
                     trace(p, kActCopy, i);
-                    const uint32_t dst = (uint32_t)__cvta_generic_to_shared(act_ring + slot * ASLOT);
+                    const uint32_t dst = (uint32_t)__cvta_generic_to_shared(act_ring + slot * ASTAGE);
                     tensor_copy_2d(dst, &x_map, st * kStageK, 0, full);
                     tensor_copy_2d(dst + staged_half_bytes(NT), &x_map, st * kStageK + 64, 0, full);
                 });
@@ -260,7 +237,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                     trace(p, kStaged, i);
                 if (i >= kActStages)
                     mbar_wait(a_empty + 8 * apos.slot, apos.phase ^ 1);
-                rewrite_stage<FP4, NT>(staged_ring + xpos.slot * ASTAGE, act_ring + apos.slot * ASLOT, tid);
+                rewrite_stage<FP4, NT>(staged_ring + xpos.slot * ASTAGE, act_ring + apos.slot * ASTAGE, tid);
                 fence_async_shared(); // the generic-proxy stores, before wgmma reads them
                 __syncwarp();
                 if (lane == 0) {
@@ -345,7 +322,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             trace(p, warp == 0 ? kActIn : kActIn1, item);
         if (item == 0)
             trace_phase(p, kFirstActs);
-        const uint64_t desc = act_desc + (uint64_t)(apos.slot * ASLOT >> 4);
+        const uint64_t desc = act_desc + (uint64_t)(apos.slot * ASTAGE >> 4);
         wgmma_fence();
 #pragma unroll
         for (int u = 0; u < UNITS; u++)
@@ -367,53 +344,6 @@ __global__ void __launch_bounds__(kThreads, 1)
 
     // Accumulator 4i+e of lane (r, c): row r + 8 (e / 2) of the warp's strip, token 8i + 2c + e % 2.
     auto token_of = [&](int idx) { return 8 * (idx / 4) + 2 * c + (idx & 1); };
-
-    // kViaPairs: a stage's eight FP8 wgmma (hi, then lo, per k32 unit: the weights' bytes are the A
-    // fragments as they are) sum into a stage accumulator, one of two taken in turn; once its group
-    // is complete, fold adds it into acc times each token's factor for the stage (the FP8
-    // accumulator is then never carried past 128 k) and hands the activation slot back.
-    float part0[NT / 2], part1[NT / 2];
-    uint32_t b0[UNITS][4], b1[UNITS][4];
-    if constexpr (PAIRED) {
-#pragma unroll
-        for (int i = 0; i < NT / 2; i++)
-            part0[i] = part1[i] = 0.f;
-    }
-    auto issue_paired = [&](uint32_t(&b)[UNITS][4], float(&part)[NT / 2]) {
-        mbar_wait(w_full + 8 * wpos.slot, wpos.phase);
-        const uint8_t *ws = weight_ring + wpos.slot * WSTAGE + warp * STRIP_BYTES + lane * 16;
-#pragma unroll
-        for (int u = 0; u < UNITS; u++)
-            *(uint4 *)b[u] = *(const uint4 *)(ws + u * kUnitBytes);
-        __syncwarp();
-        if (lane == 0)
-            mbar_arrive(w_empty + 8 * wpos.slot);
-        wpos.next(depth);
-        mbar_wait(a_full + 8 * apos.slot, apos.phase);
-        const uint64_t desc = act_desc + (uint64_t)(apos.slot * ASLOT >> 4);
-        wgmma_fence();
-#pragma unroll
-        for (int u = 0; u < UNITS; u++)
-            wgmma_acc_e4m3<NT>(part, b[u], desc + (uint64_t)(u * 32 >> 4));
-#pragma unroll
-        for (int u = 0; u < UNITS; u++)
-            wgmma_acc_e4m3<NT>(part, b[u], desc + (uint64_t)((staged_half_bytes(NT) + u * 32) >> 4));
-        wgmma_commit();
-        const int slot = apos.slot;
-        apos.next(kActStages);
-        return slot;
-    };
-    auto fold = [&](float(&part)[NT / 2], int slot) {
-        const float *factor = (const float *)(act_ring + slot * ASLOT + 2 * staged_half_bytes(NT));
-#pragma unroll
-        for (int i = 0; i < NT / 2; i++) {
-            acc[i] += part[i] * factor[token_of(i)];
-            part[i] = 0.f;
-        }
-        __syncwarp();
-        if (lane == 0)
-            mbar_arrive(a_empty + 8 * slot);
-    };
     int64_t w = lo;
     while (w < hi) {
         const int group = (int)(w / nst);
@@ -430,43 +360,19 @@ __global__ void __launch_bounds__(kThreads, 1)
             acc[i] = 0.f;
         // Whole pairs, then a lone stage: a loop that could run a0 twice in a row would let the
         // compiler see a0 rewritten under its own pending wgmma, and it then serializes them all.
-        if constexpr (PAIRED) {
-            // stage accumulators in turn (part0 first); the group before the one just issued is
-            // complete after wgmma_wait<1>, and is folded then
-            int prev = issue_paired(b0, part0);
-            for (w++; w + 1 < seg_end; w += 2) {
-                const int s1 = issue_paired(b1, part1);
-                wgmma_wait<1>();
-                fold(part0, prev);
-                prev = issue_paired(b0, part0);
-                wgmma_wait<1>();
-                fold(part1, s1);
-            }
-            if (w < seg_end) {
-                const int s1 = issue_paired(b1, part1);
-                wgmma_wait<1>();
-                fold(part0, prev);
-                wgmma_wait<0>();
-                fold(part1, s1);
-            } else {
-                wgmma_wait<0>();
-                fold(part0, prev);
-            }
-        } else {
-            int st = (int)(w % nst);
-            for (; w + 1 < seg_end; w += 2, st += 2) {
-                run_stage(a0, st, w - lo);
-                run_stage(a1, st + 1, w + 1 - lo);
-            }
-            if (w < seg_end)
-                run_stage(a0, st, w - lo);
-            wgmma_wait<0>();
-            __syncwarp();
-            if (lane == 0)
-                mbar_arrive(a_empty + 8 * pending_act);
-            pending_act = -1;
+        int st = (int)(w % nst);
+        for (; w + 1 < seg_end; w += 2, st += 2) {
+            run_stage(a0, st, w - lo);
+            run_stage(a1, st + 1, w + 1 - lo);
         }
+        if (w < seg_end)
+            run_stage(a0, st, w - lo);
         w = seg_end;
+        wgmma_wait<0>();
+        __syncwarp();
+        if (lane == 0)
+            mbar_arrive(a_empty + 8 * pending_act);
+        pending_act = -1;
         if (w == hi)
             trace_phase(p, kStreamEnd);
 
@@ -631,26 +537,6 @@ int activation_map(CUtensorMap *map, const __nv_bfloat16 *x, int64_t m, int64_t 
                       "activations", err);
 }
 
-// The paired path's activations (pair_split's buffer: hi rows, lo rows, factors): hi / lo as (k,
-// token, hi or lo) bytes, one box a stage's 128 k of `rows` tokens, 128-byte swizzle; the factors as
-// (token, 128-k block) floats, one box a block's `rows` tokens (rows past m read as zeros).
-int pair_maps(CUtensorMap *x_map, CUtensorMap *factor_map, const uint8_t *pairs, int64_t m, int64_t k_pad, int rows,
-              qs_err *err)
-{
-    const int64_t mp = (m + 3) / 4 * 4;
-    const cuuint64_t dims[3] = {(cuuint64_t)k_pad, (cuuint64_t)m, 2};
-    const cuuint64_t strides[2] = {(cuuint64_t)k_pad, (cuuint64_t)(m * k_pad)};
-    const cuuint32_t box[3] = {(cuuint32_t)kStageK, (cuuint32_t)rows, 1};
-    if (encode_map(x_map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 3, pairs, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B,
-                   "paired activations", err))
-        return -1;
-    const cuuint64_t fdims[2] = {(cuuint64_t)mp, (cuuint64_t)(k_pad / kStageK)};
-    const cuuint64_t fstrides[1] = {(cuuint64_t)mp * 4};
-    const cuuint32_t fbox[2] = {(cuuint32_t)rows, 1};
-    return encode_map(factor_map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, pairs + 2 * m * k_pad, fdims, fstrides, fbox,
-                      CU_TENSOR_MAP_SWIZZLE_NONE, "paired activation factors", err);
-}
-
 struct Launch {
     const Layer &l;
     const Params &p;
@@ -659,22 +545,11 @@ struct Launch {
     cudaStream_t s;
     const __nv_bfloat16 *x;
     int64_t xs;
-    bool xp;              // x is the permuted copy (k_pad wide)
-    const uint8_t *pairs; // the paired path (FP8, l.wb): x split by pair_split; else NULL
+    bool xp; // x is the permuted copy (k_pad wide)
     qs_err *err;
     template <bool FP4, int NT> int operator()()
     {
         CUtensorMap weight_map, scale_map, x_map;
-        if constexpr (!FP4) {
-            if (pairs) {
-                // scale_map carries the activations' factors (an FP8 kernel has no scale codes)
-                if (strip_map(&weight_map, l.wb, kStripStageBytes<false>, l.k_pad / kStageK, p.strips,
-                              "paired weights", err) ||
-                    pair_maps(&x_map, &scale_map, pairs, p.M, l.k_pad, p.x_rows, err))
-                    return -1;
-                return run<false, NT, kViaPairs>(weight_map, scale_map, x_map);
-            }
-        }
         if (strip_map(&weight_map, l.w, kStripStageBytes<FP4>, l.k_pad / kStageK, p.strips, "packed weights", err))
             return -1;
         if (!FP4)
@@ -683,16 +558,15 @@ struct Launch {
             return -1;
         if (activation_map(&x_map, x, p.M, xp ? l.k_pad : l.k, xs, p.x_rows, err))
             return -1;
-        return xp ? run<FP4, NT, kViaPermuted>(weight_map, scale_map, x_map)
-                  : run<FP4, NT, kViaRewrite>(weight_map, scale_map, x_map);
+        return xp ? run<FP4, NT, true>(weight_map, scale_map, x_map) : run<FP4, NT, false>(weight_map, scale_map, x_map);
     }
-    template <bool FP4, int NT, ActPath A>
+    template <bool FP4, int NT, bool XP>
     int run(const CUtensorMap &weight_map, const CUtensorMap &scale_map, const CUtensorMap &x_map)
     {
-        const size_t smem = (size_t)kFixedSmem<NT, A> + (size_t)p.ring * kWeightStageBytes<FP4>;
-        if (ctas_per_sm((const void *)marlin_stream_kernel<FP4, NT, A>, kThreads, kSmemBytes - kOutTileBytes<NT>, err) < 0)
+        const size_t smem = (size_t)kFixedSmem<NT, XP> + (size_t)p.ring * kWeightStageBytes<FP4>;
+        if (ctas_per_sm((const void *)marlin_stream_kernel<FP4, NT, XP>, kThreads, kSmemBytes - kOutTileBytes<NT>, err) < 0)
             return -1;
-        return launch_kernel(marlin_stream_kernel<FP4, NT, A>, dim3(ctas), kThreads, smem, rt.pdl, s, p, err,
+        return launch_kernel(marlin_stream_kernel<FP4, NT, XP>, dim3(ctas), kThreads, smem, rt.pdl, s, p, err,
                              weight_map, scale_map, x_map);
     }
 };
@@ -792,9 +666,6 @@ bool stream_takes(const Layer &l, int64_t m, const Runtime &rt, bool ordered)
     return m >= 9 && ((!l.fp4 && per_sm >= 20) || (ordered && ordered_small_step(l, m, rt.sms)));
 }
 
-// BF16 elements of the permuted copy's buffer that hold the paired path's activations.
-static size_t paired_elems(const Layer &l, int64_t m) { return (pair_bytes(l, m) + 1) / 2; }
-
 bool stream_fits(const __nv_bfloat16 *x, const __nv_bfloat16 *y) { return (((uintptr_t)x | (uintptr_t)y) & 15) == 0; }
 
 namespace {
@@ -811,7 +682,7 @@ void stream_workspace(const Layer &l, int64_t m, int sms, size_t *floats, size_t
 {
     const StreamPlan g = plan_stream(l, m, sms);
     workspace_of(g, floats, counters);
-    *permuted = l.wb ? paired_elems(l, m) : g.permuted ? (size_t)m * l.k_pad : 0;
+    *permuted = g.permuted ? (size_t)m * l.k_pad : 0;
 }
 
 bool stream_permutes(const Layer &l, int64_t m, int sms, bool ordered) { return plan_stream(l, m, sms, ordered).permuted; }
@@ -860,13 +731,7 @@ int stream(const Layer &l, Params &p, const __nv_bfloat16 *x, int64_t xs, const 
     p.ring = g.ring;
     p.x_rows = g.x_rows;
     p.splits = (int)g.max_shares; // partial slots per group
-    uint8_t *pairs = nullptr;
-    if (l.wb) {
-        // the paired path: x split into hi / lo / factors first (in the permuted copy's buffer)
-        pairs = (uint8_t *)permuted_activations(paired_elems(l, p.M), err);
-        if (!pairs || pair_split(l, x, xs, p.M, pairs, s, err))
-            return -1;
-    } else if (g.permuted && !ordered) {
+    if (g.permuted && !ordered) {
         __nv_bfloat16 *xp = permuted_activations((size_t)p.M * l.k_pad, err);
         if (!xp || permute_activations(l, x, xs, p.M, xp, s, err))
             return -1;
@@ -874,9 +739,9 @@ int stream(const Layer &l, Params &p, const __nv_bfloat16 *x, int64_t xs, const 
         xs = l.k_pad;
     }
 #ifdef QS_MARLIN_STREAM_TRACE
-    return traced_launch(l, p, Launch{l, p, (unsigned)g.ctas, rt, s, x, xs, g.permuted && !l.wb, pairs, err}, g.nt, s, err);
+    return traced_launch(l, p, Launch{l, p, (unsigned)g.ctas, rt, s, x, xs, g.permuted, err}, g.nt, s, err);
 #else
-    return with_tile(l.fp4, g.nt, Launch{l, p, (unsigned)g.ctas, rt, s, x, xs, g.permuted && !l.wb, pairs, err});
+    return with_tile(l.fp4, g.nt, Launch{l, p, (unsigned)g.ctas, rt, s, x, xs, g.permuted, err});
 #endif
 }
 

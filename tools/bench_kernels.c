@@ -28,22 +28,19 @@ typedef struct {
     qs_weight_scale_layout wscale;
     qs_act_quant aquant;
     bool ordered; /* x in the order the kernel asks for at M (input_order), as the model's ops write it */
-    bool paired;  /* prepared with QSERVE_MARLIN_PAIR=1: marlin's paired FP8 path (docs/marlin.md) */
 } bench_kernel;
 
 static const bench_kernel KERNELS[] = {
-    {"cublaslt-bf16", "cublaslt", QS_SCHEME_BF16, QS_WSCALE_NONE, QS_AQUANT_NONE, false, false},
-    {"cublaslt-fp8-tensor", "cublaslt", QS_SCHEME_FP8_W8A8, QS_WSCALE_TENSOR, QS_AQUANT_STATIC_TENSOR, false, false},
-    {"cublaslt-fp8-channel", "cublaslt", QS_SCHEME_FP8_W8A8, QS_WSCALE_CHANNEL, QS_AQUANT_DYNAMIC_TOKEN, false, false},
-    {"marlin-fp8", "marlin", QS_SCHEME_W8A16_FP8, QS_WSCALE_CHANNEL, QS_AQUANT_NONE, false, false},
-    {"marlin-nvfp4", "marlin", QS_SCHEME_NVFP4_W4A16, QS_WSCALE_NVFP4, QS_AQUANT_NONE, false, false},
+    {"cublaslt-bf16", "cublaslt", QS_SCHEME_BF16, QS_WSCALE_NONE, QS_AQUANT_NONE, false},
+    {"cublaslt-fp8-tensor", "cublaslt", QS_SCHEME_FP8_W8A8, QS_WSCALE_TENSOR, QS_AQUANT_STATIC_TENSOR, false},
+    {"cublaslt-fp8-channel", "cublaslt", QS_SCHEME_FP8_W8A8, QS_WSCALE_CHANNEL, QS_AQUANT_DYNAMIC_TOKEN, false},
+    {"marlin-fp8", "marlin", QS_SCHEME_W8A16_FP8, QS_WSCALE_CHANNEL, QS_AQUANT_NONE, false},
+    {"marlin-nvfp4", "marlin", QS_SCHEME_NVFP4_W4A16, QS_WSCALE_NVFP4, QS_AQUANT_NONE, false},
     /* the same, given x in the packed order the stream kernel reads where it asks for it (the
      * op before the layer writes it so in the model: ops/act_order.h), so no permute pass */
-    {"marlin-fp8-ordered", "marlin", QS_SCHEME_W8A16_FP8, QS_WSCALE_CHANNEL, QS_AQUANT_NONE, true, false},
-    {"marlin-nvfp4-ordered", "marlin", QS_SCHEME_NVFP4_W4A16, QS_WSCALE_NVFP4, QS_AQUANT_NONE, true, false},
-    /* FP8 weights on FP8 tensor cores with x split into two E4M3 rows (the stream kernel's steps) */
-    {"marlin-fp8-pair", "marlin", QS_SCHEME_W8A16_FP8, QS_WSCALE_CHANNEL, QS_AQUANT_NONE, false, true},
-    {"emulation-fp8", "emulation", QS_SCHEME_W8A16_FP8, QS_WSCALE_CHANNEL, QS_AQUANT_NONE, false, false},
+    {"marlin-fp8-ordered", "marlin", QS_SCHEME_W8A16_FP8, QS_WSCALE_CHANNEL, QS_AQUANT_NONE, true},
+    {"marlin-nvfp4-ordered", "marlin", QS_SCHEME_NVFP4_W4A16, QS_WSCALE_NVFP4, QS_AQUANT_NONE, true},
+    {"emulation-fp8", "emulation", QS_SCHEME_W8A16_FP8, QS_WSCALE_CHANNEL, QS_AQUANT_NONE, false},
 };
 
 static int64_t SHAPES[8][2] = {{6144, 4096}, {4096, 4096}, {28672, 4096}, {4096, 14336}}; /* N, K */
@@ -413,12 +410,8 @@ int main(int argc, char **argv)
             int copies = l2_defeating_copies(wb);
             void *states[16] = {0};
             int ok = 1;
-            if (bk->paired)
-                setenv("QSERVE_MARLIN_PAIR", "1", 1);
             for (int c = 0; c < copies && ok; c++)
                 ok = kern->prepare_linear(&h.d, &states[c], &err) == 0;
-            if (bk->paired)
-                unsetenv("QSERVE_MARLIN_PAIR");
             free(h.wbuf), free(h.sbuf);
             if (!ok) {
                 printf("%-22s %6lld %6lld  prepare failed: %s\n", bk->label, (long long)n, (long long)k, err.msg);
