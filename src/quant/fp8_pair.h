@@ -9,7 +9,8 @@
  * largest. Below that, |x − (hi + lo) · 2^−e| ≤ 2^−10 · 2^−e. W · x is then W · hi + W · lo (two
  * FP8 GEMMs over the same weight bytes, products exact in FP32), each block's partial sum scaled
  * by its 2^−e (a block of 128 k: one wgmma stage).
- * The CPU reference of the idea (docs/marlin.md, "Next"); no kernel uses it yet. */
+ * The CPU reference of the idea. Session 19 built the kernel (marlin's stream kernel on FP8
+ * wgmma, commit b4c9682) and dropped it: correct, but no faster (docs/marlin-history.md). */
 #ifndef QS_QUANT_FP8_PAIR_H
 #define QS_QUANT_FP8_PAIR_H
 
