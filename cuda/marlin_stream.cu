@@ -595,21 +595,17 @@ bool ordered_small_step(const Layer &l, int64_t m, int sms)
     return l.fp4 && m >= 9 && m <= 16 && stages_per_sm(l, sms) >= 40;
 }
 
-// CTAs for `total` stages of work: where a count a little under the SM count (down to 95% of it)
-// divides the work evenly, that count, else one per SM (at most one per stage). Even shares
-// measured faster on every Llama-3.1-8B layer (session 19, calls 4-5: 128 CTAs, 8 / 12 / 28 / 56
-// stages each, against 132 of 7-8 / 11-12 / 27-28 / 54-55; FP8 per decoder layer 68.3 / 72.0 /
-// 83.7 -> 67.4 / 69.8 / 80.7 us at 16 / 32 / 64 tokens, NVFP4 64.1 -> 62.8 at 48), while 120,
-// 124, 126 or 130 CTAs were not. QSERVE_MARLIN_STREAM_CTAS=N: N (for measurements).
+// CTAs for `total` stages of work: even_share_ctas (marlin_stream_plan.h). Measured (session 19,
+// calls 4-5): 128 CTAs on every Llama-3.1-8B layer, 8 / 12 / 28 / 56 stages each, against 132 of
+// 7-8 / 11-12 / 27-28 / 54-55: FP8 per decoder layer 68.3 / 72.0 / 83.7 -> 67.4 / 69.8 / 80.7 us at
+// 16 / 32 / 64 tokens, NVFP4 64.1 -> 62.8 at 48; 120, 124, 126 or 130 CTAs were no better.
+// QSERVE_MARLIN_STREAM_CTAS=N: N (for measurements).
 int64_t stream_ctas(int64_t total, int sms)
 {
     static const int64_t forced = env_int("QSERVE_MARLIN_STREAM_CTAS", 0);
     if (forced > 0)
         return std::min<int64_t>(std::min<int64_t>(forced, sms), total);
-    for (int64_t c = sms; c * 20 >= (int64_t)sms * 19; c--)
-        if (total % c == 0)
-            return c;
-    return std::min<int64_t>(sms, total);
+    return even_share_ctas(total, sms);
 }
 
 StreamPlan plan_stream(const Layer &l, int64_t m, int sms, bool ordered = false)

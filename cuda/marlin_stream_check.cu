@@ -140,8 +140,6 @@ template <bool FP4> int check_permute(char *why, size_t why_len)
     return 0;
 }
 
-} // namespace
-
 extern "C" int qs_marlin_stream_rewrite_check(char *why, size_t why_len)
 {
     if (check_permute<false>(why, why_len) || check_permute<true>(why, why_len))
@@ -149,6 +147,44 @@ extern "C" int qs_marlin_stream_rewrite_check(char *why, size_t why_len)
     if (check_rewrites<false, 16, 24, 32, 40, 48, 56, 64>(why, why_len) ||
         check_rewrites<true, 16, 24, 32, 40, 48, 56, 64>(why, why_len))
         return -1;
+    return 0;
+}
+
+// even_share_ctas for `items` on `sms` SMs: at least one CTA and at most one per SM and per item;
+// fewer than both only for an even split at 95% of the SMs or more.
+int check_ctas(int64_t items, int64_t sms, char *why, size_t why_len)
+{
+    const int64_t c = even_share_ctas(items, sms), most = sms < items ? sms : items;
+    const char *bad = c < 1 || c > most                    ? "outside 1 .. min(SMs, items)"
+                      : c < most && items % c != 0         ? "fewer CTAs than the SMs and shares not even"
+                      : c < most && c * 20 < sms * 19      ? "fewer than 95% of the SMs"
+                      : c == most && most == sms && items % c != 0 && items % (c - 1) == 0 && (c - 1) * 20 >= sms * 19
+                          ? "an even count under the SMs was passed over"
+                          : nullptr;
+    if (bad)
+        snprintf(why, why_len, "%lld items on %lld SMs: %lld CTAs, %s", (long long)items, (long long)sms,
+                 (long long)c, bad);
+    return bad ? -1 : 0;
+}
+
+} // namespace
+
+extern "C" int qs_marlin_stream_ctas_check(int max_items, char *why, size_t why_len)
+{
+    static const int64_t sms[] = {1, 8, 20, 78, 108, 114, 132, 144, 170};
+    for (int64_t s : sms)
+        for (int64_t items = 1; items <= max_items; items++)
+            if (check_ctas(items, s, why, why_len))
+                return -1;
+    // the H200's 132 SMs: 128 CTAs on every Llama-3.1-8B layer (32 / 48 / 224 / 32 groups of 32 /
+    // 32 / 32 / 112 stages)
+    static const int64_t llama_items[] = {32 * 32, 48 * 32, 224 * 32, 32 * 112};
+    for (int64_t items : llama_items)
+        if (even_share_ctas(items, 132) != 128) {
+            snprintf(why, why_len, "%lld items on 132 SMs: %lld CTAs, not 128", (long long)items,
+                     (long long)even_share_ctas(items, 132));
+            return -1;
+        }
     return 0;
 }
 

@@ -15,6 +15,10 @@ extern "C" {
 #endif
 
 int qs_marlin_stream_plan_check(int max_groups, int max_stages, int max_ctas, char *why, size_t why_len);
+/* The stream kernel's CTA count (even_share_ctas) for 1..max_items items on several SM counts:
+ * between 1 and min(SMs, items), fewer than both only where the shares come out even at 95% of the
+ * SMs or more; and 128 on the H200 (132 SMs) for every Llama-3.1-8B layer. 0, or -1 with why. */
+int qs_marlin_stream_ctas_check(int max_items, char *why, size_t why_len);
 /* The activation rewrite (marlin_stream_rewrite.h) run on the host for FP8 and NVFP4 stages of 16,
  * 24, 32, 40, 48, 56 and 64 tokens: every position of the wgmma image holds the activation that the
  * packed weight in that position of the A fragment multiplies (marlin_layout.h's permutation undone) and no

@@ -3,7 +3,8 @@
  * group counts) on 1..132 CTAs keeps the invariants its split-group sums rely on — shares cover
  * every item once, owner_of is right, partial-sum slots suffice, publishing owners are exactly the
  * shares that start inside a group; and the kernel's rewrite of a stage's activations puts each
- * one where the packed weight it multiplies sits (FP8 and NVFP4, 16 / 32 / 64 tokens). Skipped
+ * one where the packed weight it multiplies sits (FP8 and NVFP4, 16 / 32 / 64 tokens); and the CTA
+ * count shares the items evenly where it leaves SMs idle (even_share_ctas). Skipped
  * where the CUDA code is not built (no nvcc). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -37,6 +38,17 @@ static void stream_split_keeps_its_invariants(void **state)
 #endif
 }
 
+static void stream_ctas_share_evenly(void **state)
+{
+    (void)state;
+#ifdef QS_HAVE_CUDA
+    char why[256] = "";
+    expect_no_violation(qs_marlin_stream_ctas_check(20000, why, sizeof why), why);
+#else
+    skip();
+#endif
+}
+
 static void stream_rewrite_undoes_the_packing(void **state)
 {
     (void)state;
@@ -52,6 +64,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(stream_split_keeps_its_invariants),
+        cmocka_unit_test(stream_ctas_share_evenly),
         cmocka_unit_test(stream_rewrite_undoes_the_packing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
