@@ -151,16 +151,22 @@ extern "C" int qs_marlin_stream_rewrite_check(char *why, size_t why_len)
 }
 
 // even_share_ctas for `items` on `sms` SMs: at least one CTA and at most one per SM and per item;
-// fewer than both only for an even split at 95% of the SMs or more.
+// fewer than both only for an even split at 95% of the SMs or more; and no even count in that
+// range that the rule should have preferred (a larger one, or any one where the SM count itself
+// does not divide the items).
 int check_ctas(int64_t items, int64_t sms, char *why, size_t why_len)
 {
     const int64_t c = even_share_ctas(items, sms), most = sms < items ? sms : items;
-    const char *bad = c < 1 || c > most                    ? "outside 1 .. min(SMs, items)"
-                      : c < most && items % c != 0         ? "fewer CTAs than the SMs and shares not even"
-                      : c < most && c * 20 < sms * 19      ? "fewer than 95% of the SMs"
-                      : c == most && most == sms && items % c != 0 && items % (c - 1) == 0 && (c - 1) * 20 >= sms * 19
-                          ? "an even count under the SMs was passed over"
-                          : nullptr;
+    const char *bad = nullptr;
+    if (c < 1 || c > most)
+        bad = "outside 1 .. min(SMs, items)";
+    else if (c < most && items % c != 0)
+        bad = "fewer CTAs than the SMs, and the shares are not even";
+    else if (c < most && c * 20 < sms * 19)
+        bad = "fewer than 95% of the SMs";
+    for (int64_t d = sms; !bad && d * 20 >= sms * 19; d--)
+        if (d != c && d <= items && items % d == 0 && (d > c || items % c != 0))
+            bad = "an even count was passed over";
     if (bad)
         snprintf(why, why_len, "%lld items on %lld SMs: %lld CTAs, %s", (long long)items, (long long)sms,
                  (long long)c, bad);

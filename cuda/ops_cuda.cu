@@ -428,13 +428,12 @@ extern "C" const qs_ops *qs_ops_cuda(void) { return &kCudaOps; }
 
 bool qs_ops_pdl()
 {
-    static int on = -1; // every thread computes the same value: a race here is harmless
-    if (on < 0) {
+    static const bool on = [] {
         int dev = 0, major = 0;
         const char *env = getenv("QSERVE_OPS_PDL");
-        on = cudaGetDevice(&dev) == cudaSuccess &&
-             cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess && major >= 9 &&
-             !(env && !strcmp(env, "0"));
-    }
-    return on == 1;
+        return cudaGetDevice(&dev) == cudaSuccess &&
+               cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess && major >= 9 &&
+               !(env && !strcmp(env, "0"));
+    }();
+    return on;
 }
