@@ -44,6 +44,14 @@
 namespace qs_marlin {
 namespace {
 
+// Measurement builds only (-DQS_MARLIN_STREAM_HOLLOW=1 or 2; outputs wrong, timing only): the
+// consumers skip their weight loads and expansion (1), and their wgmma as well (2), keeping every
+// barrier wait and arrival, so a stage's time without them bounds what the ring hand-offs cost.
+#ifndef QS_MARLIN_STREAM_HOLLOW
+#define QS_MARLIN_STREAM_HOLLOW 0
+#endif
+constexpr int kHollow = QS_MARLIN_STREAM_HOLLOW;
+
 constexpr int kStrips = 8;                      // strips (consumer warps) per group: 128 rows
 constexpr int kConsumers = kStrips * 32;
 constexpr int kThreads = (kStrips + 8) * 32;    // + two producer warpgroups
@@ -288,12 +296,13 @@ __global__ void __launch_bounds__(kThreads, 1)
         if (item == 0)
             trace_phase(p, kFirstWeights);
         const uint8_t *ws = weight_ring + wpos.slot * WSTAGE;
-        uint4 v[UNITS];
+        uint4 v[UNITS] = {};
 #pragma unroll
         for (int u = 0; u < UNITS; u++)
-            v[u] = *(const uint4 *)(ws + warp * STRIP_BYTES + u * kUnitBytes + lane * 16);
-        uint32_t sc[UNITS];
-        if constexpr (FP4) {
+            if constexpr (kHollow < 1)
+                v[u] = *(const uint4 *)(ws + warp * STRIP_BYTES + u * kUnitBytes + lane * 16);
+        uint32_t sc[UNITS] = {};
+        if constexpr (FP4 && kHollow < 1) {
 #pragma unroll
             for (int u = 0; u < UNITS; u++)
                 sc[u] = *(const unsigned short *)(ws + kStrips * STRIP_BYTES + warp * kFp4ScaleStepBytes +
@@ -304,7 +313,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             mbar_arrive(w_empty + 8 * wpos.slot);
         wpos.next(depth);
 #pragma unroll
-        for (int u = 0; u < UNITS; u++) {
+        for (int u = 0; u < UNITS && kHollow < 1; u++) {
             if constexpr (!FP4) {
                 expand_fp8_unit(v[u], &a[u][0][0]);
             } else {
@@ -325,7 +334,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         const uint64_t desc = act_desc + (uint64_t)(apos.slot * ASTAGE >> 4);
         wgmma_fence();
 #pragma unroll
-        for (int u = 0; u < UNITS; u++)
+        for (int u = 0; u < UNITS && kHollow < 2; u++)
 #pragma unroll
             for (int t = 0; t < SLICES_PER_UNIT; t++)
                 wgmma_acc<NT>(acc, a[u][t], desc + (uint64_t)(slice_offset<NT, XP>(u * SLICES_PER_UNIT + t) >> 4));
