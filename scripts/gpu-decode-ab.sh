@@ -44,20 +44,32 @@ for r in $(seq 1 "$ROUNDS"); do
     done
   done
 done
-python3 - "$raw" "$BATCHES" <<'PY' | tee "$OUT/decode-ab.txt"
+python3 - "$raw" "$BATCHES" "$VARIANTS" <<'PY' | tee "$OUT/decode-ab.txt"
 import collections, sys
 runs = collections.defaultdict(list)
 for line in open(sys.argv[1]):
     r, ck, name, b, tok = line.split()
     runs[(ck, name, int(b))].append(float(tok))
 batches = [int(b) for b in sys.argv[2].split(",")]
-print("decode tok/s (mean over rounds; spread = (max - min) / mean)")
+order = [v.split("=", 1)[0] for v in sys.argv[3].split()]  # DECODE_VARIANTS' order: the first is the base
+mean = lambda v: sum(v) / len(v)
+print("decode tok/s (mean over rounds; spread = (max - min) / mean); then each variant against the")
+print("first one of its checkpoint in DECODE_VARIANTS' order")
 print(f"{'checkpoint':10} {'variant':12} " + " ".join(f"{'batch ' + str(b):>18}" for b in batches))
-for ck, name in sorted({(k[0], k[1]) for k in runs}):
+names = sorted({(k[0], k[1]) for k in runs})
+for ck, name in names:
     cells = []
     for b in batches:
         v = runs.get((ck, name, b), [])
-        cells.append(f"{sum(v) / len(v):10.1f} ±{(max(v) - min(v)) / (sum(v) / len(v)) * 100:4.1f}%" if v else f"{'—':>18}")
+        cells.append(f"{mean(v):10.1f} ±{(max(v) - min(v)) / mean(v) * 100:4.1f}%" if v else f"{'—':>18}")
     print(f"{ck:10} {name:12} " + " ".join(f"{c:>18}" for c in cells))
+for ck in sorted({ck for ck, _ in names}):
+    present = [n for n in order if (ck, n) in names]
+    for name in present[1:]:
+        cells = []
+        for b in batches:
+            v, base = runs.get((ck, name, b)), runs.get((ck, present[0], b))
+            cells.append(f"{(mean(v) / mean(base) - 1) * 100:+.1f}%" if v and base else "—")
+        print(f"{ck:10} {name + ' vs ' + present[0]:24} " + " ".join(f"{c:>12}" for c in cells))
 PY
 echo "total: $(( $(date +%s) - t0 )) s"
