@@ -18,6 +18,7 @@
 
 #include "attention_prefill.h"
 #include "cuda_check.h"
+#include "kv_layout.cuh"
 #include "launch_pdl.cuh"
 #include "cuda_stream.h"
 #include "scratch.h"
@@ -46,8 +47,7 @@ __global__ void kv_write_kernel(bf16 *kc, bf16 *vc, const bf16 *k, const bf16 *v
         int32_t slot = slots[t];
         if (slot < 0) // a dummy row padding a decode batch up to its graph's size
             continue;
-        int64_t block = slot / QS_KV_BLOCK_SIZE, s = slot % QS_KV_BLOCK_SIZE;
-        int64_t dst = ((block * n_kv + kvh) * QS_KV_BLOCK_SIZE + s) * head_dim + d;
+        int64_t dst = qs_kv_slot_row(slot, n_kv, kvh, head_dim) + d;
         kc[dst] = k[i];
         vc[dst] = v[i];
     }
@@ -89,8 +89,7 @@ __global__ void __launch_bounds__(kWarps * 32)
     }
     float m = -INFINITY, l = 0.f;
     for (int p = begin + warp; p < end; p += kWarps) {
-        int64_t block = table[p / QS_KV_BLOCK_SIZE];
-        int64_t base = ((block * n_kv + kvh) * QS_KV_BLOCK_SIZE + p % QS_KV_BLOCK_SIZE) * head_dim;
+        int64_t base = qs_kv_pos_row(table, p, n_kv, kvh, head_dim);
         float s = 0.f;
 #pragma unroll
         for (int j = 0; j < kPerLane; j++) {
@@ -199,10 +198,7 @@ __global__ void __launch_bounds__(kW * 32)
         m[g] = -INFINITY;
         l[g] = 0.f;
     }
-    auto row_base = [&](int p) {
-        int64_t block = table[p / QS_KV_BLOCK_SIZE];
-        return ((block * n_kv + kvh) * QS_KV_BLOCK_SIZE + p % QS_KV_BLOCK_SIZE) * head_dim;
-    };
+    auto row_base = [&](int p) { return qs_kv_pos_row(table, p, n_kv, kvh, head_dim); };
     auto load4 = [&](const bf16 *cache, int64_t base, int j, float out4[4]) {
         int d = 4 * lane + 128 * j;
         if (d < head_dim) {

@@ -22,6 +22,7 @@
 
 #include "attention_prefill.h"
 #include "cuda_check.h"
+#include "kv_layout.cuh"
 #include "cuda_stream.h"
 #include "scratch.h"
 
@@ -120,8 +121,7 @@ __device__ __forceinline__ void load_kv(uint32_t sk, uint32_t sv, int k0, int kl
         bool valid = p >= klo && p <= khi;
         int64_t off = 0;
         if (valid)
-            off = (((int64_t)table[p / QS_KV_BLOCK_SIZE] * n_kv + kvh) * QS_KV_BLOCK_SIZE + p % QS_KV_BLOCK_SIZE) * D +
-                  c * 8;
+            off = qs_kv_pos_row(table, p, n_kv, kvh, D) + c * 8;
         uint32_t dst = (uint32_t)swz<D>(r, c) * 2;
         cp_async16(sk + dst, kc + off, valid);
         cp_async16(sv + dst, vc + off, valid);

@@ -8,13 +8,10 @@
 
 #include "cuda_check.h"
 #include "cuda_stream.h"
+#include "kv_layout.cuh"
 #include "launch_pdl.cuh"
 #include "qs_cuda_ops.h"
 #include "rope_pair.cuh"
-
-extern "C" {
-#include "engine/kv_cache.h"
-}
 
 namespace {
 
@@ -106,8 +103,7 @@ __global__ void qkv_rope_cache_kernel(bf16 *q, bf16 *kc, bf16 *vc, const bf16 *q
         if (slot < 0)
             continue;
         const int kvh = (h - n_heads) % n_kv;
-        const int64_t block = slot / QS_KV_BLOCK_SIZE, in_block = slot % QS_KV_BLOCK_SIZE;
-        const int64_t off = ((block * n_kv + kvh) * QS_KV_BLOCK_SIZE + in_block) * head_dim;
+        const int64_t off = qs_kv_slot_row(slot, n_kv, kvh, head_dim);
         if (h < n_heads + n_kv) {
             qs_rope_rotate(&kc[off + i], &kc[off + i + half], src[i], src[i + half], tok_pos[t], inv_freq[i]);
         } else {
