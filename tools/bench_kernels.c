@@ -249,13 +249,20 @@ static const bench_kernel *kernel_named(const char *label)
     abort(); /* a label of the table above */
 }
 
-/* Whether `name` is one of the comma-separated items of list (whole items: "marlin-fp8" is not in
- * "marlin-fp8-ordered"). */
+/* Items of a comma-separated list: the one after item p (NULL after the last), and whether item p
+ * is `name` as a whole ("marlin-fp8" is not "marlin-fp8-ordered"). */
+static const char *next_item(const char *p) { return strchr(p, ',') ? strchr(p, ',') + 1 : NULL; }
+static bool item_is(const char *p, const char *name)
+{
+    size_t len = strcspn(p, ",");
+    return strlen(name) == len && !strncmp(p, name, len);
+}
+
+/* Whether `name` is one of the items of list. */
 static bool listed(const char *list, const char *name)
 {
-    size_t len = strlen(name);
-    for (const char *p = list; p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
-        if (!strncmp(p, name, len) && (p[len] == ',' || p[len] == '\0'))
+    for (const char *p = list; p; p = next_item(p))
+        if (item_is(p, name))
             return true;
     return false;
 }
@@ -274,15 +281,15 @@ static bool read_listed(const char *list)
 /* 0, or 1 after naming the first item of --kernels that is neither a read name nor a kernel label. */
 static int check_kernel_list(const char *list)
 {
-    for (const char *p = list; p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL) {
-        size_t len = strcspn(p, ",");
+    for (const char *p = list; p; p = next_item(p)) {
         bool known = false;
         for (size_t i = 0; i < sizeof READ_NAMES / sizeof READ_NAMES[0] && !known; i++)
-            known = strlen(READ_NAMES[i]) == len && !strncmp(READ_NAMES[i], p, len);
+            known = item_is(p, READ_NAMES[i]);
         for (size_t i = 0; i < sizeof KERNELS / sizeof KERNELS[0] && !known; i++)
-            known = strlen(KERNELS[i].label) == len && !strncmp(KERNELS[i].label, p, len);
+            known = item_is(p, KERNELS[i].label);
         if (!known) {
-            fprintf(stderr, "bench_kernels: --kernels: unknown kernel '%.*s' (one of: %s", (int)len, p, READ_NAMES[0]);
+            fprintf(stderr, "bench_kernels: --kernels: unknown kernel '%.*s' (one of: %s", (int)strcspn(p, ","), p,
+                    READ_NAMES[0]);
             for (size_t i = 1; i < sizeof READ_NAMES / sizeof READ_NAMES[0]; i++)
                 fprintf(stderr, ", %s", READ_NAMES[i]);
             for (size_t i = 0; i < sizeof KERNELS / sizeof KERNELS[0]; i++)

@@ -210,15 +210,13 @@ static int cpu_qkv_rope_cache(void *q, void *k_cache, void *v_cache, const void 
                               const void *inv_freq, int n_heads, int n_kv_heads, int head_dim, qs_err *err)
 {
     const int64_t T = b->n_tokens, nq = (int64_t)n_heads * head_dim, nkv = (int64_t)n_kv_heads * head_dim;
-    float *k = malloc(sizeof(float) * (size_t)(T * nkv > 0 ? T * nkv : 1));
-    float *v = malloc(sizeof(float) * (size_t)(T * nkv > 0 ? T * nkv : 1));
-    int rc = !k || !v ? qs_errf(err, "qkv_rope_cache: out of memory for %lld tokens", (long long)T)
-                      : cpu_split_qkv(q, k, v, qkv, T, nq, nkv, nkv, err) ||
-                            cpu_rope(q, b->tok_pos, inv_freq, T, n_heads, head_dim, err) ||
-                            cpu_rope(k, b->tok_pos, inv_freq, T, n_kv_heads, head_dim, err) ||
-                            qs_cpu_kv_write(k_cache, v_cache, k, v, b, n_kv_heads, head_dim, err);
+    float *k = malloc(sizeof(float) * (size_t)(2 * T * nkv + 1)), *v = k + T * nkv; /* (+1: never zero) */
+    int rc = !k ? qs_errf(err, "qkv_rope_cache: out of memory for %lld tokens", (long long)T)
+                : cpu_split_qkv(q, k, v, qkv, T, nq, nkv, nkv, err) ||
+                      cpu_rope(q, b->tok_pos, inv_freq, T, n_heads, head_dim, err) ||
+                      cpu_rope(k, b->tok_pos, inv_freq, T, n_kv_heads, head_dim, err) ||
+                      qs_cpu_kv_write(k_cache, v_cache, k, v, b, n_kv_heads, head_dim, err);
     free(k);
-    free(v);
     return rc ? -1 : 0;
 }
 
