@@ -44,9 +44,11 @@
 namespace qs_marlin {
 namespace {
 
-// Measurement builds only (-DQS_MARLIN_STREAM_HOLLOW=1 or 2; outputs wrong, timing only): the
-// consumers skip their weight loads and expansion (1), and their wgmma as well (2), keeping every
-// barrier wait and arrival, so a stage's time without them bounds what the ring hand-offs cost.
+// Measurement builds only (-DQS_MARLIN_STREAM_HOLLOW=1..4; outputs wrong, timing only): the
+// consumers skip their weight loads and expansion (1), and their wgmma as well (2); the producers
+// then skip the activation copies (3) and the weight copies too (4), arriving on the full barriers
+// without bytes. Every barrier wait and arrival stays, so each level's stage time bounds what the
+// parts it keeps cost.
 #ifndef QS_MARLIN_STREAM_HOLLOW
 #define QS_MARLIN_STREAM_HOLLOW 0
 #endif
@@ -202,8 +204,10 @@ __global__ void __launch_bounds__(kThreads, 1)
             allow_next_grid();
             if (lane != 0)
                 return;
-            fill_ring(w_full, w_empty, depth, WSTAGE, lo, hi, nst, [&](uint32_t full, int slot, int group, int st, int64_t i) {
+            fill_ring(w_full, w_empty, depth, kHollow < 4 ? WSTAGE : 0, lo, hi, nst, [&](uint32_t full, int slot, int group, int st, int64_t i) {
                 trace(p, kWeightCopy, i);
+                if constexpr (kHollow >= 4)
+                    return;
                 const uint32_t dst = (uint32_t)__cvta_generic_to_shared(weight_ring + slot * WSTAGE);
                 tensor_copy_3d(dst, &weight_map, 0, st, group * kStrips, full);
                 if (FP4)
@@ -211,7 +215,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             });
         } else if (warp == kStrips + 1) {
             // Activations: the stage's 128 k of p.x_rows tokens as two 64-k boxes.
-            const uint32_t act_bytes = (uint32_t)p.x_rows * kStageK * 2;
+            const uint32_t act_bytes = kHollow < 3 ? (uint32_t)p.x_rows * kStageK * 2 : 0;
             wait_for_previous_grid();
             allow_next_grid();
             if (lane != 0)
@@ -221,6 +225,8 @@ __global__ void __launch_bounds__(kThreads, 1)
                 // activation ring, whose 128-byte swizzle the consumers' descriptors read as is
                 fill_ring(a_full, a_empty, kActStages, act_bytes, lo, hi, nst, [&](uint32_t full, int slot, int, int st, int64_t i) {
                     trace(p, kActCopy, i);
+                    if constexpr (kHollow >= 3)
+                        return;
                     const uint32_t dst = (uint32_t)__cvta_generic_to_shared(act_ring + slot * ASTAGE);
                     tensor_copy_2d(dst, &x_map, st * kStageK, 0, full);
                     tensor_copy_2d(dst + staged_half_bytes(NT), &x_map, st * kStageK + 64, 0, full);
@@ -229,6 +235,8 @@ __global__ void __launch_bounds__(kThreads, 1)
             }
             fill_ring(x_full, x_empty, kStagedStages, act_bytes, lo, hi, nst, [&](uint32_t full, int slot, int, int st, int64_t i) {
                 trace(p, kActCopy, i);
+                if constexpr (kHollow >= 3)
+                    return;
                 const uint32_t dst = (uint32_t)__cvta_generic_to_shared(staged_ring + slot * ASTAGE);
                 tensor_copy_2d(dst, &x_map, st * kStageK, 0, full);
                 tensor_copy_2d(dst + staged_half_bytes(NT), &x_map, st * kStageK + 64, 0, full);
