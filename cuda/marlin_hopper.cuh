@@ -209,13 +209,6 @@ __device__ __forceinline__ int load_acquire(const int *p)
     return v;
 }
 
-// Adds v to *p at GPU scope with release semantics: the caller's earlier writes, and those of the
-// threads a barrier ordered before it, are visible to whoever acquires the new value.
-__device__ __forceinline__ void add_release(int *p, int v)
-{
-    asm volatile("red.release.gpu.global.add.s32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
-}
-
 } // namespace
 } // namespace qs_marlin
 

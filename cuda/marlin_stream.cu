@@ -54,20 +54,6 @@ namespace {
 #endif
 constexpr int kHollow = QS_MARLIN_STREAM_HOLLOW;
 
-// A buffers per consumer warp: wgmma groups in flight are kBuffers - 1 (measurement switch
-// -DQS_MARLIN_STREAM_BUFFERS=3: two groups in flight, so a stage's expansion need not wait for the
-// group two stages back).
-#ifndef QS_MARLIN_STREAM_BUFFERS
-#define QS_MARLIN_STREAM_BUFFERS 2
-#endif
-constexpr int kBuffers = QS_MARLIN_STREAM_BUFFERS;
-static_assert(kBuffers == 2 || kBuffers == 3, "2 or 3 A buffers");
-// Measurement switch: a split segment's partials published by a release add (1) instead of a
-// full fence and a relaxed add (0).
-#ifndef QS_MARLIN_STREAM_RELEASE
-#define QS_MARLIN_STREAM_RELEASE 0
-#endif
-
 constexpr int kStrips = 8;                      // strips (consumer warps) per group: 128 rows
 constexpr int kConsumers = kStrips * 32;
 constexpr int kThreads = (kStrips + 8) * 32;    // + two producer warpgroups
@@ -287,12 +273,8 @@ __global__ void __launch_bounds__(kThreads, 1)
             if (lo % nst != 0) {
                 named_sync<kPublishBarrier, kPublishThreads>();
                 if (lane == 0) {
-#if QS_MARLIN_STREAM_RELEASE
-                    add_release(p.cnt + lo / nst, 1);
-#else
                     __threadfence();
                     atomicAdd(p.cnt + lo / nst, 1);
-#endif
                 }
             }
         } else {
@@ -309,13 +291,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int r = lane >> 2, c = lane & 3;
     const uint64_t act_desc = XP ? swizzled_descriptor(act_ring) : slice_descriptor(act_ring);
     RingPos wpos, apos;
-    // the activation slots whose wgmma groups may still run, newest first (-1: none)
-    int pending_act[kBuffers - 1];
-#pragma unroll
-    for (int j = 0; j < kBuffers - 1; j++)
-        pending_act[j] = -1;
+    int pending_act = -1; // the activation slot whose wgmma group may still run
     float acc[NT / 2];
-    uint32_t a0[UNITS][SLICES_PER_UNIT][4], a1[UNITS][SLICES_PER_UNIT][4], a2[UNITS][SLICES_PER_UNIT][4];
+    uint32_t a0[UNITS][SLICES_PER_UNIT][4], a1[UNITS][SLICES_PER_UNIT][4];
     // One stage: the warp's units from the ring into registers (the slot is free once they are
     // loaded), expanded into a, then one wgmma group against the stage's activations; the group
     // before it is then complete, so its activation slot is handed back.
@@ -371,16 +349,13 @@ __global__ void __launch_bounds__(kThreads, 1)
         wgmma_commit();
         if (warp == 0)
             trace(p, kIssued, item);
-        wgmma_wait<kBuffers - 1>();
+        wgmma_wait<1>();
         if (warp == 0)
             trace(p, kPrevDone, item);
         __syncwarp();
-        if (pending_act[kBuffers - 2] >= 0 && lane == 0)
-            mbar_arrive(a_empty + 8 * pending_act[kBuffers - 2]);
-#pragma unroll
-        for (int j = kBuffers - 2; j > 0; j--)
-            pending_act[j] = pending_act[j - 1];
-        pending_act[0] = apos.slot;
+        if (pending_act >= 0 && lane == 0)
+            mbar_arrive(a_empty + 8 * pending_act);
+        pending_act = apos.slot;
         apos.next(kActStages);
     };
 
@@ -403,37 +378,18 @@ __global__ void __launch_bounds__(kThreads, 1)
         // Whole pairs, then a lone stage: a loop that could run a0 twice in a row would let the
         // compiler see a0 rewritten under its own pending wgmma, and it then serializes them all.
         int st = (int)(w % nst);
-        if constexpr (kBuffers == 2) {
-            for (; w + 1 < seg_end; w += 2, st += 2) {
-                run_stage(a0, st, w - lo);
-                run_stage(a1, st + 1, w + 1 - lo);
-            }
-        } else {
-            for (; w + 2 < seg_end; w += 3, st += 3) {
-                run_stage(a0, st, w - lo);
-                run_stage(a1, st + 1, w + 1 - lo);
-                run_stage(a2, st + 2, w + 2 - lo);
-            }
-            if (w + 1 < seg_end) {
-                run_stage(a0, st, w - lo);
-                run_stage(a1, st + 1, w + 1 - lo);
-                w += 2, st += 2;
-            }
+        for (; w + 1 < seg_end; w += 2, st += 2) {
+            run_stage(a0, st, w - lo);
+            run_stage(a1, st + 1, w + 1 - lo);
         }
         if (w < seg_end)
             run_stage(a0, st, w - lo);
         w = seg_end;
         wgmma_wait<0>();
         __syncwarp();
-        if (lane == 0) // (the newest is set: a segment runs at least one stage)
-            mbar_arrive(a_empty + 8 * pending_act[0]);
-#pragma unroll
-        for (int j = 1; j < kBuffers - 1; j++)
-            if (pending_act[j] >= 0 && lane == 0)
-                mbar_arrive(a_empty + 8 * pending_act[j]);
-#pragma unroll
-        for (int j = 0; j < kBuffers - 1; j++)
-            pending_act[j] = -1;
+        if (lane == 0)
+            mbar_arrive(a_empty + 8 * pending_act);
+        pending_act = -1;
         if (w == hi)
             trace_phase(p, kStreamEnd);
 
