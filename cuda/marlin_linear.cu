@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "cuda_check.h"
-#include "l2_prefetch.h"
 #include "marlin.h"
 #include "qs_cuda_kernels.h"
 #include "weights_upload.h"
@@ -197,18 +196,6 @@ int mar_apply_ordered(const void *state, const void *x, void *y, int64_t m, void
     return qs_marlin::gemm(*l, (const __nv_bfloat16 *)x, (__nv_bfloat16 *)y, m, (cudaStream_t)stream, err, true);
 }
 
-// The packed weights (and NVFP4's scale codes) into L2 ahead of the layer (qs_cuda_l2_prefetch:
-// sm_90+); the rest the kernels read (per-channel or block scales, bias) is small.
-int mar_prefetch(const void *state, void *stream, qs_err *err)
-{
-    const Layer *l = (const Layer *)state;
-    const size_t units = (size_t)l->n_pad * (size_t)l->k_pad;
-    return qs_cuda_l2_prefetch(l->w, l->fp4 ? units / 2 : units, stream, err) ||
-                   (l->fp4 && qs_cuda_l2_prefetch(l->sc, units / 16, stream, err))
-               ? -1
-               : 0;
-}
-
 } // namespace
 
 extern "C" const qs_kernel qs_kernel_marlin_linear = {
@@ -228,5 +215,4 @@ extern "C" const qs_kernel qs_kernel_marlin_linear = {
     mar_release,
     mar_input_order,
     mar_apply_ordered,
-    mar_prefetch,
 };

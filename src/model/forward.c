@@ -56,15 +56,6 @@ int qs_linear_apply(const qs_model *m, const qs_linear *l, const void *x, void *
     return 0;
 }
 
-int qs_linear_prefetch(const qs_model *m, const qs_linear *l, int64_t rows, qs_err *err)
-{
-    const void *state;
-    const qs_kernel *k = kernel_for(l, rows, &state);
-    if (!m->l2_prefetch || !k->prefetch_weights || k->prefetch_weights(state, m->stream, err) == 0)
-        return 0;
-    return qs_err_prefix(err, "%s (%s) prefetch: ", l->desc.name, k->name);
-}
-
 static int check_step(const qs_model *m, qs_kv_cache *kv, const qs_seq_step *seqs, int n_seqs, int64_t *n_tokens,
                       int *max_blocks, int *n_out, qs_err *err)
 {
@@ -157,9 +148,7 @@ static int qkv_projections(qs_model *m, qs_layer *L, int64_t T, qs_act_order h_o
 }
 
 /* q, k and v of the step: q into s->q, k and v into the layer's caches, RoPE applied to q and k.
- * A fused q/k/v layer on a device with qkv_rope_cache does it in one op after its GEMM. Once the
- * q/k/v GEMMs are queued, so is o_proj's weight prefetch: the RoPE, cache write and attention that
- * run before o_proj read little memory, so its weights arrive in L2 meanwhile. */
+ * A fused q/k/v layer on a device with qkv_rope_cache does it in one op after its GEMM. */
 static int qkv_rope_cache(qs_model *m, qs_layer *L, void *kc, void *vc, const qs_attn_batch *b, qs_act_order h_order,
                           qs_err *err)
 {
@@ -169,12 +158,11 @@ static int qkv_rope_cache(qs_model *m, qs_layer *L, void *kc, void *vc, const qs
     int64_t T = b->n_tokens;
     if (L->qkv_fused && !c->qk_norm && ops->qkv_rope_cache)
         return qs_linear_apply(m, &L->qkv, s->h, s->qkv, T, h_order, err) ||
-                       qs_linear_prefetch(m, &L->o, T, err) ||
                        ops->qkv_rope_cache(s->q, kc, vc, s->qkv, b, m->inv_freq, c->num_heads, c->num_kv_heads,
                                            c->head_dim, err)
                    ? -1
                    : 0;
-    if (qkv_projections(m, L, T, h_order, err) || qs_linear_prefetch(m, &L->o, T, err))
+    if (qkv_projections(m, L, T, h_order, err))
         return -1;
     if (c->qk_norm && (ops->rmsnorm(s->q, s->q, L->q_norm, T * c->num_heads, c->head_dim, c->rms_norm_eps, err) ||
                        ops->rmsnorm(s->k, s->k, L->k_norm, T * c->num_kv_heads, c->head_dim, c->rms_norm_eps, err)))

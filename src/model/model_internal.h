@@ -87,7 +87,6 @@ struct qs_model {
     struct qs_step_graphs *graphs;
     bool sample_on_device;      /* ops->sample exists and QSERVE_DEVICE_SAMPLING is not 0 */
     bool act_order;             /* QSERVE_ACT_ORDER is not 0: ops write x in its linear's input order */
-    bool l2_prefetch;           /* QSERVE_L2_PREFETCH is not 0: o_proj's weights requested during the attention */
 };
 
 /* Fuses every layer's q/k/v and dense gate/up where projection_fusion.h allows (nothing when
@@ -111,9 +110,6 @@ int qs_forward_outputs(qs_model *m, const qs_sample_row *sample, int n_out, floa
  * which must be natural or qs_linear_order's. */
 int qs_linear_apply(const qs_model *m, const qs_linear *l, const void *x, void *y, int64_t rows, qs_act_order order,
                     qs_err *err);
-/* Has l's kernel for `rows` start bringing its weights into the device's cache (a no-op unless
- * m->l2_prefetch and the kernel can): queued where the ops before l leave device memory idle. */
-int qs_linear_prefetch(const qs_model *m, const qs_linear *l, int64_t rows, qs_err *err);
 /* The order l's kernel wants x in at `rows` (natural unless the kernel asks and m->act_order). */
 qs_act_order qs_linear_order(const qs_model *m, const qs_linear *l, int64_t rows);
 /* Grows the scratch buffers for a step. */

@@ -343,8 +343,7 @@ int qs_act_orders_from_env(bool *on, qs_err *err) { return env_switch("QSERVE_AC
 
 /* Sampling on the device (ops/sample.h) when the device has the op, unless QSERVE_DEVICE_SAMPLING=0
  * (then every row's logits go to the host sampler, as before the op existed); activations written
- * in the order their linear reads (forward.c) unless QSERVE_ACT_ORDER=0; o_proj's weights requested
- * into the cache during the attention (forward.c) unless QSERVE_L2_PREFETCH=0. */
+ * in the order their linear reads (forward.c) unless QSERVE_ACT_ORDER=0. */
 static int device_switches_init(qs_model *m, qs_err *err)
 {
     bool on;
@@ -357,10 +356,6 @@ static int device_switches_init(qs_model *m, qs_err *err)
         return -1;
     if (!m->act_order)
         qs_info("QSERVE_ACT_ORDER=0: activations in natural order only (a linear kernel reorders them itself)");
-    if (env_switch("QSERVE_L2_PREFETCH", &m->l2_prefetch, err))
-        return -1;
-    if (!m->l2_prefetch)
-        qs_info("QSERVE_L2_PREFETCH=0: no weights are requested into the cache ahead of their layer");
     return 0;
 }
 

@@ -59,10 +59,6 @@ typedef struct qs_kernel {
      * reordering pass; apply_linear still takes natural x at every m. */
     int (*input_order)(const void *state, int64_t m);
     int (*apply_linear_ordered)(const void *state, const void *x, void *y, int64_t m, void *stream, qs_err *err);
-    /* Optional (NULL: nothing to do): queue on stream a request that the device start bringing the
-     * weights this linear reads into its cache, without waiting for them. The engine calls it
-     * where the ops queued before the linear leave device memory idle (model/forward.c). */
-    int (*prefetch_weights)(const void *state, void *stream, qs_err *err);
 } qs_kernel;
 
 #endif
