@@ -110,17 +110,12 @@ int wgmma(const Layer &l, Params &p, const __nv_bfloat16 *x, int64_t xs, const R
 // takes a few more steps when no permute is needed).
 bool stream_takes(const Layer &l, int64_t m, const Runtime &rt, bool ordered = false);
 bool stream_fits(const __nv_bfloat16 *x, const __nv_bfloat16 *y);
-// (stream_workspace's slots: the floats of its split groups' partial slots, in a buffer of their
-// own, stream_slots, whose words read kUnposted between calls: marlin_stream.cu.)
-void stream_workspace(const Layer &l, int64_t m, int sms, size_t *slots, size_t *permuted);
+void stream_workspace(const Layer &l, int64_t m, int sms, size_t *floats, size_t *counters, size_t *permuted);
 int stream(const Layer &l, Params &p, const __nv_bfloat16 *x, int64_t xs, const Runtime &rt, cudaStream_t s,
            qs_err *err, bool ordered = false);
 // Whether the rewrite-free path takes a stream-kernel step of m tokens when x comes already in
 // the packed order (ordered) or needs the permute kernel first.
 bool stream_permutes(const Layer &l, int64_t m, int sms, bool ordered);
-// Makes the stream kernel's slot buffer hold `floats` (new words filled with kUnposted, never
-// during a CUDA graph capture); fills p.slots.
-int stream_slots(size_t floats, Params &p, qs_err *err);
 // A device buffer of at least n BF16 for the wgmma and stream kernels' permuted activations (NULL and err set
 // when it would have to grow during a CUDA graph capture).
 __nv_bfloat16 *permuted_activations(size_t n, qs_err *err);

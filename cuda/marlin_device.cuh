@@ -27,7 +27,6 @@ struct Params {
     __nv_bfloat16 *y;
     float *ws;
     int *cnt;
-    float *slots; // the stream kernel's split-group partials (marlin_stream.cu)
     int M, N, K;     // N: real outputs (stores stop there); K: the packed (padded) k
     int NP, XS;      // NP: outputs rounded up to 16 (packed rows); XS: activation row stride
     int tiles_n, mblocks, splits, ksteps;

@@ -264,8 +264,6 @@ float *g_ws = nullptr;
 size_t g_ws_floats = 0;
 int *g_cnt = nullptr;
 size_t g_cnt_n = 0;
-float *g_slots = nullptr; // the stream kernel's partial slots: every word kUnposted between calls
-size_t g_slot_floats = 0;
 
 // A device buffer of BF16 activations that only grows (never during a CUDA graph capture).
 struct ActBuffer {
@@ -343,23 +341,6 @@ int ensure_workspace(size_t floats, size_t counters, qs_err *err)
         QS_CUDA_TRY(cudaMemset(g_cnt, 0, counters * sizeof(int)), err);
         g_cnt_n = counters;
     }
-    return 0;
-}
-
-int ensure_slots(size_t floats, qs_err *err)
-{
-    if (floats <= g_slot_floats)
-        return 0;
-    if (qs_cuda_capturing())
-        return qs_errf(err, "marlin: the stream kernel's slot buffer would grow during a CUDA graph capture");
-    qs_cuda_buffers_moved();
-    QS_CUDA_TRY(cudaDeviceSynchronize(), err);
-    cudaFree(g_slots);
-    g_slots = nullptr;
-    g_slot_floats = 0;
-    QS_CUDA_TRY(cudaMalloc(&g_slots, floats * sizeof(float)), err);
-    QS_CUDA_TRY(cudaMemset(g_slots, 0xFF, floats * sizeof(float)), err); // kUnposted
-    g_slot_floats = floats;
     return 0;
 }
 
@@ -553,20 +534,12 @@ int split_workspace(size_t floats, size_t counters, Params &p, qs_err *err)
     return 0;
 }
 
-int stream_slots(size_t floats, Params &p, qs_err *err)
-{
-    if (ensure_slots(floats, err))
-        return -1;
-    p.slots = g_slots;
-    return 0;
-}
-
 int reserve_workspace(const Layer &l, int64_t m_max, qs_err *err)
 {
     Runtime rt;
     if (runtime(&rt, err))
         return -1;
-    size_t floats = 0, counters = 0, permuted = 0, slots = 0;
+    size_t floats = 0, counters = 0, permuted = 0;
     // Every step size: the workspace grows with m inside each kernel's range, so sampling every
     // 8th size missed the ends of the ranges (64 tokens needs more than the 57 sampled).
     for (int64_t mm = 1; mm <= m_max; mm++) {
@@ -574,10 +547,12 @@ int reserve_workspace(const Layer &l, int64_t m_max, qs_err *err)
         if (stream_takes(l, mm, rt, true)) { // (ordered: the steps it takes either way, and more)
             // its workspace, and (below) that of the kernel a step falls back to when its
             // activations do not suit the stream kernel's tensor map
-            size_t sl, pa;
-            stream_workspace(l, mm, rt.sms, &sl, &pa);
-            slots = std::max(slots, sl);
+            size_t pa;
+            stream_workspace(l, mm, rt.sms, &f, &c, &pa);
+            floats = std::max(floats, f);
+            counters = std::max(counters, c);
             permuted = std::max(permuted, pa);
+            f = c = 0;
         }
         if (wgmma_takes(l, mm, rt)) {
             size_t pa;
@@ -597,7 +572,7 @@ int reserve_workspace(const Layer &l, int64_t m_max, qs_err *err)
     }
     if (permuted && ensure_act_buffer(g_xperm, permuted, "permuted activation copy", err))
         return -1;
-    return ensure_slots(slots, err) || ensure_workspace(floats, counters, err) ? -1 : 0;
+    return ensure_workspace(floats, counters, err);
 }
 
 qs_act_order input_order(const Layer &l, int64_t m)

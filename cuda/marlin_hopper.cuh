@@ -190,29 +190,22 @@ __device__ __forceinline__ void tensor_copy_2d(uint32_t dst, const void *map, in
 #endif
 }
 
-// The stream kernel's split-group partials carry their own flag: a slot word reads kUnposted until
-// its writer's store lands. 0xFFFFFFFF is a NaN no arithmetic yields (the GPU's NaN results are
-// 0x7FFFFFFF), so a partial sum never equals it; the slot buffer is filled with it at allocation.
-constexpr uint32_t kUnposted = 0xFFFFFFFFu;
-__device__ __forceinline__ float4 unposted4()
+// Named barrier `id` of `threads` threads: arrive without waiting (the arriving threads' earlier
+// memory accesses are performed for the threads that wait on it), and arrive-and-wait.
+template <int ID, int THREADS> __device__ __forceinline__ void named_arrive()
 {
-    const float u = __uint_as_float(kUnposted);
-    return make_float4(u, u, u, u);
+    asm volatile("bar.arrive %0, %1;\n" ::"n"(ID), "n"(THREADS) : "memory");
 }
-__device__ __forceinline__ bool is_posted(const float4 &v)
+template <int ID, int THREADS> __device__ __forceinline__ void named_sync()
 {
-    return (__float_as_uint(v.x) != kUnposted) & (__float_as_uint(v.y) != kUnposted) &
-           (__float_as_uint(v.z) != kUnposted) & (__float_as_uint(v.w) != kUnposted);
+    asm volatile("bar.sync %0, %1;\n" ::"n"(ID), "n"(THREADS) : "memory");
 }
-// A load the compiler may not merge with an earlier one or hoist out of a wait loop, served by L2
-// (where other CTAs' stores land).
-__device__ __forceinline__ float4 load_volatile(const float4 *p)
+
+// A GPU-scope acquire load: what the writer released before its flag is visible after it.
+__device__ __forceinline__ int load_acquire(const int *p)
 {
-    float4 v;
-    asm volatile("ld.volatile.global.v4.f32 {%0, %1, %2, %3}, [%4];\n"
-                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
-                 : "l"(p)
-                 : "memory");
+    int v;
+    asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
     return v;
 }
 

@@ -15,21 +15,18 @@
 //     tokens past M and k past the layer's read as zeros, 128-byte swizzle) into a staging ring;
 //   warps 10-13 rewrite each staged stage into the activation ring in wgmma's K-major core-matrix
 //     layout with the packer's k permutation undone (four 16-byte loads in, four stores out per
-//     token and 32 k: a 4 x 4 transpose of 4-byte pairs in registers).
+//     token and 32 k: a 4 x 4 transpose of 4-byte pairs in registers);
+//   warp 15 publishes a split group's partial sums (below) so the consumers need not wait for it.
 // Full / empty mbarriers pair every ring slot.
 //
 // A CTA's share is a contiguous run of work, in group-major order, so it covers the tail of one
 // group, whole groups, and the head of another. Whole groups are stored at the group's end. A group
 // split between CTAs is summed by the CTA that owns its first stage (for it, always the last
-// segment of its share): the others store their partial sums into slots (slot = their distance
-// from it) and go on; the summing CTA loads each slot until no word of it is kUnposted, adds the
-// partials in slot order — deterministic run to run — and writes kUnposted back. The data is its
-// own flag: no fence, count or acquire between the partials and their reader (session 20: the
-// fence-and-count hand-off was ~40% of the sum's cost). Every slot word is kUnposted between
-// calls (the buffer starts so, and each call's summing CTAs reset exactly the words its other
-// CTAs wrote), and no result of arithmetic is kUnposted. A summing CTA only ever waits for CTAs of
-// higher index (the group's later stages), which store their partials at the end of their shares'
-// first segments; with at most one CTA per SM and CTAs dispatched in index order, the wait cannot
+// segment of its share): the others store their partial sums (slot = their distance from it) and
+// warp 15 releases a per-group count; the summing CTA waits for the count and adds the partials in
+// slot order — deterministic run to run, and the consumers never stall on a fence. A summing CTA
+// only ever waits for CTAs of higher index (the group's later stages), which publish at the start
+// of their shares; with at most one CTA per SM and CTAs dispatched in index order, the wait cannot
 // deadlock even when fewer SMs than CTAs are free.
 //
 // When it runs: stream_takes (measured rule). Measurements: docs/marlin-history.md, sessions 8
@@ -47,12 +44,11 @@
 namespace qs_marlin {
 namespace {
 
-// Measurement builds only (-DQS_MARLIN_STREAM_HOLLOW=1..6; outputs wrong, timing only): the
+// Measurement builds only (-DQS_MARLIN_STREAM_HOLLOW=1..4; outputs wrong, timing only): the
 // consumers skip their weight loads and expansion (1), and their wgmma as well (2); the producers
 // then skip the activation copies (3) and the weight copies too (4), arriving on the full barriers
-// without bytes; then the split groups skip their cross-CTA sum (5); last, every CTA returns once
-// its barriers are set up (6: the launch alone). Every other barrier wait and arrival stays, so
-// each level's time bounds what the parts it keeps cost.
+// without bytes. Every barrier wait and arrival stays, so each level's stage time bounds what the
+// parts it keeps cost.
 #ifndef QS_MARLIN_STREAM_HOLLOW
 #define QS_MARLIN_STREAM_HOLLOW 0
 #endif
@@ -62,6 +58,7 @@ constexpr int kStrips = 8;                      // strips (consumer warps) per g
 constexpr int kConsumers = kStrips * 32;
 constexpr int kThreads = (kStrips + 8) * 32;    // + two producer warpgroups
 constexpr int kPermuteWarp0 = kStrips + 2, kPermuteWarps = 4;
+constexpr int kPublishWarp = kStrips + 7;
 constexpr int kStageK = 128;                    // k per stage (4 FP8 / 2 NVFP4 units)
 constexpr int kActStages = 4;                   // activation ring depth (the rewritten stages)
 constexpr int kStagedStages = 4;                // staging ring depth (the copied stages)
@@ -70,6 +67,8 @@ constexpr int kAlign = 1024;                    // the 128-byte swizzle's period
 constexpr int kBarrierBytes = 1024;             // the mbarriers, then the rings
 constexpr int kMaxWeightStages = 24;         // mbarrier slots reserved (the ring depth is a launch parameter)
 constexpr int kMaxTokens = 64;
+constexpr int kConsumerBarrier = 1;                                     // named barriers (0: __syncthreads)
+constexpr int kPublishBarrier = 2, kPublishThreads = kConsumers + 32; // consumers + warp 15
 
 template <bool FP4> constexpr int kUnits = kStageK / (FP4 ? kFp4UnitK : kFp8UnitK);
 template <bool FP4> constexpr int kStripStageBytes = kUnits<FP4> * kUnitBytes;
@@ -194,8 +193,6 @@ __global__ void __launch_bounds__(kThreads, 1)
         mbar_init_fence();
     }
     __syncthreads();
-    if constexpr (kHollow >= 6)
-        return;
 
     if (warp >= kStrips) {
         release_registers<48>();
@@ -267,6 +264,18 @@ __global__ void __launch_bounds__(kThreads, 1)
                     trace(p, kRewritten, i);
                 xpos.next(kStagedStages);
                 apos.next(kActStages);
+            }
+        } else if (warp == kPublishWarp) {
+            wait_for_previous_grid(); // the counts are the previous kernel's until it ends
+            allow_next_grid();
+            // A share that starts inside a group starts with a partial segment (consumers below):
+            // once its partials are stored, count them in for the group's summing CTA.
+            if (lo % nst != 0) {
+                named_sync<kPublishBarrier, kPublishThreads>();
+                if (lane == 0) {
+                    __threadfence();
+                    atomicAdd(p.cnt + lo / nst, 1);
+                }
             }
         } else {
             allow_next_grid();
@@ -384,51 +393,47 @@ __global__ void __launch_bounds__(kThreads, 1)
         if (w == hi)
             trace_phase(p, kStreamEnd);
 
-        if (kHollow < 5 && (seg_end != group_end || !has_first)) {
+        if (seg_end != group_end || !has_first) {
             // A group split between CTAs; the CTA with its first stage sums it. Partials are kept
             // in the consumers' register order (slot j of the group: float4 i of thread t at
             // (i * 256 + t) * 4), so each thread stores and loads whole 16-byte runs.
             const int first = owner_of(group_start, T, C), last = owner_of(group_end - 1, T, C);
-            float4 *const slots = (float4 *)p.slots + (size_t)group * p.splits * (NT / 8) * kConsumers + threadIdx.x;
+            float4 *const slots = (float4 *)p.ws + (size_t)group * p.splits * (NT / 8) * kConsumers + threadIdx.x;
             constexpr size_t SLOT = (size_t)(NT / 8) * kConsumers; // float4 per slot
             if (!has_first) {
-                // (the share's first segment) partials to slot (this CTA - first); the consumers
-                // go on at once
+                // (the share's first segment) partials to slot (this CTA - first); warp 15
+                // publishes them, the consumers go on
                 float4 *const mine = slots + (blockIdx.x - first) * SLOT;
 #pragma unroll
                 for (int i = 0; i < NT / 8; i++)
                     __stcg(mine + i * kConsumers, make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]));
+                named_arrive<kPublishBarrier, kPublishThreads>();
                 continue;
             }
-            // (the share's last segment) the other owners stored theirs at the end of their shares'
-            // first segments: normally there already. Two slots' loads in flight at a time, each
-            // thread its own words, added in slot order (deterministic), then reset.
+            // (the share's last segment) the other owners published theirs at their shares'
+            // starts: the wait is normally over at once
+            if (threadIdx.x == 0) {
+                while (load_acquire(p.cnt + group) < last - first) {
+                }
+                p.cnt[group] = 0; // no one else reads or writes it in this call
+            }
+            named_sync<kConsumerBarrier, kConsumers>();
+            trace_phase(p, kSummed);
+            // Two slots' loads in flight at a time, added in slot order (deterministic).
             const int n = last - first;
             for (int j = 1; j <= n; j += 2) {
                 float4 v0[NT / 8], v1[NT / 8];
-                const bool pair = j < n;
-                bool posted;
-                do { // every load issued before any is tested (a test between them would serialise them)
-#pragma unroll
-                    for (int i = 0; i < NT / 8; i++) {
-                        v0[i] = load_volatile(slots + j * SLOT + i * kConsumers);
-                        v1[i] = pair ? load_volatile(slots + (j + 1) * SLOT + i * kConsumers) : make_float4(0.f, 0.f, 0.f, 0.f);
-                    }
-                    posted = true;
-#pragma unroll
-                    for (int i = 0; i < NT / 8; i++)
-                        posted &= is_posted(v0[i]) & is_posted(v1[i]);
-                } while (!posted);
 #pragma unroll
                 for (int i = 0; i < NT / 8; i++) {
-                    __stcg(slots + j * SLOT + i * kConsumers, unposted4());
-                    if (pair)
-                        __stcg(slots + (j + 1) * SLOT + i * kConsumers, unposted4());
+                    v0[i] = __ldcg(slots + j * SLOT + i * kConsumers);
+                    v1[i] = j < n ? __ldcg(slots + (j + 1) * SLOT + i * kConsumers) : make_float4(0.f, 0.f, 0.f, 0.f);
+                }
+#pragma unroll
+                for (int i = 0; i < NT / 8; i++) {
                     acc[4 * i] += v0[i].x, acc[4 * i + 1] += v0[i].y, acc[4 * i + 2] += v0[i].z, acc[4 * i + 3] += v0[i].w;
                     acc[4 * i] += v1[i].x, acc[4 * i + 1] += v1[i].y, acc[4 * i + 2] += v1[i].z, acc[4 * i + 3] += v1[i].w;
                 }
             }
-            trace_phase(p, kSummed);
         }
         // The outputs through the warp's tile, so that each lane stores 16-byte runs of y (8 rows of
         // one token; stream_takes and stream_fits keep rows a multiple of 8 and y 16-byte aligned).
@@ -696,13 +701,17 @@ bool stream_fits(const __nv_bfloat16 *x, const __nv_bfloat16 *y) { return (((uin
 namespace {
 // A plan's split-group workspace: max_shares slots per group, each the consumers' accumulators,
 // and one count per group.
-size_t slot_floats(const StreamPlan &g) { return g.max_shares > 1 ? (size_t)g.max_shares * g.groups * kConsumers * (g.nt / 2) : 0; }
+void workspace_of(const StreamPlan &g, size_t *floats, size_t *counters)
+{
+    *floats = (size_t)g.max_shares * g.groups * kConsumers * (g.nt / 2);
+    *counters = (size_t)g.groups;
+}
 } // namespace
 
-void stream_workspace(const Layer &l, int64_t m, int sms, size_t *slots, size_t *permuted)
+void stream_workspace(const Layer &l, int64_t m, int sms, size_t *floats, size_t *counters, size_t *permuted)
 {
     const StreamPlan g = plan_stream(l, m, sms);
-    *slots = slot_floats(g);
+    workspace_of(g, floats, counters);
     *permuted = g.permuted ? (size_t)m * l.k_pad : 0;
 }
 
@@ -745,7 +754,9 @@ int stream(const Layer &l, Params &p, const __nv_bfloat16 *x, int64_t xs, const 
            qs_err *err, bool ordered)
 {
     const StreamPlan g = plan_stream(l, p.M, rt.sms, ordered); // (ordered: gemm checked input_order)
-    if (g.max_shares > 1 && stream_slots(slot_floats(g), p, err))
+    size_t floats, counters;
+    workspace_of(g, &floats, &counters);
+    if (g.max_shares > 1 && split_workspace(floats, counters, p, err))
         return -1;
     p.ring = g.ring;
     p.x_rows = g.x_rows;
