@@ -44,11 +44,12 @@
 namespace qs_marlin {
 namespace {
 
-// Measurement builds only (-DQS_MARLIN_STREAM_HOLLOW=1..4; outputs wrong, timing only): the
+// Measurement builds only (-DQS_MARLIN_STREAM_HOLLOW=1..6; outputs wrong, timing only): the
 // consumers skip their weight loads and expansion (1), and their wgmma as well (2); the producers
 // then skip the activation copies (3) and the weight copies too (4), arriving on the full barriers
-// without bytes. Every barrier wait and arrival stays, so each level's stage time bounds what the
-// parts it keeps cost.
+// without bytes; then the split groups skip their cross-CTA sum (5); last, every CTA returns once
+// its barriers are set up (6: the launch alone). Every other barrier wait and arrival stays, so
+// each level's time bounds what the parts it keeps cost. Measured in session 20 (docs/marlin.md).
 #ifndef QS_MARLIN_STREAM_HOLLOW
 #define QS_MARLIN_STREAM_HOLLOW 0
 #endif
@@ -193,6 +194,8 @@ __global__ void __launch_bounds__(kThreads, 1)
         mbar_init_fence();
     }
     __syncthreads();
+    if constexpr (kHollow >= 6)
+        return;
 
     if (warp >= kStrips) {
         release_registers<48>();
@@ -270,7 +273,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             allow_next_grid();
             // A share that starts inside a group starts with a partial segment (consumers below):
             // once its partials are stored, count them in for the group's summing CTA.
-            if (lo % nst != 0) {
+            if (kHollow < 5 && lo % nst != 0) {
                 named_sync<kPublishBarrier, kPublishThreads>();
                 if (lane == 0) {
                     __threadfence();
@@ -393,7 +396,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         if (w == hi)
             trace_phase(p, kStreamEnd);
 
-        if (seg_end != group_end || !has_first) {
+        if (kHollow < 5 && (seg_end != group_end || !has_first)) {
             // A group split between CTAs; the CTA with its first stage sums it. Partials are kept
             // in the consumers' register order (slot j of the group: float4 i of thread t at
             // (i * 256 + t) * 4), so each thread stores and loads whole 16-byte runs.
