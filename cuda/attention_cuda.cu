@@ -65,6 +65,56 @@ __device__ __forceinline__ void split_positions(const int32_t *tok_pos, int t, i
     *end = min(pos + 1, *begin + share);
 }
 
+// The online-softmax states of a CTA's kW warps for its G heads, in shared memory: each warp's
+// running max m, sum l and weighted V (dimensions up to DMAX), then the weights merge_warps finds.
+template <int kW, int G, int DMAX> struct WarpStates {
+    float m[kW][G], l[kW][G], acc[kW][G][DMAX];
+    float weight[kW][G], total[G], max[G];
+};
+
+// Merges the warps' states (filled, then a __syncthreads) of heads head0 .. head0 + G - 1 of token
+// t: each warp's weight exp(m - the heads' max) once per (warp, head) — 0 for a warp that saw no
+// position — then, per dimension, the weighted sum of the warps' V in warp order. With one split
+// that is the output row (in o_proj's order); with several, this split's unnormalised partial
+// state (max, sum, weighted V) for split_merge_kernel.
+template <int kW, int G, int DMAX>
+__device__ void merge_warps(WarpStates<kW, G, DMAX> &st, bf16 *out, float *part_ml, float *part_acc, int t, int head0,
+                            int n_heads, int head_dim, int split, int splits, qs_act_order order)
+{
+    if (threadIdx.x < G) {
+        const int g = threadIdx.x;
+        float mx = -INFINITY, total = 0.f;
+        for (int w = 0; w < kW; w++)
+            mx = fmaxf(mx, st.m[w][g]);
+        for (int w = 0; w < kW; w++) {
+            const float f = st.m[w][g] == -INFINITY ? 0.f : __expf(st.m[w][g] - mx);
+            st.weight[w][g] = f;
+            total += st.l[w][g] * f;
+        }
+        st.max[g] = mx;
+        st.total[g] = total;
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < G * head_dim; i += blockDim.x) {
+        const int g = i / head_dim, d = i % head_dim, h = head0 + g;
+        float v = 0.f;
+        for (int w = 0; w < kW; w++)
+            v += st.acc[w][g][d] * st.weight[w][g];
+        const int64_t row = (int64_t)t * n_heads + h;
+        if (splits == 1) {
+            out[(int64_t)t * n_heads * head_dim + qs_act_position(order, (int64_t)h * head_dim + d)] =
+                __float2bfloat16_rn(v / st.total[g]);
+        } else {
+            const int64_t slot = row * splits + split;
+            if (d == 0) {
+                part_ml[2 * slot] = st.max[g];
+                part_ml[2 * slot + 1] = st.total[g];
+            }
+            part_acc[slot * head_dim + d] = v;
+        }
+    }
+}
+
 // Split `split` of `splits` covers its share of the positions (split_positions).
 __global__ void __launch_bounds__(kWarps * 32)
     attention_kernel(bf16 *out, float *part_ml, float *part_acc, const bf16 *q, const bf16 *kc, const bf16 *vc,
@@ -110,50 +160,19 @@ __global__ void __launch_bounds__(kWarps * 32)
         }
         m = m_new;
     }
-    __shared__ float sm_m[kWarps], sm_l[kWarps];
-    __shared__ float sm_acc[kWarps][kMaxHeadDim];
+    __shared__ WarpStates<kWarps, 1, kMaxHeadDim> st;
     if (lane == 0) {
-        sm_m[warp] = m;
-        sm_l[warp] = l;
+        st.m[warp][0] = m;
+        st.l[warp][0] = l;
     }
 #pragma unroll
     for (int j = 0; j < kPerLane; j++) {
         int d = lane + 32 * j;
         if (d < head_dim)
-            sm_acc[warp][d] = acc[j];
+            st.acc[warp][0][d] = acc[j];
     }
     __syncthreads();
-    float mx = -INFINITY;
-    for (int w = 0; w < kWarps; w++)
-        mx = fmaxf(mx, sm_m[w]);
-    float total = 0.f;
-    for (int w = 0; w < kWarps; w++)
-        total += sm_m[w] == -INFINITY ? 0.f : sm_l[w] * __expf(sm_m[w] - mx);
-    int64_t row = (int64_t)t * n_heads + h;
-    if (splits == 1) {
-        bf16 *orow = out + (int64_t)t * n_heads * head_dim;
-        for (int d = threadIdx.x; d < head_dim; d += blockDim.x) {
-            float v = 0.f;
-            for (int w = 0; w < kWarps; w++)
-                if (sm_m[w] != -INFINITY)
-                    v += sm_acc[w][d] * __expf(sm_m[w] - mx);
-            orow[qs_act_position(order, (int64_t)h * head_dim + d)] = __float2bfloat16_rn(v / total);
-        }
-        return;
-    }
-    // Unnormalised partial state of this split: max, sum and weighted V relative to that max.
-    int64_t slot = row * splits + split;
-    if (threadIdx.x == 0) {
-        part_ml[2 * slot] = mx;
-        part_ml[2 * slot + 1] = total;
-    }
-    for (int d = threadIdx.x; d < head_dim; d += blockDim.x) {
-        float v = 0.f;
-        for (int w = 0; w < kWarps; w++)
-            if (sm_m[w] != -INFINITY)
-                v += sm_acc[w][d] * __expf(sm_m[w] - mx);
-        part_acc[slot * head_dim + d] = v;
-    }
+    merge_warps(st, out, part_ml, part_acc, t, h, n_heads, head_dim, split, splits, order);
 }
 
 // Warps of a grouped CTA (below): 8, or 4 where G * chunks >= 8 to keep its merge's shared memory
@@ -249,13 +268,12 @@ __global__ void __launch_bounds__(kW * 32)
             m[g] = m_new;
         }
     }
-    __shared__ float sm_m[kW][G], sm_l[kW][G];
-    __shared__ float sm_acc[kW][G][kChunks * 128];
+    __shared__ WarpStates<kW, G, kChunks * 128> st;
 #pragma unroll
     for (int g = 0; g < G; g++) {
         if (lane == 0) {
-            sm_m[warp][g] = m[g];
-            sm_l[warp][g] = l[g];
+            st.m[warp][g] = m[g];
+            st.l[warp][g] = l[g];
         }
 #pragma unroll
         for (int j = 0; j < kChunks; j++)
@@ -263,36 +281,11 @@ __global__ void __launch_bounds__(kW * 32)
             for (int e = 0; e < 4; e++) {
                 int d = 4 * lane + 128 * j + e;
                 if (d < head_dim)
-                    sm_acc[warp][g][d] = acc[g][j][e];
+                    st.acc[warp][g][d] = acc[g][j][e];
             }
     }
     __syncthreads();
-    // Thread i merges the warps' states of (head g, dimension d) for i = g * head_dim + d.
-    for (int i = threadIdx.x; i < G * head_dim; i += blockDim.x) {
-        int g = i / head_dim, d = i % head_dim, h = kvh * G + g;
-        float mx = -INFINITY;
-        for (int w = 0; w < kW; w++)
-            mx = fmaxf(mx, sm_m[w][g]);
-        float total = 0.f, v = 0.f;
-        for (int w = 0; w < kW; w++)
-            if (sm_m[w][g] != -INFINITY) {
-                float f = __expf(sm_m[w][g] - mx);
-                total += sm_l[w][g] * f;
-                v += sm_acc[w][g][d] * f;
-            }
-        int64_t row = (int64_t)t * n_heads + h;
-        if (splits == 1) {
-            out[(int64_t)t * n_heads * head_dim + qs_act_position(order, (int64_t)h * head_dim + d)] =
-                __float2bfloat16_rn(v / total);
-        } else {
-            int64_t slot = row * splits + split;
-            if (d == 0) {
-                part_ml[2 * slot] = mx;
-                part_ml[2 * slot + 1] = total;
-            }
-            part_acc[slot * head_dim + d] = v;
-        }
-    }
+    merge_warps(st, out, part_ml, part_acc, t, kvh * G, n_heads, head_dim, split, splits, order);
 }
 
 // One CTA per (token, head): merges the splits' states (at most 32). The first warp weighs the

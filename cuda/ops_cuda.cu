@@ -159,6 +159,13 @@ __device__ float block_sum(float v)
 
 // One block per row. residual may be null (plain RMSNorm of x); otherwise residual += x first and
 // the norm reads the updated residual. out's row in `order` (act_order.h).
+// One RMSNorm output as transformers computes it: normalise in float, round to the activation
+// dtype, then scale (the caller rounds the product).
+__device__ __forceinline__ float rms_scaled(float v, float inv, float w)
+{
+    return __bfloat162float(__float2bfloat16_rn(v * inv)) * w;
+}
+
 __global__ void rmsnorm_kernel(bf16 *out, const bf16 *x, bf16 *residual, const bf16 *w, int64_t d, float eps,
                                qs_act_order order)
 {
@@ -179,9 +186,8 @@ __global__ void rmsnorm_kernel(bf16 *out, const bf16 *x, bf16 *residual, const b
     float inv = rsqrtf(block_sum(ss) / (float)d + eps);
     const bf16 *src = rr ? rr : xr;
     for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
-        // As transformers: normalise in float, round to the activation dtype, then scale.
-        float normed = __bfloat162float(__float2bfloat16_rn(__bfloat162float(src[i]) * inv));
-        out[row * d + qs_act_position(order, i)] = __float2bfloat16_rn(normed * __bfloat162float(w[i]));
+        out[row * d + qs_act_position(order, i)] =
+            __float2bfloat16_rn(rms_scaled(__bfloat162float(src[i]), inv, __bfloat162float(w[i])));
     }
 }
 
@@ -224,11 +230,8 @@ __global__ void rmsnorm_pairs_kernel(bf16 *out, const bf16 *x, bf16 *residual, c
     for (int k = 0; k < kPairs; k++) {
         int64_t p = threadIdx.x + (int64_t)k * blockDim.x;
         if (p < pairs) {
-            // As transformers: normalise in float, round to the activation dtype, then scale.
-            float n0 = __bfloat162float(__float2bfloat16_rn(v[k].x * inv));
-            float n1 = __bfloat162float(__float2bfloat16_rn(v[k].y * inv));
             *reinterpret_cast<bf16x2 *>(out + row * d + qs_act_position(order, 2 * p)) =
-                __floats2bfloat162_rn(n0 * wv[k].x, n1 * wv[k].y);
+                __floats2bfloat162_rn(rms_scaled(v[k].x, inv, wv[k].x), rms_scaled(v[k].y, inv, wv[k].y));
         }
     }
 }

@@ -6,7 +6,9 @@
 # writes it to $OUT/decode-ab.txt. Session 17 measured activation orders this way (docs/marlin.md).
 #   DECODE_CKPTS="fp8 nvfp4"   checkpoints (quantize schemes fp8-dynamic / nvfp4-w4a16 / fp8-static)
 #   DECODE_VARIANTS="ordered=marlin natural=marlin:QSERVE_ACT_ORDER=0 cublaslt=cublaslt@fp8"
-#                              name=backend[@ckpt,ckpt][:VAR=v,VAR=v] (@: only those checkpoints)
+#                              name=backend[@ckpt,ckpt][:VAR=v,VAR=v] (@: only those checkpoints;
+#                              BIN=dir among the variables: that bundle's bench_decode, e.g. an
+#                              older build carried beside out/device, for an A/B of two builds)
 #   DECODE_BATCHES=1,16,32,64  DECODE_STEPS=64  DECODE_ROUNDS=2  DECODE_PROMPT=32 (context = prompt + steps)
 #   DECODE_SHAPE=llama-3.1-8b  (tiny-llama with DECODE_DEVICE=cpu: a self-check here, no GPU)
 set -uo pipefail
@@ -38,7 +40,12 @@ for r in $(seq 1 "$ROUNDS"); do
       backend=${rest%%@*}; only=""
       [[ "$rest" == *@* ]] && only=${rest#*@}
       [ -n "$only" ] && [[ ",$only," != *",$ck,"* ]] && continue
-      env ${vars//,/ } timeout 150 "$D/bench_decode" "$W/$ck" --device "$DEVICE" --linear-backend "$backend" \
+      bin=$D
+      if [[ ",$vars," == *",BIN="* ]]; then
+        bin=$(sed -E 's/.*,BIN=([^,]*),.*/\1/' <<<",$vars,")
+        vars=$(sed -E 's/,BIN=[^,]*,/,/; s/^,//; s/,$//' <<<",$vars,")
+      fi
+      env ${vars//,/ } timeout 150 "$bin/bench_decode" "$W/$ck" --device "$DEVICE" --linear-backend "$backend" \
         --batches "$BATCHES" --steps "${DECODE_STEPS:-64}" --prompt "${DECODE_PROMPT:-32}" 2>>"$OUT/decode-ab-err.txt" |
         sed -n "s/^batch *\([0-9]*\): *\([0-9.]*\) ms\/step *\([0-9.]*\) tok\/s.*/$r $ck $name \1 \3/p" >>"$raw"
     done
