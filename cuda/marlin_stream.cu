@@ -44,6 +44,17 @@
 namespace qs_marlin {
 namespace {
 
+// Measurement switch, not yet run on a GPU (-DQS_MARLIN_STREAM_LAST_SUMS=1; session 20): on a layer
+// whose shares are whole equal parts of groups (T / C stages each, dividing nst: 4096x4096 and
+// 4096x14336 at 128 CTAs), every owner of a group stores its partials, fences and draws a ticket,
+// and the one that draws the last ticket adds the group's slots in slot order — its own from
+// registers, the same additions in the same order as the first owner's sum — so no CTA polls
+// for another, and the summing CTA loads one slot fewer (docs/marlin.md, Next).
+#ifndef QS_MARLIN_STREAM_LAST_SUMS
+#define QS_MARLIN_STREAM_LAST_SUMS 0
+#endif
+constexpr bool kLastSums = QS_MARLIN_STREAM_LAST_SUMS != 0;
+
 // Measurement builds only (-DQS_MARLIN_STREAM_HOLLOW=1..6; outputs wrong, timing only): the
 // consumers skip their weight loads and expansion (1), and their wgmma as well (2); the producers
 // then skip the activation copies (3) and the weight copies too (4), arriving on the full barriers
@@ -142,6 +153,55 @@ template <int NT, bool XP> __device__ __forceinline__ int slice_offset(int s)
     return XP ? (s >> 2) * staged_half_bytes(NT) + (s & 3) * 32 : s * image_slice_bytes(NT);
 }
 
+// kLastSums: the consumers' side of a group split between `n + 1` aligned owners, this CTA slot
+// `mine` of them: its partials to slot `mine`, a fence, a ticket; false for all but the owner that
+// draws the last ticket, which leaves the group's sum in acc — slot 0, then slots 1, 2, ... added
+// in pairs exactly as the first owner's sum adds them (the same bits; its own slot read back as
+// stored, which keeps the registers of the first owner's sum).
+template <int NT>
+__device__ __forceinline__ bool last_owner_sums(const Params &p, float (&acc)[NT / 2], float4 *slots, size_t slot_f4,
+                                                int group, int mine, int n)
+{
+    __shared__ int s_last;
+#pragma unroll
+    for (int i = 0; i < NT / 8; i++)
+        __stcg(slots + mine * slot_f4 + i * kConsumers, make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]));
+    __threadfence();
+    named_sync<kConsumerBarrier, kConsumers>();
+    if (threadIdx.x == 0) {
+        const int drawn = atomicAdd(p.cnt + group, 1);
+        s_last = drawn == n;
+        if (drawn == n)
+            p.cnt[group] = 0; // every owner has drawn: no one else reads or writes it in this call
+    }
+    named_sync<kConsumerBarrier, kConsumers>();
+    if (!s_last)
+        return false;
+    __threadfence();
+    // slot 0 into acc (this CTA's own partials as stored, unless it is slot 0), then the pairs
+    if (mine != 0) {
+#pragma unroll
+        for (int i = 0; i < NT / 8; i++) {
+            const float4 v = __ldcg(slots + i * kConsumers);
+            acc[4 * i] = v.x, acc[4 * i + 1] = v.y, acc[4 * i + 2] = v.z, acc[4 * i + 3] = v.w;
+        }
+    }
+    for (int j = 1; j <= n; j += 2) {
+        float4 v0[NT / 8], v1[NT / 8];
+#pragma unroll
+        for (int i = 0; i < NT / 8; i++) {
+            v0[i] = __ldcg(slots + j * slot_f4 + i * kConsumers);
+            v1[i] = j < n ? __ldcg(slots + (j + 1) * slot_f4 + i * kConsumers) : make_float4(0.f, 0.f, 0.f, 0.f);
+        }
+#pragma unroll
+        for (int i = 0; i < NT / 8; i++) {
+            acc[4 * i] += v0[i].x, acc[4 * i + 1] += v0[i].y, acc[4 * i + 2] += v0[i].z, acc[4 * i + 3] += v0[i].w;
+            acc[4 * i] += v1[i].x, acc[4 * i + 1] += v1[i].y, acc[4 * i + 2] += v1[i].z, acc[4 * i + 3] += v1[i].w;
+        }
+    }
+    return true;
+}
+
 // weight_map: the packed weights as (stage bytes / 8, k stage, strip) 64-bit words, one box = one
 // stage of 8 strips; scale_map (NVFP4): the scale codes as (256 bytes / 8, 256-k step, strip);
 // x_map: the activations as (k, token) BF16, one box = 64 k of p.x_rows tokens (at most the tile's
@@ -176,6 +236,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int64_t T = (int64_t)groups * nst;
     const int C = gridDim.x;
     const int64_t lo = share_begin(blockIdx.x, T, C), hi = share_begin(blockIdx.x + 1, T, C);
+    // (kLastSums: every share one segment of one group, and the group's owners aligned to it)
+    const bool last_sums = kLastSums && T % C == 0 && nst % (T / C) == 0;
     trace_phase(p, kEnter);
 
     if (threadIdx.x == 0) {
@@ -273,7 +335,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             allow_next_grid();
             // A share that starts inside a group starts with a partial segment (consumers below):
             // once its partials are stored, count them in for the group's summing CTA.
-            if (kHollow < 5 && lo % nst != 0) {
+            if (kHollow < 5 && !last_sums && lo % nst != 0) {
                 named_sync<kPublishBarrier, kPublishThreads>();
                 if (lane == 0) {
                     __threadfence();
@@ -403,7 +465,11 @@ __global__ void __launch_bounds__(kThreads, 1)
             const int first = owner_of(group_start, T, C), last = owner_of(group_end - 1, T, C);
             float4 *const slots = (float4 *)p.ws + (size_t)group * p.splits * (NT / 8) * kConsumers + threadIdx.x;
             constexpr size_t SLOT = (size_t)(NT / 8) * kConsumers; // float4 per slot
-            if (!has_first) {
+            if (last_sums) {
+                if (!last_owner_sums<NT>(p, acc, slots, SLOT, group, (int)blockIdx.x - first, last - first))
+                    continue;
+                trace_phase(p, kSummed);
+            } else if (!has_first) {
                 // (the share's first segment) partials to slot (this CTA - first); warp 15
                 // publishes them, the consumers go on
                 float4 *const mine = slots + (blockIdx.x - first) * SLOT;
@@ -412,29 +478,30 @@ __global__ void __launch_bounds__(kThreads, 1)
                     __stcg(mine + i * kConsumers, make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]));
                 named_arrive<kPublishBarrier, kPublishThreads>();
                 continue;
-            }
-            // (the share's last segment) the other owners published theirs at their shares'
-            // starts: the wait is normally over at once
-            if (threadIdx.x == 0) {
-                while (load_acquire(p.cnt + group) < last - first) {
+            } else {
+                // (the share's last segment) the other owners published theirs at their shares'
+                // starts: the wait is normally over at once
+                if (threadIdx.x == 0) {
+                    while (load_acquire(p.cnt + group) < last - first) {
+                    }
+                    p.cnt[group] = 0; // no one else reads or writes it in this call
                 }
-                p.cnt[group] = 0; // no one else reads or writes it in this call
-            }
-            named_sync<kConsumerBarrier, kConsumers>();
-            trace_phase(p, kSummed);
-            // Two slots' loads in flight at a time, added in slot order (deterministic).
-            const int n = last - first;
-            for (int j = 1; j <= n; j += 2) {
-                float4 v0[NT / 8], v1[NT / 8];
+                named_sync<kConsumerBarrier, kConsumers>();
+                trace_phase(p, kSummed);
+                // Two slots' loads in flight at a time, added in slot order (deterministic).
+                const int n = last - first;
+                for (int j = 1; j <= n; j += 2) {
+                    float4 v0[NT / 8], v1[NT / 8];
 #pragma unroll
-                for (int i = 0; i < NT / 8; i++) {
-                    v0[i] = __ldcg(slots + j * SLOT + i * kConsumers);
-                    v1[i] = j < n ? __ldcg(slots + (j + 1) * SLOT + i * kConsumers) : make_float4(0.f, 0.f, 0.f, 0.f);
-                }
+                    for (int i = 0; i < NT / 8; i++) {
+                        v0[i] = __ldcg(slots + j * SLOT + i * kConsumers);
+                        v1[i] = j < n ? __ldcg(slots + (j + 1) * SLOT + i * kConsumers) : make_float4(0.f, 0.f, 0.f, 0.f);
+                    }
 #pragma unroll
-                for (int i = 0; i < NT / 8; i++) {
-                    acc[4 * i] += v0[i].x, acc[4 * i + 1] += v0[i].y, acc[4 * i + 2] += v0[i].z, acc[4 * i + 3] += v0[i].w;
-                    acc[4 * i] += v1[i].x, acc[4 * i + 1] += v1[i].y, acc[4 * i + 2] += v1[i].z, acc[4 * i + 3] += v1[i].w;
+                    for (int i = 0; i < NT / 8; i++) {
+                        acc[4 * i] += v0[i].x, acc[4 * i + 1] += v0[i].y, acc[4 * i + 2] += v0[i].z, acc[4 * i + 3] += v0[i].w;
+                        acc[4 * i] += v1[i].x, acc[4 * i + 1] += v1[i].y, acc[4 * i + 2] += v1[i].z, acc[4 * i + 3] += v1[i].w;
+                    }
                 }
             }
         }
