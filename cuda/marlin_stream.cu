@@ -47,9 +47,9 @@ namespace {
 // Measurement switch, not yet run on a GPU (-DQS_MARLIN_STREAM_LAST_SUMS=1; session 20): on a layer
 // whose shares are whole equal parts of groups (T / C stages each, dividing nst: 4096x4096 and
 // 4096x14336 at 128 CTAs), every owner of a group stores its partials, fences and draws a ticket,
-// and the one that draws the last ticket adds the group's slots in slot order — its own from
-// registers, the same additions in the same order as the first owner's sum — so no CTA polls
-// for another, and the summing CTA loads one slot fewer (docs/marlin.md, Next).
+// and the one that draws the last ticket adds the group's slots in slot order (its own read back
+// as stored: the same additions in the same order as the first owner's sum), so no CTA polls for
+// another (docs/marlin.md, Next).
 #ifndef QS_MARLIN_STREAM_LAST_SUMS
 #define QS_MARLIN_STREAM_LAST_SUMS 0
 #endif
