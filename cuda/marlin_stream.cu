@@ -237,7 +237,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int C = gridDim.x;
     const int64_t lo = share_begin(blockIdx.x, T, C), hi = share_begin(blockIdx.x + 1, T, C);
     // (kLastSums: every share one segment of one group, and the group's owners aligned to it)
-    const bool last_sums = kLastSums && T % C == 0 && nst % (T / C) == 0;
+    const bool last_sums = kLastSums && shares_align_to_groups(nst, T, C);
     trace_phase(p, kEnter);
 
     if (threadIdx.x == 0) {
