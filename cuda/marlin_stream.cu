@@ -155,12 +155,12 @@ template <int NT, bool XP> __device__ __forceinline__ int slice_offset(int s)
 
 // kLastSums: the consumers' side of a group split between `n + 1` aligned owners, this CTA slot
 // `mine` of them: its partials to slot `mine`, a fence, a ticket; false for all but the owner that
-// draws the last ticket, which leaves the group's sum in acc — slot 0, then slots 1, 2, ... added
-// in pairs exactly as the first owner's sum adds them (the same bits; its own slot read back as
-// stored, which keeps the registers of the first owner's sum).
+// draws the last ticket, which then holds slot 0 in acc (its own partials as stored, unless it is
+// slot 0) for the kernel's sum of slots 1..n — the first owner's sum, the same additions in the
+// same order (the same bits).
 template <int NT>
-__device__ __forceinline__ bool last_owner_sums(const Params &p, float (&acc)[NT / 2], float4 *slots, size_t slot_f4,
-                                                int group, int mine, int n)
+__device__ __forceinline__ bool last_owner_ticket(const Params &p, float (&acc)[NT / 2], float4 *slots, size_t slot_f4,
+                                                  int group, int mine, int n)
 {
     __shared__ int s_last;
 #pragma unroll
@@ -178,25 +178,11 @@ __device__ __forceinline__ bool last_owner_sums(const Params &p, float (&acc)[NT
     if (!s_last)
         return false;
     __threadfence();
-    // slot 0 into acc (this CTA's own partials as stored, unless it is slot 0), then the pairs
     if (mine != 0) {
 #pragma unroll
         for (int i = 0; i < NT / 8; i++) {
             const float4 v = __ldcg(slots + i * kConsumers);
             acc[4 * i] = v.x, acc[4 * i + 1] = v.y, acc[4 * i + 2] = v.z, acc[4 * i + 3] = v.w;
-        }
-    }
-    for (int j = 1; j <= n; j += 2) {
-        float4 v0[NT / 8], v1[NT / 8];
-#pragma unroll
-        for (int i = 0; i < NT / 8; i++) {
-            v0[i] = __ldcg(slots + j * slot_f4 + i * kConsumers);
-            v1[i] = j < n ? __ldcg(slots + (j + 1) * slot_f4 + i * kConsumers) : make_float4(0.f, 0.f, 0.f, 0.f);
-        }
-#pragma unroll
-        for (int i = 0; i < NT / 8; i++) {
-            acc[4 * i] += v0[i].x, acc[4 * i + 1] += v0[i].y, acc[4 * i + 2] += v0[i].z, acc[4 * i + 3] += v0[i].w;
-            acc[4 * i] += v1[i].x, acc[4 * i + 1] += v1[i].y, acc[4 * i + 2] += v1[i].z, acc[4 * i + 3] += v1[i].w;
         }
     }
     return true;
@@ -466,7 +452,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             float4 *const slots = (float4 *)p.ws + (size_t)group * p.splits * (NT / 8) * kConsumers + threadIdx.x;
             constexpr size_t SLOT = (size_t)(NT / 8) * kConsumers; // float4 per slot
             if (last_sums) {
-                if (!last_owner_sums<NT>(p, acc, slots, SLOT, group, (int)blockIdx.x - first, last - first))
+                if (!last_owner_ticket<NT>(p, acc, slots, SLOT, group, (int)blockIdx.x - first, last - first))
                     continue;
                 trace_phase(p, kSummed);
             } else if (!has_first) {
@@ -488,20 +474,21 @@ __global__ void __launch_bounds__(kThreads, 1)
                 }
                 named_sync<kConsumerBarrier, kConsumers>();
                 trace_phase(p, kSummed);
-                // Two slots' loads in flight at a time, added in slot order (deterministic).
-                const int n = last - first;
-                for (int j = 1; j <= n; j += 2) {
-                    float4 v0[NT / 8], v1[NT / 8];
+            }
+            // (the summing CTA, acc holding slot 0) slots 1..n, two slots' loads in flight at a
+            // time, added in slot order (deterministic)
+            const int n = last - first;
+            for (int j = 1; j <= n; j += 2) {
+                float4 v0[NT / 8], v1[NT / 8];
 #pragma unroll
-                    for (int i = 0; i < NT / 8; i++) {
-                        v0[i] = __ldcg(slots + j * SLOT + i * kConsumers);
-                        v1[i] = j < n ? __ldcg(slots + (j + 1) * SLOT + i * kConsumers) : make_float4(0.f, 0.f, 0.f, 0.f);
-                    }
+                for (int i = 0; i < NT / 8; i++) {
+                    v0[i] = __ldcg(slots + j * SLOT + i * kConsumers);
+                    v1[i] = j < n ? __ldcg(slots + (j + 1) * SLOT + i * kConsumers) : make_float4(0.f, 0.f, 0.f, 0.f);
+                }
 #pragma unroll
-                    for (int i = 0; i < NT / 8; i++) {
-                        acc[4 * i] += v0[i].x, acc[4 * i + 1] += v0[i].y, acc[4 * i + 2] += v0[i].z, acc[4 * i + 3] += v0[i].w;
-                        acc[4 * i] += v1[i].x, acc[4 * i + 1] += v1[i].y, acc[4 * i + 2] += v1[i].z, acc[4 * i + 3] += v1[i].w;
-                    }
+                for (int i = 0; i < NT / 8; i++) {
+                    acc[4 * i] += v0[i].x, acc[4 * i + 1] += v0[i].y, acc[4 * i + 2] += v0[i].z, acc[4 * i + 3] += v0[i].w;
+                    acc[4 * i] += v1[i].x, acc[4 * i + 1] += v1[i].y, acc[4 * i + 2] += v1[i].z, acc[4 * i + 3] += v1[i].w;
                 }
             }
         }
