@@ -6,13 +6,8 @@
 set -u
 SCRIPT=scripts/bench_builds_table.py
 names="fastest_round layer_sum missing_cell kernel_filter no_runs"
-if ! command -v python3 >/dev/null; then
-  for n in $names; do echo "skip $n: python3 is needed"; done
-  exit 0
-fi
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-check() { if [ "$2" = 0 ]; then echo "ok $1"; else echo "not ok $1${3:+: $3}"; fi; }
+. "$(dirname "$0")/check_lib.sh"
+skip_all_without python3 $names
 
 row() { echo "$1 $2 $3 $4 $5 1.0 1000 50% $5"; } # kernel N K M time
 {

@@ -11,9 +11,7 @@ if [ ! -x "$TOOL" ]; then
   for n in $names; do echo "skip $n: $TOOL is not built"; done
   exit 0
 fi
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-check() { if [ "$2" = 0 ]; then echo "ok $1"; else echo "not ok $1${3:+: $3}"; fi; }
+. "$(dirname "$0")/check_lib.sh"
 "$BIN" init-model "$TMP/m" --shape tiny-llama --seed 3 >/dev/null 2>&1 || { echo "not ok init: init-model failed"; exit 1; }
 
 # "batch    B:   T ms/step   R tok/s  (...)" for B = 1 and 3, with R = B * 1000 / T (to print precision)

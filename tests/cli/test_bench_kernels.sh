@@ -12,9 +12,7 @@ if [ ! -x "$TOOL" ]; then
   for n in $names; do echo "skip $n: $TOOL is not built (a build without CUDA has no bench_kernels)"; done
   exit 0
 fi
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-check() { if [ "$2" = 0 ]; then echo "ok $1"; else echo "not ok $1${3:+: $3}"; fi; }
+. "$(dirname "$0")/check_lib.sh"
 
 "$TOOL" --kernels marlin-fp8,marlin-fp >/dev/null 2>"$TMP/e1.txt"
 rc=$?; [ $rc = 2 ] && grep -q "unknown kernel 'marlin-fp'" "$TMP/e1.txt" && grep -q "marlin-fp8-ordered" "$TMP/e1.txt"

@@ -5,13 +5,8 @@
 set -u
 SCRIPT=scripts/bench_layer_table.py
 names="layer_sums scaled_mm_verdicts bf16_verdicts copy_cells"
-if ! command -v python3 >/dev/null; then
-  for n in $names; do echo "skip $n: python3 is needed"; done
-  exit 0
-fi
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-check() { if [ "$2" = 0 ]; then echo "ok $1"; else echo "not ok $1${3:+: $3}"; fi; }
+. "$(dirname "$0")/check_lib.sh"
+skip_all_without python3 $names
 
 # kernel N K M time_us TFLOP/s GB/s %copy eager_us; M = 1 and 64 for every shape
 {

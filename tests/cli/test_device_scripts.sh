@@ -5,9 +5,7 @@
 # build, naming the culprit. Prints ok / not ok / skip.
 set -u
 names="pack_round_trip pack_missing_bundle variant_bad_name variant_missing_build"
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-check() { if [ "$2" = 0 ]; then echo "ok $1"; else echo "not ok $1${3:+: $3}"; fi; }
+. "$(dirname "$0")/check_lib.sh"
 
 mkdir -p "$TMP/out/bundle/lib"
 head -c 100000 /dev/urandom >"$TMP/out/bundle/tool"

@@ -12,13 +12,11 @@ if [ ! -f "$DATA/stories260K.bin" ]; then
   for n in $names; do echo "skip $n: stories260K not found under $DATA"; done
   exit 0
 fi
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
+. "$(dirname "$0")/check_lib.sh"
 M=$TMP/stories260K
 "$BUILD/convert-llama2c" "$DATA/stories260K.bin" "$DATA/tok512.bin" "$M" || { echo "not ok convert: convert-llama2c failed"; exit 1; }
 
 py_json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); $2" "$1"; }
-check() { if [ "$2" = 0 ]; then echo "ok $1"; else echo "not ok $1${3:+: $3}"; fi; }
 
 "$BIN" generate "$M" --prompt-ids 1 --max-tokens 200 --temperature 0 --ignore-eos --json >"$TMP/g.json" 2>"$TMP/g.err"
 py_json "$TMP/g.json" "sys.exit(0 if d['token_ids'] == [int(x) for x in open('$DATA/golden_greedy_200_ids.txt').read().split()] else 1)"
