@@ -157,8 +157,6 @@ __device__ float block_sum(float v)
     return v;
 }
 
-// One block per row. residual may be null (plain RMSNorm of x); otherwise residual += x first and
-// the norm reads the updated residual. out's row in `order` (act_order.h).
 // One RMSNorm output as transformers computes it: normalise in float, round to the activation
 // dtype, then scale (the caller rounds the product).
 __device__ __forceinline__ float rms_scaled(float v, float inv, float w)
@@ -166,6 +164,8 @@ __device__ __forceinline__ float rms_scaled(float v, float inv, float w)
     return __bfloat162float(__float2bfloat16_rn(v * inv)) * w;
 }
 
+// One block per row. residual may be null (plain RMSNorm of x); otherwise residual += x first and
+// the norm reads the updated residual. out's row in `order` (act_order.h).
 __global__ void rmsnorm_kernel(bf16 *out, const bf16 *x, bf16 *residual, const bf16 *w, int64_t d, float eps,
                                qs_act_order order)
 {
