@@ -7,7 +7,7 @@ set -u
 SCRIPT=scripts/bench_builds_table.py
 names="fastest_round layer_sum missing_cell kernel_filter no_runs"
 . "$(dirname "$0")/check_lib.sh"
-skip_all_without python3 $names
+command -v python3 >/dev/null || skip_all "python3 is needed" $names
 
 row() { echo "$1 $2 $3 $4 $5 1.0 1000 50% $5"; } # kernel N K M time
 {

@@ -7,11 +7,8 @@ BIN=${QSERVE_BIN:-build/qserve}
 BUILD=${QSERVE_BUILD:-build}
 TOOL=$BUILD/bench_decode
 names="batches natural_order bad_batch unknown_flag missing_model"
-if [ ! -x "$TOOL" ]; then
-  for n in $names; do echo "skip $n: $TOOL is not built"; done
-  exit 0
-fi
 . "$(dirname "$0")/check_lib.sh"
+[ -x "$TOOL" ] || skip_all "$TOOL is not built" $names
 "$BIN" init-model "$TMP/m" --shape tiny-llama --seed 3 >/dev/null 2>&1 || { echo "not ok init: init-model failed"; exit 1; }
 
 # "batch    B:   T ms/step   R tok/s  (...)" for B = 1 and 3, with R = B * 1000 / T (to print precision)

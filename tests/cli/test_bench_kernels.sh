@@ -8,11 +8,8 @@ set -u
 BUILD=${QSERVE_BUILD:-build}
 TOOL=$BUILD/bench_kernels
 names="unknown_kernel read_rows unknown_flag"
-if [ ! -x "$TOOL" ]; then
-  for n in $names; do echo "skip $n: $TOOL is not built (a build without CUDA has no bench_kernels)"; done
-  exit 0
-fi
 . "$(dirname "$0")/check_lib.sh"
+[ -x "$TOOL" ] || skip_all "$TOOL is not built (a build without CUDA has no bench_kernels)" $names
 
 "$TOOL" --kernels marlin-fp8,marlin-fp >/dev/null 2>"$TMP/e1.txt"
 rc=$?; [ $rc = 2 ] && grep -q "unknown kernel 'marlin-fp'" "$TMP/e1.txt" && grep -q "marlin-fp8-ordered" "$TMP/e1.txt"

@@ -6,7 +6,7 @@ set -u
 SCRIPT=scripts/bench_layer_table.py
 names="layer_sums scaled_mm_verdicts bf16_verdicts copy_cells"
 . "$(dirname "$0")/check_lib.sh"
-skip_all_without python3 $names
+command -v python3 >/dev/null || skip_all "python3 is needed" $names
 
 # kernel N K M time_us TFLOP/s GB/s %copy eager_us; M = 1 and 64 for every shape
 {

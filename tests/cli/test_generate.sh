@@ -8,11 +8,8 @@ BIN=${QSERVE_BIN:-build/qserve}
 BUILD=${QSERVE_BUILD:-build}
 DATA=${QSERVE_SHARED_DATA:-../shared/data}/tinystories
 names="greedy_ids greedy_text streamed_text bf16_first_sentence fp8_dynamic_first_sentence fp8_block_first_sentence online_fp8_first_sentence seed_reproducible stop_string logprobs chat moe_backend_without_tokenizer bad_args"
-if [ ! -f "$DATA/stories260K.bin" ]; then
-  for n in $names; do echo "skip $n: stories260K not found under $DATA"; done
-  exit 0
-fi
 . "$(dirname "$0")/check_lib.sh"
+[ -f "$DATA/stories260K.bin" ] || skip_all "stories260K not found under $DATA" $names
 M=$TMP/stories260K
 "$BUILD/convert-llama2c" "$DATA/stories260K.bin" "$DATA/tok512.bin" "$M" || { echo "not ok convert: convert-llama2c failed"; exit 1; }
 
