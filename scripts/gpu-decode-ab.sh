@@ -40,11 +40,8 @@ for r in $(seq 1 "$ROUNDS"); do
       backend=${rest%%@*}; only=""
       [[ "$rest" == *@* ]] && only=${rest#*@}
       [ -n "$only" ] && [[ ",$only," != *",$ck,"* ]] && continue
-      bin=$D
-      if [[ ",$vars," == *",BIN="* ]]; then
-        bin=$(sed -E 's/.*,BIN=([^,]*),.*/\1/' <<<",$vars,")
-        vars=$(sed -E 's/,BIN=[^,]*,/,/; s/^,//; s/,$//' <<<",$vars,")
-      fi
+      take_var BIN "$vars"
+      bin=${taken:-$D} vars=$rest
       env ${vars//,/ } timeout 150 "$bin/bench_decode" "$W/$ck" --device "$DEVICE" --linear-backend "$backend" \
         --batches "$BATCHES" --steps "${DECODE_STEPS:-64}" --prompt "${DECODE_PROMPT:-32}" 2>>"$OUT/decode-ab-err.txt" |
         sed -n "s/^batch *\([0-9]*\): *\([0-9.]*\) ms\/step *\([0-9.]*\) tok\/s.*/$r $ck $name \1 \3/p" >>"$raw"

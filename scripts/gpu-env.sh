@@ -1,8 +1,18 @@
 # gpu-env.sh — sourced from the repository root by the GPU-machine scripts (gpu-check.sh,
 # gpu-ab.sh, gpu-profile.sh, gpu-marlin-sweep.sh): D, the bundle from scripts/device-bundle.sh
 # ($DEST, else the caller's default $1); OUT, where results go ($OUT, else /tmp/qserve-gpu-out);
-# and the bundle's libraries on the library path.
+# the bundle's libraries on the library path; and take_var, for variants written VAR=v,VAR=v.
 D=${DEST:-$1}
 OUT=${OUT:-/tmp/qserve-gpu-out}
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH="$PWD/$D/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+
+# take_var NAME "VAR=v,..." — a script's own setting NAME among a variant's variables: sets
+# taken (its value, empty when absent) and rest (the other variables, comma-separated).
+take_var() {
+  taken="" rest=$2
+  if [[ ",$2," == *",$1="* ]]; then
+    taken=$(sed -E "s/.*,$1=([^,]*),.*/\1/" <<<",$2,")
+    rest=$(sed -E "s/,$1=[^,]*,/,/; s/^,//; s/,\$//" <<<",$2,")
+  fi
+}

@@ -15,12 +15,8 @@ K=${SWEEP_KERNELS:-marlin-fp8,marlin-nvfp4}
 VARIANTS=${SWEEP_VARIANTS:-"default QSERVE_MARLIN_WARPS=8 QSERVE_MARLIN_WIDE=0"}
 for v in $VARIANTS; do
   [ "$v" = default ] && v=QSERVE_MARLIN_DEFAULT=1
-  vars=$v suffix=""
-  if [[ ",$vars," == *",BUILD="* ]]; then
-    suffix=_$(sed -E 's/.*,BUILD=([^,]*),.*/\1/' <<<",$vars,")
-    vars=$(sed -E 's/,BUILD=[^,]*,/,/; s/^,//; s/,$//' <<<",$vars,")
-    [ -n "$vars" ] || vars=QSERVE_MARLIN_DEFAULT=1
-  fi
+  take_var BUILD "$v"
+  suffix=${taken:+_$taken} vars=${rest:-QSERVE_MARLIN_DEFAULT=1}
   {
     echo "=== marlin: $v"
     env ${vars//,/ } timeout 60 "$D/cuda-tests/test_marlin_cuda$suffix" --quick | grep -E "FAIL|passed"
