@@ -32,6 +32,8 @@ ifneq ($(NVCC),)
   CUDA_ARCHS ?= 80 89 90a
   NVCC_FLAGS ?= -O3 -std=c++17 -Icuda -Isrc \
     $(foreach a,$(CUDA_ARCHS),-gencode=arch=compute_$(a),code=sm_$(a)) -Xcompiler -fPIC
+  # NVCC_EXTRA: flags added to the default ones (scripts/device-variant.sh's measurement builds)
+  NVCC_FLAGS += $(NVCC_EXTRA)
   CUDA_OBJ   := $(CUDA_SRC:%.cu=$(BUILD)/%.o)
   DEFS       += -DQS_HAVE_CUDA=1
   # marlin's Hopper kernels (wgmma, the stream kernel) exist only in builds with sm_90a code; the

@@ -17,8 +17,6 @@ base=${BUILD:-build-device} dest=${DEST:-out/device} build=build-variant-$name
 [ -d "$base" ] || { echo "$0: no $base/: run scripts/device-bundle.sh first" >&2; exit 1; }
 [ -d "$dest" ] || { echo "$0: no bundle at $dest" >&2; exit 1; }
 CUDA_ARCHS=${CUDA_ARCHS:-90a}
-nvcc_flags="-O3 -std=c++17 -Icuda -Isrc"
-for a in $CUDA_ARCHS; do nvcc_flags+=" -gencode=arch=compute_$a,code=sm_$a"; done
 rm -rf "$build"
 cp -a "$base" "$build"
 # (cp -a keeps the base build's times: only what is removed here is rebuilt)
@@ -30,6 +28,6 @@ rm -f "$build/libqserve.a"
 tools=${TOOLS:-bench_kernels}
 targets=""
 for t in $tools; do rm -f "$build/$t"; targets+=" $build/$t"; done
-make -j2 BUILD="$build" CUDA_ARCHS="$CUDA_ARCHS" NVCC_FLAGS="$nvcc_flags -Xcompiler -fPIC $flags" $targets >/dev/null
+make -j2 BUILD="$build" CUDA_ARCHS="$CUDA_ARCHS" NVCC_EXTRA="$flags" $targets >/dev/null
 for t in $tools; do cp "$build/$t" "$dest/${t}_$name"; done
 echo "$dest: $(for t in $tools; do printf '%s_%s ' "$t" "$name"; done)"
