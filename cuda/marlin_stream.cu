@@ -78,6 +78,8 @@ constexpr int kSmemBytes = 227 * 1024;          // the most dynamic shared memor
 constexpr int kAlign = 1024;                    // the 128-byte swizzle's period: the staging ring's alignment
 constexpr int kBarrierBytes = 1024;             // the mbarriers, then the rings
 constexpr int kMaxWeightStages = 24;         // mbarrier slots reserved (the ring depth is a launch parameter)
+constexpr int kLastFlagOffset = kBarrierBytes - 4; // kLastSums: the last owner's flag, after the mbarriers
+static_assert(16 * (kMaxWeightStages + kActStages + kStagedStages) <= kLastFlagOffset, "barrier region too small");
 constexpr int kMaxTokens = 64;
 constexpr int kConsumerBarrier = 1;                                     // named barriers (0: __syncthreads)
 constexpr int kPublishBarrier = 2, kPublishThreads = kConsumers + 32; // consumers + warp 15
@@ -157,12 +159,12 @@ template <int NT, bool XP> __device__ __forceinline__ int slice_offset(int s)
 // `mine` of them: its partials to slot `mine`, a fence, a ticket; false for all but the owner that
 // draws the last ticket, which then holds slot 0 in acc (its own partials as stored, unless it is
 // slot 0) for the kernel's sum of slots 1..n — the first owner's sum, the same additions in the
-// same order (the same bits).
+// same order (the same bits). `is_last` is a word of the barrier region: a static __shared__
+// word would take the CTA past 227 KB beside the dynamic rings (session 21 call 1).
 template <int NT>
 __device__ __forceinline__ bool last_owner_ticket(const Params &p, float (&acc)[NT / 2], float4 *slots, size_t slot_f4,
-                                                  int group, int mine, int n)
+                                                  int group, int mine, int n, int *is_last)
 {
-    __shared__ int s_last;
 #pragma unroll
     for (int i = 0; i < NT / 8; i++)
         __stcg(slots + mine * slot_f4 + i * kConsumers, make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]));
@@ -170,12 +172,12 @@ __device__ __forceinline__ bool last_owner_ticket(const Params &p, float (&acc)[
     named_sync<kConsumerBarrier, kConsumers>();
     if (threadIdx.x == 0) {
         const int drawn = atomicAdd(p.cnt + group, 1);
-        s_last = drawn == n;
+        *is_last = drawn == n;
         if (drawn == n)
             p.cnt[group] = 0; // every owner has drawn: no one else reads or writes it in this call
     }
     named_sync<kConsumerBarrier, kConsumers>();
-    if (!s_last)
+    if (!*is_last)
         return false;
     __threadfence();
     if (mine != 0) {
@@ -452,7 +454,8 @@ __global__ void __launch_bounds__(kThreads, 1)
             float4 *const slots = (float4 *)p.ws + (size_t)group * p.splits * (NT / 8) * kConsumers + threadIdx.x;
             constexpr size_t SLOT = (size_t)(NT / 8) * kConsumers; // float4 per slot
             if (last_sums) {
-                if (!last_owner_ticket<NT>(p, acc, slots, SLOT, group, (int)blockIdx.x - first, last - first))
+                if (!last_owner_ticket<NT>(p, acc, slots, SLOT, group, (int)blockIdx.x - first, last - first,
+                                           (int *)(smem + kLastFlagOffset)))
                     continue;
                 trace_phase(p, kSummed);
             } else if (!has_first) {
