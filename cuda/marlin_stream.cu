@@ -44,16 +44,17 @@
 namespace qs_marlin {
 namespace {
 
-// Measurement switch, not yet run on a GPU (-DQS_MARLIN_STREAM_LAST_SUMS=1; session 20): on a layer
-// whose shares are whole equal parts of groups (T / C stages each, dividing nst: 4096x4096 and
-// 4096x14336 at 128 CTAs), every owner of a group stores its partials, fences and draws a ticket,
-// and the one that draws the last ticket adds the group's slots in slot order (its own read back
-// as stored: the same additions in the same order as the first owner's sum), so no CTA polls for
-// another (docs/marlin.md, Next).
-#ifndef QS_MARLIN_STREAM_LAST_SUMS
-#define QS_MARLIN_STREAM_LAST_SUMS 0
+// Measurement switch (-DQS_MARLIN_STREAM_SCATTER_SUMS=1; session 21): on a layer whose shares are
+// whole equal parts of groups (T / C stages each, dividing nst: 4096x4096 and 4096x14336 at 128
+// CTAs), the group's sum is spread over its owners: each consumer warp's strip is summed by one
+// owner (warp * owners / kStrips), whose other owners' warps store their partials of it. Each
+// summing warp loads a quarter of what the first owner alone loads otherwise, on every owner at once.
+// (Session 20's last-arriver sums, the first owner's loads moved to the owner that arrives last,
+// ran in session 21: correct and slower at every M; commit ab6323e holds it.)
+#ifndef QS_MARLIN_STREAM_SCATTER_SUMS
+#define QS_MARLIN_STREAM_SCATTER_SUMS 0
 #endif
-constexpr bool kLastSums = QS_MARLIN_STREAM_LAST_SUMS != 0;
+constexpr bool kScatterSums = QS_MARLIN_STREAM_SCATTER_SUMS != 0;
 
 // Measurement builds only (-DQS_MARLIN_STREAM_HOLLOW=1..6; outputs wrong, timing only): the
 // consumers skip their weight loads and expansion (1), and their wgmma as well (2); the producers
@@ -78,8 +79,6 @@ constexpr int kSmemBytes = 227 * 1024;          // the most dynamic shared memor
 constexpr int kAlign = 1024;                    // the 128-byte swizzle's period: the staging ring's alignment
 constexpr int kBarrierBytes = 1024;             // the mbarriers, then the rings
 constexpr int kMaxWeightStages = 24;         // mbarrier slots reserved (the ring depth is a launch parameter)
-constexpr int kLastFlagOffset = kBarrierBytes - 4; // kLastSums: the last owner's flag, after the mbarriers
-static_assert(16 * (kMaxWeightStages + kActStages + kStagedStages) <= kLastFlagOffset, "barrier region too small");
 constexpr int kMaxTokens = 64;
 constexpr int kConsumerBarrier = 1;                                     // named barriers (0: __syncthreads)
 constexpr int kPublishBarrier = 2, kPublishThreads = kConsumers + 32; // consumers + warp 15
@@ -155,31 +154,36 @@ template <int NT, bool XP> __device__ __forceinline__ int slice_offset(int s)
     return XP ? (s >> 2) * staged_half_bytes(NT) + (s & 3) * 32 : s * image_slice_bytes(NT);
 }
 
-// kLastSums: the consumers' side of a group split between `n + 1` aligned owners, this CTA slot
-// `mine` of them: its partials to slot `mine`, a fence, a ticket; false for all but the owner that
-// draws the last ticket, which then holds slot 0 in acc (its own partials as stored, unless it is
-// slot 0) for the kernel's sum of slots 1..n — the first owner's sum, the same additions in the
-// same order (the same bits). `is_last` is a word of the barrier region: a static __shared__
-// word would take the CTA past 227 KB beside the dynamic rings (session 21 call 1).
+// kScatterSums: the consumers' side of a group split between `n + 1` aligned owners, this CTA slot
+// `mine` of them. A warp whose strip another owner sums stores its partials to slot `mine`, and so
+// does a summing warp unless it is slot 0; thread 0 counts the CTA in and waits for the other
+// owners. A summing warp then holds slot 0 in acc (true) for the kernel's sum of slots 1..n: the
+// first owner's sum, the same additions in the same order (the same bits), for one strip; the
+// others are done with the group (false). Only CTA barriers here: a __syncwarp under a condition
+// takes the stream loop off the uniform datapath (sessions 13 and 21).
 template <int NT>
-__device__ __forceinline__ bool last_owner_ticket(const Params &p, float (&acc)[NT / 2], float4 *slots, size_t slot_f4,
-                                                  int group, int mine, int n, int *is_last)
+__device__ __forceinline__ bool scatter_sum(const Params &p, float (&acc)[NT / 2], float4 *slots, size_t slot_f4,
+                                            int group, int mine, int n, int warp)
 {
+    const bool sums = warp * (n + 1) / kStrips == mine;
+    if (mine != 0 || !sums) {
 #pragma unroll
-    for (int i = 0; i < NT / 8; i++)
-        __stcg(slots + mine * slot_f4 + i * kConsumers, make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]));
+        for (int i = 0; i < NT / 8; i++)
+            __stcg(slots + mine * slot_f4 + i * kConsumers, make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]));
+    }
     __threadfence();
     named_sync<kConsumerBarrier, kConsumers>();
     if (threadIdx.x == 0) {
-        const int drawn = atomicAdd(p.cnt + group, 1);
-        *is_last = drawn == n;
-        if (drawn == n)
-            p.cnt[group] = 0; // every owner has drawn: no one else reads or writes it in this call
+        atomicAdd(p.cnt + group, 1);
+        while (load_acquire(p.cnt + group) < n + 1) {
+        }
+        // back to 0 once every owner has seen all n + 1 stored
+        if (atomicAdd(p.cnt + group, 1) == 2 * (n + 1) - 1)
+            atomicExch(p.cnt + group, 0);
     }
     named_sync<kConsumerBarrier, kConsumers>();
-    if (!*is_last)
+    if (!sums)
         return false;
-    __threadfence();
     if (mine != 0) {
 #pragma unroll
         for (int i = 0; i < NT / 8; i++) {
@@ -224,8 +228,6 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int64_t T = (int64_t)groups * nst;
     const int C = gridDim.x;
     const int64_t lo = share_begin(blockIdx.x, T, C), hi = share_begin(blockIdx.x + 1, T, C);
-    // (kLastSums: every share one segment of one group, and the group's owners aligned to it)
-    const bool last_sums = kLastSums && shares_align_to_groups(nst, T, C);
     trace_phase(p, kEnter);
 
     if (threadIdx.x == 0) {
@@ -323,7 +325,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             allow_next_grid();
             // A share that starts inside a group starts with a partial segment (consumers below):
             // once its partials are stored, count them in for the group's summing CTA.
-            if (kHollow < 5 && !last_sums && lo % nst != 0) {
+            if (kHollow < 5 && !(kScatterSums && shares_align_to_groups(nst, T, C)) && lo % nst != 0) {
                 named_sync<kPublishBarrier, kPublishThreads>();
                 if (lane == 0) {
                     __threadfence();
@@ -446,6 +448,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         if (w == hi)
             trace_phase(p, kStreamEnd);
 
+        bool writes = true; // (kScatterSums: false where another owner writes the warp's strip)
         if (kHollow < 5 && (seg_end != group_end || !has_first)) {
             // A group split between CTAs; the CTA with its first stage sums it. Partials are kept
             // in the consumers' register order (slot j of the group: float4 i of thread t at
@@ -453,10 +456,11 @@ __global__ void __launch_bounds__(kThreads, 1)
             const int first = owner_of(group_start, T, C), last = owner_of(group_end - 1, T, C);
             float4 *const slots = (float4 *)p.ws + (size_t)group * p.splits * (NT / 8) * kConsumers + threadIdx.x;
             constexpr size_t SLOT = (size_t)(NT / 8) * kConsumers; // float4 per slot
-            if (last_sums) {
-                if (!last_owner_ticket<NT>(p, acc, slots, SLOT, group, (int)blockIdx.x - first, last - first,
-                                           (int *)(smem + kLastFlagOffset)))
-                    continue;
+            // (kScatterSums: every share one segment of one group, and the group's owners aligned
+            // to it; decided here, not before the stream loop, where a value live across the loop
+            // costs it the uniform datapath: session 21 call 3)
+            if (kScatterSums && shares_align_to_groups(nst, T, C)) {
+                writes = scatter_sum<NT>(p, acc, slots, SLOT, group, (int)blockIdx.x - first, last - first, warp);
                 trace_phase(p, kSummed);
             } else if (!has_first) {
                 // (the share's first segment) partials to slot (this CTA - first); warp 15
@@ -502,13 +506,13 @@ __global__ void __launch_bounds__(kThreads, 1)
         // the __syncwarp at the end of this segment's stream.
         __shared__ __align__(16) __nv_bfloat16 out_tiles[kStrips][NT * 16];
         __nv_bfloat16 *const out_tile = out_tiles[warp];
-        if (strip < p.strips) {
+        if (strip < p.strips && writes) {
 #pragma unroll
             for (int idx = 0; idx < NT / 2; idx++)
                 out_tile[token_of(idx) * 16 + r + 8 * ((idx & 3) >> 1)] = out_value(p, (idx & 2) ? o8 : o0, acc[idx]);
         }
         __syncwarp();
-        if (strip < p.strips) {
+        if (strip < p.strips && writes) {
 #pragma unroll
             for (int k = 0; k < (NT + 15) / 16; k++) {
                 const int q = lane + 32 * k, t = q >> 1, n = strip * 16 + 8 * (q & 1);
