@@ -44,18 +44,6 @@
 namespace qs_marlin {
 namespace {
 
-// Measurement switch (-DQS_MARLIN_STREAM_SCATTER_SUMS=1; session 21): on a layer whose shares are
-// whole equal parts of groups (T / C stages each, dividing nst: 4096x4096 and 4096x14336 at 128
-// CTAs), the group's sum is spread over its owners: each consumer warp's strip is summed by one
-// owner (warp * owners / kStrips), whose other owners' warps store their partials of it. Each
-// summing warp loads a quarter of what the first owner alone loads otherwise, on every owner at once.
-// (Session 20's last-arriver sums, the first owner's loads moved to the owner that arrives last,
-// ran in session 21: correct and slower at every M; commit ab6323e holds it.)
-#ifndef QS_MARLIN_STREAM_SCATTER_SUMS
-#define QS_MARLIN_STREAM_SCATTER_SUMS 0
-#endif
-constexpr bool kScatterSums = QS_MARLIN_STREAM_SCATTER_SUMS != 0;
-
 // Measurement builds only (-DQS_MARLIN_STREAM_HOLLOW=1..6; outputs wrong, timing only): the
 // consumers skip their weight loads and expansion (1), and their wgmma as well (2); the producers
 // then skip the activation copies (3) and the weight copies too (4), arriving on the full barriers
@@ -152,46 +140,6 @@ template <bool FP4, int NT> __device__ __forceinline__ void rewrite_stage(const 
 template <int NT, bool XP> __device__ __forceinline__ int slice_offset(int s)
 {
     return XP ? (s >> 2) * staged_half_bytes(NT) + (s & 3) * 32 : s * image_slice_bytes(NT);
-}
-
-// kScatterSums: the consumers' side of a group split between `n + 1` aligned owners, this CTA slot
-// `mine` of them. A warp whose strip another owner sums stores its partials to slot `mine`, and so
-// does a summing warp unless it is slot 0; thread 0 counts the CTA in and waits for the other
-// owners. A summing warp then holds slot 0 in acc (true) for the kernel's sum of slots 1..n: the
-// first owner's sum, the same additions in the same order (the same bits), for one strip; the
-// others are done with the group (false). Only CTA barriers here: a __syncwarp under a condition
-// takes the stream loop off the uniform datapath (sessions 13 and 21).
-template <int NT>
-__device__ __forceinline__ bool scatter_sum(const Params &p, float (&acc)[NT / 2], float4 *slots, size_t slot_f4,
-                                            int group, int mine, int n, int warp)
-{
-    const bool sums = warp * (n + 1) / kStrips == mine;
-    if (mine != 0 || !sums) {
-#pragma unroll
-        for (int i = 0; i < NT / 8; i++)
-            __stcg(slots + mine * slot_f4 + i * kConsumers, make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]));
-    }
-    __threadfence();
-    named_sync<kConsumerBarrier, kConsumers>();
-    if (threadIdx.x == 0) {
-        atomicAdd(p.cnt + group, 1);
-        while (load_acquire(p.cnt + group) < n + 1) {
-        }
-        // back to 0 once every owner has seen all n + 1 stored
-        if (atomicAdd(p.cnt + group, 1) == 2 * (n + 1) - 1)
-            atomicExch(p.cnt + group, 0);
-    }
-    named_sync<kConsumerBarrier, kConsumers>();
-    if (!sums)
-        return false;
-    if (mine != 0) {
-#pragma unroll
-        for (int i = 0; i < NT / 8; i++) {
-            const float4 v = __ldcg(slots + i * kConsumers);
-            acc[4 * i] = v.x, acc[4 * i + 1] = v.y, acc[4 * i + 2] = v.z, acc[4 * i + 3] = v.w;
-        }
-    }
-    return true;
 }
 
 // weight_map: the packed weights as (stage bytes / 8, k stage, strip) 64-bit words, one box = one
@@ -325,7 +273,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             allow_next_grid();
             // A share that starts inside a group starts with a partial segment (consumers below):
             // once its partials are stored, count them in for the group's summing CTA.
-            if (kHollow < 5 && !(kScatterSums && shares_align_to_groups(nst, T, C)) && lo % nst != 0) {
+            if (kHollow < 5 && lo % nst != 0) {
                 named_sync<kPublishBarrier, kPublishThreads>();
                 if (lane == 0) {
                     __threadfence();
@@ -448,7 +396,6 @@ __global__ void __launch_bounds__(kThreads, 1)
         if (w == hi)
             trace_phase(p, kStreamEnd);
 
-        bool writes = true; // (kScatterSums: false where another owner writes the warp's strip)
         if (kHollow < 5 && (seg_end != group_end || !has_first)) {
             // A group split between CTAs; the CTA with its first stage sums it. Partials are kept
             // in the consumers' register order (slot j of the group: float4 i of thread t at
@@ -456,13 +403,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             const int first = owner_of(group_start, T, C), last = owner_of(group_end - 1, T, C);
             float4 *const slots = (float4 *)p.ws + (size_t)group * p.splits * (NT / 8) * kConsumers + threadIdx.x;
             constexpr size_t SLOT = (size_t)(NT / 8) * kConsumers; // float4 per slot
-            // (kScatterSums: every share one segment of one group, and the group's owners aligned
-            // to it; decided here, not before the stream loop, where a value live across the loop
-            // costs it the uniform datapath: session 21 call 3)
-            if (kScatterSums && shares_align_to_groups(nst, T, C)) {
-                writes = scatter_sum<NT>(p, acc, slots, SLOT, group, (int)blockIdx.x - first, last - first, warp);
-                trace_phase(p, kSummed);
-            } else if (!has_first) {
+            if (!has_first) {
                 // (the share's first segment) partials to slot (this CTA - first); warp 15
                 // publishes them, the consumers go on
                 float4 *const mine = slots + (blockIdx.x - first) * SLOT;
@@ -506,13 +447,13 @@ __global__ void __launch_bounds__(kThreads, 1)
         // the __syncwarp at the end of this segment's stream.
         __shared__ __align__(16) __nv_bfloat16 out_tiles[kStrips][NT * 16];
         __nv_bfloat16 *const out_tile = out_tiles[warp];
-        if (strip < p.strips && writes) {
+        if (strip < p.strips) {
 #pragma unroll
             for (int idx = 0; idx < NT / 2; idx++)
                 out_tile[token_of(idx) * 16 + r + 8 * ((idx & 3) >> 1)] = out_value(p, (idx & 2) ? o8 : o0, acc[idx]);
         }
         __syncwarp();
-        if (strip < p.strips && writes) {
+        if (strip < p.strips) {
 #pragma unroll
             for (int k = 0; k < (NT + 15) / 16; k++) {
                 const int q = lane + 32 * k, t = q >> 1, n = strip * 16 + 8 * (q & 1);

@@ -46,16 +46,6 @@ int check_split(int64_t groups, int64_t stages, int64_t ctas, char *why, size_t 
             if (lo % stages == 0 || lo / stages != g)
                 return fail("a later owner's share does not start inside the group", c);
         }
-        // aligned shares (the last-arriver sums): the group's owners are stages / share CTAs from
-        // first = g * that, each share inside the group
-        if (shares_align_to_groups(stages, items, ctas)) {
-            const int64_t per = items / ctas, owners = stages / per;
-            if (first != g * owners || last - first + 1 != owners)
-                return fail("aligned shares, but the group's owners are not stages / share CTAs", g);
-            for (int64_t c = first; c <= last; c++)
-                if (share_begin(c, items, ctas) < g * stages || share_begin(c + 1, items, ctas) > (g + 1) * stages)
-                    return fail("aligned shares, but a share leaves its group", c);
-        }
     }
     return 0;
 }
@@ -194,21 +184,13 @@ extern "C" int qs_marlin_stream_ctas_check(int max_items, char *why, size_t why_
                 return -1;
     // the H200's 132 SMs: 128 CTAs on every Llama-3.1-8B layer (32 / 48 / 224 / 32 groups of 32 /
     // 32 / 32 / 112 stages)
-    static const int64_t llama_items[] = {32 * 32, 48 * 32, 224 * 32, 32 * 112}, llama_stages[] = {32, 32, 32, 112};
-    static const bool llama_aligned[] = {true, false, false, true}; // the 4096-row layers
-    for (int i = 0; i < 4; i++) {
-        const int64_t items = llama_items[i];
+    static const int64_t llama_items[] = {32 * 32, 48 * 32, 224 * 32, 32 * 112};
+    for (int64_t items : llama_items)
         if (even_share_ctas(items, 132) != 128) {
             snprintf(why, why_len, "%lld items on 132 SMs: %lld CTAs, not 128", (long long)items,
                      (long long)even_share_ctas(items, 132));
             return -1;
         }
-        if (shares_align_to_groups(llama_stages[i], items, 128) != llama_aligned[i]) {
-            snprintf(why, why_len, "%lld items of %lld stages a group on 128 CTAs: shares %s the groups", (long long)items,
-                     (long long)llama_stages[i], llama_aligned[i] ? "should align to" : "should not align to");
-            return -1;
-        }
-    }
     return 0;
 }
 

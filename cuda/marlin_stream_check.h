@@ -17,13 +17,11 @@ extern "C" {
 /* The stream kernel's work split (marlin_stream_plan.h) for 1..max_groups groups (and the
  * Llama-3.1-8B group counts) of 1..max_stages stages on 1..max_ctas CTAs: shares cover every item
  * once, owner_of names them, max_shares slots suffice, the later owners of a group are exactly the
- * shares that start inside it, and where shares_align_to_groups holds each group's owners are
- * stages / share whole shares inside it. 0, or -1 with why. */
+ * shares that start inside it. 0, or -1 with why. */
 int qs_marlin_stream_plan_check(int max_groups, int max_stages, int max_ctas, char *why, size_t why_len);
 /* The stream kernel's CTA count (even_share_ctas) for 1..max_items items on several SM counts:
  * between 1 and min(SMs, items), fewer than both only where the shares come out even at 95% of the
- * SMs or more; and 128 on the H200 (132 SMs) for every Llama-3.1-8B layer, whose shares align to
- * the groups (shares_align_to_groups) on the two 4096-row layers only. 0, or -1 with why. */
+ * SMs or more; and 128 on the H200 (132 SMs) for every Llama-3.1-8B layer. 0, or -1 with why. */
 int qs_marlin_stream_ctas_check(int max_items, char *why, size_t why_len);
 /* The activation rewrite (marlin_stream_rewrite.h) run on the host for FP8 and NVFP4 stages of 16,
  * 24, 32, 40, 48, 56 and 64 tokens: every position of the wgmma image holds the activation that the

@@ -26,14 +26,6 @@ QS_HD int64_t max_shares(int64_t stages, int64_t items, int64_t ctas)
     return most < ctas ? most : ctas;
 }
 
-// Whether every share is items / ctas items that divide a group's `stages`: then each group is
-// split between whole shares, each of them one segment of that group alone (the last-arriver
-// sums' case, marlin_stream.cu; on the H200 the 4096-row Llama-3.1-8B layers).
-QS_HD bool shares_align_to_groups(int64_t stages, int64_t items, int64_t ctas)
-{
-    return items % ctas == 0 && stages % (items / ctas) == 0;
-}
-
 // CTAs for `items` items on `sms` SMs: where a count down to 95% of the SMs divides the items
 // evenly, the largest such count, else one per SM (at most one per item). Even shares measured
 // faster on every Llama-3.1-8B layer (marlin_stream.cu, stream_ctas).
