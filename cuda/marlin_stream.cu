@@ -55,16 +55,6 @@ namespace {
 #endif
 constexpr int kHollow = QS_MARLIN_STREAM_HOLLOW;
 
-// Measurement switch (-DQS_MARLIN_STREAM_PRELOAD=1; session 21): a CTA that sums a group split
-// with one other owner (28672x4096 at 128 CTAs) loads that owner's partials when its summing
-// segment starts, not when it ends: they were published at the other share's start, so the end of
-// the kernel no longer waits on an L2 round trip for them. The same additions in the same order.
-// Up to 48 tokens: the partials' registers, live across the stream, make 56 and 64 spill.
-#ifndef QS_MARLIN_STREAM_PRELOAD
-#define QS_MARLIN_STREAM_PRELOAD 0
-#endif
-constexpr bool kPreload = QS_MARLIN_STREAM_PRELOAD != 0;
-
 constexpr int kStrips = 8;                      // strips (consumer warps) per group: 128 rows
 constexpr int kConsumers = kStrips * 32;
 constexpr int kThreads = (kStrips + 8) * 32;    // + two producer warpgroups
@@ -77,10 +67,6 @@ constexpr int kSmemBytes = 227 * 1024;          // the most dynamic shared memor
 constexpr int kAlign = 1024;                    // the 128-byte swizzle's period: the staging ring's alignment
 constexpr int kBarrierBytes = 1024;             // the mbarriers, then the rings
 constexpr int kMaxWeightStages = 24;         // mbarrier slots reserved (the ring depth is a launch parameter)
-// kPreload's flag: the barrier region's last word (a static __shared__ word would take the CTA past
-// 227 KB beside the rings: session 21 call 1)
-constexpr int kPreloadFlagOffset = kBarrierBytes - 4;
-static_assert(16 * (kMaxWeightStages + kActStages + kStagedStages) <= kPreloadFlagOffset, "barrier region too small");
 constexpr int kMaxTokens = 64;
 constexpr int kConsumerBarrier = 1;                                     // named barriers (0: __syncthreads)
 constexpr int kPublishBarrier = 2, kPublishThreads = kConsumers + 32; // consumers + warp 15
@@ -392,27 +378,6 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
         for (int i = 0; i < NT / 2; i++)
             acc[i] = 0.f;
-        // kPreload: the summing segment of a group shared with one later owner, whose partials
-        // are normally published already; if they are, loaded now and added at the end
-        bool preloaded = false;
-        float4 pre[NT / 8];
-        if (kPreload && NT <= 48 && kHollow < 5 && has_first && seg_end != group_end &&
-            owner_of(group_end - 1, T, C) == (int)blockIdx.x + 1) {
-            int *const ready = (int *)(smem + kPreloadFlagOffset);
-            if (threadIdx.x == 0) {
-                *ready = load_acquire(p.cnt + group) >= 1;
-                if (*ready)
-                    p.cnt[group] = 0; // no one else reads or writes it in this call
-            }
-            named_sync<kConsumerBarrier, kConsumers>();
-            preloaded = *ready;
-            if (preloaded) {
-                const float4 *const other = (const float4 *)p.ws + ((size_t)group * p.splits + 1) * (NT / 8) * kConsumers + threadIdx.x;
-#pragma unroll
-                for (int i = 0; i < NT / 8; i++)
-                    pre[i] = __ldcg(other + i * kConsumers);
-            }
-        }
         // Whole pairs, then a lone stage: a loop that could run a0 twice in a row would let the
         // compiler see a0 rewritten under its own pending wgmma, and it then serializes them all.
         int st = (int)(w % nst);
@@ -447,11 +412,6 @@ __global__ void __launch_bounds__(kThreads, 1)
                     __stcg(mine + i * kConsumers, make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]));
                 named_arrive<kPublishBarrier, kPublishThreads>();
                 continue;
-            } else if (preloaded) {
-#pragma unroll
-                for (int i = 0; i < NT / 8; i++)
-                    acc[4 * i] += pre[i].x, acc[4 * i + 1] += pre[i].y, acc[4 * i + 2] += pre[i].z, acc[4 * i + 3] += pre[i].w;
-                trace_phase(p, kSummed);
             } else {
                 // (the share's last segment) the other owners published theirs at their shares'
                 // starts: the wait is normally over at once
@@ -465,7 +425,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             }
             // (the summing CTA, acc holding slot 0) slots 1..n, two slots' loads in flight at a
             // time, added in slot order (deterministic)
-            const int n = preloaded ? 0 : last - first; // (kPreload: added already)
+            const int n = last - first;
             for (int j = 1; j <= n; j += 2) {
                 float4 v0[NT / 8], v1[NT / 8];
 #pragma unroll
