@@ -55,16 +55,6 @@ namespace {
 #endif
 constexpr int kHollow = QS_MARLIN_STREAM_HOLLOW;
 
-// Measurement build only (-DQS_MARLIN_STREAM_CONTIG=1; outputs wrong, timing only; session 21):
-// each stage's tensor copy reads one contiguous run of the packed weights (8 strips' chunks back to
-// back, the stages of a share one after another) instead of 8 chunks a strip's k-length apart —
-// the same bytes per CTA, in the order a layout with the strips innermost would give. It measures
-// what such a packing would gain on the DRAM side.
-#ifndef QS_MARLIN_STREAM_CONTIG
-#define QS_MARLIN_STREAM_CONTIG 0
-#endif
-constexpr bool kContig = QS_MARLIN_STREAM_CONTIG != 0;
-
 constexpr int kStrips = 8;                      // strips (consumer warps) per group: 128 rows
 constexpr int kConsumers = kStrips * 32;
 constexpr int kThreads = (kStrips + 8) * 32;    // + two producer warpgroups
@@ -222,10 +212,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                 if constexpr (kHollow >= 4)
                     return;
                 const uint32_t dst = (uint32_t)__cvta_generic_to_shared(weight_ring + slot * WSTAGE);
-                if constexpr (kContig)
-                    tensor_copy_3d(dst, &weight_map, 0, 0, group * nst + st, full);
-                else
-                    tensor_copy_3d(dst, &weight_map, 0, st, group * kStrips, full);
+                tensor_copy_3d(dst, &weight_map, 0, st, group * kStrips, full);
                 if (FP4)
                     tensor_copy_3d(dst + kStrips * STRIP_BYTES, &scale_map, 0, st / 2, group * kStrips, full);
             });
@@ -561,16 +548,6 @@ int strip_map(CUtensorMap *map, const void *base, int chunk_bytes, int64_t steps
                       what, err);
 }
 
-// kContig: the same bytes as (chunk bytes, kStrips, boxes), one box kStrips contiguous chunks.
-int contig_map(CUtensorMap *map, const void *base, int chunk_bytes, int64_t boxes, qs_err *err)
-{
-    const cuuint64_t dims[3] = {(cuuint64_t)chunk_bytes / 8, (cuuint64_t)kStrips, (cuuint64_t)boxes};
-    const cuuint64_t strides[2] = {(cuuint64_t)chunk_bytes, (cuuint64_t)chunk_bytes * kStrips};
-    const cuuint32_t box[3] = {(cuuint32_t)chunk_bytes / 8, kStrips, 1};
-    return encode_map(map, CU_TENSOR_MAP_DATA_TYPE_UINT64, 3, base, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_NONE,
-                      "packed weights (contiguous probe)", err);
-}
-
 // The activations (m rows of k BF16, row stride xs): one box is 64 k of `rows` rows (rows past m
 // and k past k read as zeros), each 128-byte row swizzled (rewrite_stage undoes it).
 int activation_map(CUtensorMap *map, const __nv_bfloat16 *x, int64_t m, int64_t k, int64_t xs, int rows, qs_err *err)
@@ -595,8 +572,7 @@ struct Launch {
     template <bool FP4, int NT> int operator()()
     {
         CUtensorMap weight_map, scale_map, x_map;
-        if (kContig ? contig_map(&weight_map, l.w, kStripStageBytes<FP4>, l.k_pad / kStageK * p.strips / kStrips, err)
-                    : strip_map(&weight_map, l.w, kStripStageBytes<FP4>, l.k_pad / kStageK, p.strips, "packed weights", err))
+        if (strip_map(&weight_map, l.w, kStripStageBytes<FP4>, l.k_pad / kStageK, p.strips, "packed weights", err))
             return -1;
         if (!FP4)
             scale_map = weight_map; // an FP8 kernel never reads it
