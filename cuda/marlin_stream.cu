@@ -55,16 +55,6 @@ namespace {
 #endif
 constexpr int kHollow = QS_MARLIN_STREAM_HOLLOW;
 
-// Measurement switch (-DQS_MARLIN_STREAM_RAMP=R; session 21): the weight producer issues its first
-// R stages at once, as now, and the rest of a deeper ring (QSERVE_MARLIN_STREAM_DEPTH) only once
-// the first activation stage has landed. The weight stream alone gains from 6-8 stages (session 21
-// call 9: NVFP4 47.3 -> 42.4 us per layer at 32 tokens), the whole kernel loses: the question is
-// whether the deeper ring's first burst delays the activations the consumers start with.
-#ifndef QS_MARLIN_STREAM_RAMP
-#define QS_MARLIN_STREAM_RAMP 0
-#endif
-constexpr int kRamp = QS_MARLIN_STREAM_RAMP;
-
 constexpr int kStrips = 8;                      // strips (consumer warps) per group: 128 rows
 constexpr int kConsumers = kStrips * 32;
 constexpr int kThreads = (kStrips + 8) * 32;    // + two producer warpgroups
@@ -221,8 +211,6 @@ __global__ void __launch_bounds__(kThreads, 1)
                 trace(p, kWeightCopy, i);
                 if constexpr (kHollow >= 4)
                     return;
-                if (kRamp > 0 && i == kRamp)
-                    mbar_wait(XP ? a_full : x_full, 0);
                 const uint32_t dst = (uint32_t)__cvta_generic_to_shared(weight_ring + slot * WSTAGE);
                 tensor_copy_3d(dst, &weight_map, 0, st, group * kStrips, full);
                 if (FP4)
