@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Adds a measurement variant of the device build to the bundle: a copy of build-device/ (from
 # scripts/device-bundle.sh, run first) with the named CUDA files rebuilt under extra nvcc flags,
-# its tools copied into the bundle as TOOL_NAME. Session 20 timed six hollow builds of the stream
+# its tools copied into the bundle as TOOL_NAME, its rebuilt objects (and the base build's) into
+# sass/NAME/ and sass/base/ for the loop check. Session 20 timed six hollow builds of the stream
 # kernel this way, each ~10-20 s to build here (docs/marlin.md, "tuning switches").
 # Usage: scripts/device-variant.sh NAME "EXTRA NVCC FLAGS"
 #   FILES="cuda/marlin_stream.cu"  the CUDA files the flags change (default: the stream kernel)
@@ -30,4 +31,13 @@ targets=""
 for t in $tools; do rm -f "$build/$t"; targets+=" $build/$t"; done
 make -j2 BUILD="$build" CUDA_ARCHS="$CUDA_ARCHS" NVCC_EXTRA="$flags" $targets >/dev/null
 for t in $tools; do cp "$build/$t" "$dest/${t}_$name"; done
+# The rebuilt objects, and the base build's, for the stream loop's check on the GPU machine
+# (scripts/sass_loop_stats.py, run by gpu-marlin-sweep.sh before it times anything): a variant
+# whose loop lost the uniform datapath is slower for that alone (session 21, docs/marlin.md).
+for f in ${FILES:-cuda/marlin_stream.cu}; do
+  obj=${f%.cu}.o
+  mkdir -p "$dest/sass/$name" "$dest/sass/base"
+  cp "$build/$obj" "$dest/sass/$name/"
+  [ -e "$base/$obj" ] && cp "$base/$obj" "$dest/sass/base/"
+done
 echo "$dest: $(for t in $tools; do printf '%s_%s ' "$t" "$name"; done)"

@@ -2,9 +2,11 @@
 # test_device_scripts.sh — the GPU-bundle helpers that run here: scripts/device-bundle.sh with
 # PACK_ONLY=1 packs an existing bundle (its folder at the archive's top, every file intact) and
 # refuses a missing one; scripts/device-variant.sh refuses a bad variant name and a missing base
-# build, naming the culprit. Prints ok / not ok / skip.
+# build, naming the culprit; scripts/gpu-marlin-sweep.sh, run on a fake bundle (programs that print
+# canned results), tests each variant once, times it every round, and prints the variants side by
+# side. Prints ok / not ok / skip.
 set -u
-names="pack_round_trip pack_missing_bundle variant_bad_name variant_missing_build"
+names="pack_round_trip pack_missing_bundle variant_bad_name variant_missing_build sweep_rounds_table"
 . "$(dirname "$0")/check_lib.sh"
 
 mkdir -p "$TMP/out/bundle/lib"
@@ -31,3 +33,29 @@ out=$(BUILD="$TMP/no-build" scripts/device-variant.sh v1 -DX=1 2>&1)
 rc=$?
 [[ $rc == 1 && "$out" == *"no $TMP/no-build/"* ]]
 check variant_missing_build $? "rc $rc: $out"
+
+# A fake bundle: bench_kernels prints one row whose time is the round's count of calls so far (so
+# the table must keep the fastest round), the test prints a summary line.
+command -v python3 >/dev/null || { echo "skip sweep_rounds_table: no python3"; exit 0; }
+fake="$TMP/out/fake"
+mkdir -p "$fake/cuda-tests" "$fake/lib"
+for b in bench_kernels bench_kernels_v2; do
+  cat >"$fake/$b" <<'FAKE'
+#!/usr/bin/env bash
+n=$(( $(cat "$0.calls" 2>/dev/null || echo 0) + 1 )); echo $n >"$0.calls"
+echo "marlin-fp8-ordered       4096   4096    32       $(( 7 + n )).5     1.0   1000   50%   9.9"
+FAKE
+  chmod +x "$fake/$b"
+done
+for t in test_marlin_cuda test_marlin_cuda_v2; do
+  printf '#!/usr/bin/env bash\necho "542 passed, 0 failed, 2 skipped"\n' >"$fake/cuda-tests/$t"
+  chmod +x "$fake/cuda-tests/$t"
+done
+out=$(OUT="$TMP/sweep" DEST="$fake" SWEEP_ROUNDS=2 SWEEP_VARIANTS="default BUILD=v2,QSERVE_X=1" \
+      scripts/gpu-marlin-sweep.sh 2>&1)
+rc=$?
+tests=$(grep -c "542 passed" "$TMP/sweep/sweep.txt")
+[[ $rc == 0 && $tests == 2 && "$out" == *"QSERVE_MARLIN_DEFAULT=1: 542 passed"* &&
+   "$out" == *"BUILD=v2,QSERVE_X=1: 542 passed"* &&
+   "$out" =~ 4096x4096\ +32\ +8\.5\ +8\.5 ]]
+check sweep_rounds_table $? "rc $rc, tests run $tests: $out"
