@@ -5,7 +5,7 @@
 # shapes beside the default. A variant sets one or more variables, comma-separated
 # (QSERVE_MARLIN_WGMMA_MIN=1,QSERVE_MARLIN_WGMMA_MAX=256); BUILD=NAME among them runs a measurement
 # build that scripts/device-variant.sh added to the bundle (bench_kernels_NAME and
-# cuda-tests/test_marlin_cuda_NAME) instead of the shipped one (BUILD=lastsums,QSERVE_MARLIN_STREAM=2).
+# cuda-tests/test_marlin_cuda_NAME) instead of the shipped one (BUILD=h3,QSERVE_MARLIN_STREAM=2).
 # Where the bundle holds sass/ (device-variant.sh puts each build's rebuilt objects there), the
 # stream loop of every one is reported first (scripts/sass_loop_stats.py, $OUT/loops.txt): a build
 # whose loop lost the uniform datapath (R2UR above 0) is slower for that alone (session 21).
