@@ -412,19 +412,18 @@ __global__ void __launch_bounds__(kThreads, 1)
                     __stcg(mine + i * kConsumers, make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]));
                 named_arrive<kPublishBarrier, kPublishThreads>();
                 continue;
-            } else {
-                // (the share's last segment) the other owners published theirs at their shares'
-                // starts: the wait is normally over at once
-                if (threadIdx.x == 0) {
-                    while (load_acquire(p.cnt + group) < last - first) {
-                    }
-                    p.cnt[group] = 0; // no one else reads or writes it in this call
-                }
-                named_sync<kConsumerBarrier, kConsumers>();
-                trace_phase(p, kSummed);
             }
-            // (the summing CTA, acc holding slot 0) slots 1..n, two slots' loads in flight at a
-            // time, added in slot order (deterministic)
+            // (the share's last segment) the other owners published theirs at their shares'
+            // starts: the wait is normally over at once
+            if (threadIdx.x == 0) {
+                while (load_acquire(p.cnt + group) < last - first) {
+                }
+                p.cnt[group] = 0; // no one else reads or writes it in this call
+            }
+            named_sync<kConsumerBarrier, kConsumers>();
+            trace_phase(p, kSummed);
+            // Slots 1..n onto acc (slot 0), two slots' loads in flight at a time, added in slot
+            // order (deterministic).
             const int n = last - first;
             for (int j = 1; j <= n; j += 2) {
                 float4 v0[NT / 8], v1[NT / 8];
