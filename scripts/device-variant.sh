@@ -38,6 +38,6 @@ for f in ${FILES:-cuda/marlin_stream.cu}; do
   obj=${f%.cu}.o
   mkdir -p "$dest/sass/$name" "$dest/sass/base"
   cp "$build/$obj" "$dest/sass/$name/"
-  [ -e "$base/$obj" ] && cp "$base/$obj" "$dest/sass/base/"
+  if [ -e "$base/$obj" ]; then cp "$base/$obj" "$dest/sass/base/"; fi
 done
 echo "$dest: $(for t in $tools; do printf '%s_%s ' "$t" "$name"; done)"
