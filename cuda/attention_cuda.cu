@@ -100,12 +100,11 @@ __device__ void merge_warps(WarpStates<kW, G, DMAX> &st, bf16 *out, float *part_
         float v = 0.f;
         for (int w = 0; w < kW; w++)
             v += st.acc[w][g][d] * st.weight[w][g];
-        const int64_t row = (int64_t)t * n_heads + h;
         if (splits == 1) {
             out[(int64_t)t * n_heads * head_dim + qs_act_position(order, (int64_t)h * head_dim + d)] =
                 __float2bfloat16_rn(v / st.total[g]);
         } else {
-            const int64_t slot = row * splits + split;
+            const int64_t slot = ((int64_t)t * n_heads + h) * splits + split;
             if (d == 0) {
                 part_ml[2 * slot] = st.max[g];
                 part_ml[2 * slot + 1] = st.total[g];
