@@ -61,7 +61,13 @@ constexpr int kThreads = (kStrips + 8) * 32;    // + two producer warpgroups
 constexpr int kPermuteWarp0 = kStrips + 2, kPermuteWarps = 4;
 constexpr int kPublishWarp = kStrips + 7;
 constexpr int kStageK = 128;                    // k per stage (4 FP8 / 2 NVFP4 units)
-constexpr int kActStages = 4;                   // activation ring depth (the rewritten stages)
+// The activation ring's depth (the rewritten stages, or the ordered x's copies): 4. A measurement
+// build may take another (-DQS_MARLIN_STREAM_ACT_STAGES=N, session 22: does a weight ring deeper
+// than the activation ring starve the consumers?).
+#ifndef QS_MARLIN_STREAM_ACT_STAGES
+#define QS_MARLIN_STREAM_ACT_STAGES 4
+#endif
+constexpr int kActStages = QS_MARLIN_STREAM_ACT_STAGES;
 constexpr int kStagedStages = 4;                // staging ring depth (the copied stages)
 constexpr int kSmemBytes = 227 * 1024;          // the most dynamic shared memory a CTA may take on sm_90
 constexpr int kAlign = 1024;                    // the 128-byte swizzle's period: the staging ring's alignment
@@ -86,9 +92,10 @@ template <int NT> constexpr int kOutTileBytes = kStrips * NT * 16 * 2;
 // activation ring.
 template <int NT, bool XP = false>
 constexpr int kFixedSmem = kAlign + kBarrierBytes + (kActStages + (XP ? 0 : kStagedStages)) * kActStageBytes<NT>;
-template <bool FP4, int NT>
+template <bool FP4, int NT, bool XP>
 constexpr int kWeightStages =
-    std::min(kMaxWeightStages, (kSmemBytes - kOutTileBytes<NT> - kFixedSmem<NT>) / kWeightStageBytes<FP4>);
+    std::min(kMaxWeightStages, (kSmemBytes - kOutTileBytes<NT> - kFixedSmem<NT, XP>) / kWeightStageBytes<FP4>);
+static_assert(16 * (kMaxWeightStages + kActStages + kStagedStages) <= kBarrierBytes, "the mbarriers fit their region");
 
 // The ring slot and phase parity of a walk through a ring of `depth` slots.
 struct RingPos {
@@ -490,10 +497,11 @@ template <typename F> int with_tile(bool fp4, int nt, F &&f)
 // tokens) slower by ~4 us a call: every CTA requests its whole ring at the start, so the first
 // stages land late.
 struct Depth {
+    bool xp; // the rewrite-free variant: no staging ring, more room for weights
     template <bool FP4, int NT> int operator()()
     {
         static const int cap = env_int("QSERVE_MARLIN_STREAM_DEPTH", 4);
-        return std::max(2, std::min(cap, kWeightStages<FP4, NT>));
+        return std::max(2, std::min(cap, xp ? kWeightStages<FP4, NT, true> : kWeightStages<FP4, NT, false>));
     }
 };
 
@@ -645,7 +653,6 @@ StreamPlan plan_stream(const Layer &l, int64_t m, int sms, bool ordered = false)
     // whole tile: a box whose rows past M read as zeros was slow — 28672x4096 at 33 tokens FP8
     // 46.7 -> 38.6 us, NVFP4 38.6 -> 34.1 with the rewrite-free path (session 15 call 1).
     g.x_rows = std::min(g.nt, (int)(m + 7) / 8 * 8);
-    g.ring = with_tile(l.fp4, g.nt, Depth{});
     g.groups = (l.n_pad / 16 + kStrips - 1) / kStrips;
     const int64_t nst = l.k_pad / kStageK, total = g.groups * nst;
     g.ctas = stream_ctas(total, sms);
@@ -667,6 +674,7 @@ StreamPlan plan_stream(const Layer &l, int64_t m, int sms, bool ordered = false)
     g.permuted = forced >= 0 ? forced != 0
                  : ordered   ? m > 16 || ordered_small_step(l, m, sms)
                              : stages_per_sm(l, sms) >= 20 && (m > 32 || (l.fp4 && m > 16));
+    g.ring = with_tile(l.fp4, g.nt, Depth{g.permuted});
     return g;
 }
 
