@@ -11,6 +11,8 @@
 # whose loop lost the uniform datapath (R2UR above 0) is slower for that alone (session 21).
 #   SWEEP_ROUNDS=2  time every variant that many times, round after round (the table keeps each
 #                   variant's fastest), the tests in the first round only
+#   SWEEP_TESTS=0   time only (measurement builds whose outputs are wrong by design, e.g. the
+#                   hollow ones; run the tests that matter beside the sweep)
 # Output: $OUT/sweep.txt, one summary line per variant on stdout, then the variants side by side
 # (scripts/bench_builds_table.py: per shape and M, and per decoder layer).
 set -uo pipefail
@@ -31,10 +33,10 @@ for round in $(seq 1 "${SWEEP_ROUNDS:-1}"); do
     suffix=${taken:+_$taken} vars=${rest:-QSERVE_MARLIN_DEFAULT=1}
     {
       echo "=== marlin: $v round $round"
-      [ "$round" = 1 ] && env ${vars//,/ } timeout 60 "$D/cuda-tests/test_marlin_cuda$suffix" --quick | grep -E "FAIL|passed"
+      [ "$round" = 1 ] && [ "${SWEEP_TESTS:-1}" != 0 ] && env ${vars//,/ } timeout 60 "$D/cuda-tests/test_marlin_cuda$suffix" --quick | grep -E "FAIL|passed"
       env ${vars//,/ } timeout 100 "$D/bench_kernels$suffix" --kernels "$K" --m "$M"
     } >>"$OUT/sweep.txt" 2>&1
-    [ "$round" = 1 ] && echo "$v: $(grep -A1 "=== marlin: $v round 1" "$OUT/sweep.txt" | tail -1)"
+    [ "$round" = 1 ] && [ "${SWEEP_TESTS:-1}" != 0 ] && echo "$v: $(grep -A1 "=== marlin: $v round 1" "$OUT/sweep.txt" | tail -1)"
   done
 done
 python3 scripts/bench_builds_table.py "$OUT/sweep.txt"

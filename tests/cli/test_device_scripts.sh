@@ -6,7 +6,7 @@
 # canned results), tests each variant once, times it every round, and prints the variants side by
 # side. Prints ok / not ok / skip.
 set -u
-names="pack_round_trip pack_missing_bundle variant_bad_name variant_missing_build sweep_rounds_table"
+names="pack_round_trip pack_missing_bundle variant_bad_name variant_missing_build sweep_rounds_table sweep_no_tests"
 . "$(dirname "$0")/check_lib.sh"
 
 mkdir -p "$TMP/out/bundle/lib"
@@ -36,7 +36,7 @@ check variant_missing_build $? "rc $rc: $out"
 
 # A fake bundle: each bench_kernels prints one row whose time grows with every call (8.5 in round
 # 1, 9.5 in round 2: the table must keep the fastest round, not the last), each test a summary.
-command -v python3 >/dev/null || { echo "skip sweep_rounds_table: no python3"; exit 0; }
+command -v python3 >/dev/null || { echo "skip sweep_rounds_table sweep_no_tests: no python3"; exit 0; }
 fake="$TMP/out/fake"
 mkdir -p "$fake/cuda-tests" "$fake/lib"
 for b in bench_kernels bench_kernels_v2; do
@@ -59,3 +59,11 @@ tests=$(grep -c "542 passed" "$TMP/sweep/sweep.txt")
    "$out" == *"BUILD=v2,QSERVE_X=1: 542 passed"* &&
    "$out" =~ 4096x4096\ +32\ +8\.5\ +8\.5 ]]
 check sweep_rounds_table $? "rc $rc, tests run $tests: $out"
+
+rm -f "$fake"/*.calls
+out=$(OUT="$TMP/sweep0" DEST="$fake" SWEEP_TESTS=0 SWEEP_VARIANTS="default BUILD=v2" scripts/gpu-marlin-sweep.sh 2>&1)
+rc=$?
+tests=$(grep -c "passed" "$TMP/sweep0/sweep.txt")
+timed=$(grep -c "marlin-fp8-ordered" "$TMP/sweep0/sweep.txt")
+[[ $rc == 0 && $tests == 0 && $timed == 2 && "$out" =~ 4096x4096\ +32\ +8\.5\ +8\.5 ]]
+check sweep_no_tests $? "rc $rc, tests run $tests, timed $timed: $out"
