@@ -54,6 +54,13 @@ namespace {
 #define QS_MARLIN_STREAM_HOLLOW 0
 #endif
 constexpr int kHollow = QS_MARLIN_STREAM_HOLLOW;
+// Measurement builds only (-DQS_MARLIN_STREAM_LEAD=x, session 22): on layers whose groups are each
+// split evenly between CTAs, the summing CTA takes x stages more per partner (lead_shift,
+// marlin_stream_plan.h), so the partners' partials are in before it ends.
+#ifndef QS_MARLIN_STREAM_LEAD
+#define QS_MARLIN_STREAM_LEAD 0
+#endif
+constexpr int kLead = QS_MARLIN_STREAM_LEAD;
 
 constexpr int kStrips = 8;                      // strips (consumer warps) per group: 128 rows
 constexpr int kConsumers = kStrips * 32;
@@ -61,13 +68,7 @@ constexpr int kThreads = (kStrips + 8) * 32;    // + two producer warpgroups
 constexpr int kPermuteWarp0 = kStrips + 2, kPermuteWarps = 4;
 constexpr int kPublishWarp = kStrips + 7;
 constexpr int kStageK = 128;                    // k per stage (4 FP8 / 2 NVFP4 units)
-// The activation ring's depth (the rewritten stages, or the ordered x's copies): 4. A measurement
-// build may take another (-DQS_MARLIN_STREAM_ACT_STAGES=N, session 22: does a weight ring deeper
-// than the activation ring starve the consumers?).
-#ifndef QS_MARLIN_STREAM_ACT_STAGES
-#define QS_MARLIN_STREAM_ACT_STAGES 4
-#endif
-constexpr int kActStages = QS_MARLIN_STREAM_ACT_STAGES;
+constexpr int kActStages = 4;                   // activation ring depth (the rewritten stages)
 constexpr int kStagedStages = 4;                // staging ring depth (the copied stages)
 constexpr int kSmemBytes = 227 * 1024;          // the most dynamic shared memory a CTA may take on sm_90
 constexpr int kAlign = 1024;                    // the 128-byte swizzle's period: the staging ring's alignment
@@ -182,7 +183,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int nst = p.K / kStageK, groups = (p.strips + kStrips - 1) / kStrips;
     const int64_t T = (int64_t)groups * nst;
     const int C = gridDim.x;
-    const int64_t lo = share_begin(blockIdx.x, T, C), hi = share_begin(blockIdx.x + 1, T, C);
+    const int64_t lo = share_begin(blockIdx.x, T, C) + lead_shift(blockIdx.x, T, C, nst, kLead),
+                  hi = share_begin(blockIdx.x + 1, T, C) + lead_shift(blockIdx.x + 1, T, C, nst, kLead);
     trace_phase(p, kEnter);
 
     if (threadIdx.x == 0) {
