@@ -187,8 +187,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     // Even shares, except in lead builds. The NVFP4 64-token kernel of the rewrite-free path (what
     // the model runs at 57-64 tokens) takes its zero lead at run time (p.M < 0 never holds): the
     // same bounds, but ptxas then schedules its stream loop better (342 instructions a stage pair
-    // against 351) — per decoder layer at 64 tokens 71.6-72.0 -> 68.8-69.1 us in three calls,
-    // 28672x4096 32.5 -> 31.2 (session 22 calls 2-4, docs/marlin.md). The other kernels gained
+    // against 351) — per decoder layer at 64 tokens 71.6-72.0 -> 68.8-69.1 us in two calls,
+    // 28672x4096 32.5 -> 31.2 (session 22 calls 3-4, docs/marlin.md). The other kernels gained
     // nothing that way, and lost at 56 tokens (65.9 -> 67.0): they keep a constant.
     const int64_t lead = kLead > 0 ? kLead : FP4 && NT == 64 && XP ? (int64_t)(p.M < 0) : 0;
     const int64_t lo = share_begin(blockIdx.x, T, C) + lead_shift(blockIdx.x, T, C, nst, lead),

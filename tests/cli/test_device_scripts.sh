@@ -4,7 +4,7 @@
 # refuses a missing one; scripts/device-variant.sh refuses a bad variant name and a missing base
 # build, naming the culprit; scripts/gpu-marlin-sweep.sh, run on a fake bundle (programs that print
 # canned results), tests each variant once, times it every round, and prints the variants side by
-# side. Prints ok / not ok / skip.
+# side, or with SWEEP_TESTS=0 times them without tests. Prints ok / not ok / skip.
 set -u
 names="pack_round_trip pack_missing_bundle variant_bad_name variant_missing_build sweep_rounds_table sweep_no_tests"
 . "$(dirname "$0")/check_lib.sh"

@@ -4,9 +4,8 @@
  * every item once, owner_of is right, partial-sum slots suffice, publishing owners are exactly the
  * shares that start inside a group, also with the lead builds' moved shares (lead_shift); and the
  * kernel's rewrite of a stage's activations puts each one where the packed weight it multiplies
- * sits (FP8 and NVFP4, 16 / 32 / 64 tokens); and the CTA
- * count shares the items evenly where it leaves SMs idle (even_share_ctas). Skipped
- * where the CUDA code is not built (no nvcc). */
+ * sits (FP8 and NVFP4, 16 / 32 / 64 tokens); and the CTA count shares the items evenly where it
+ * leaves SMs idle (even_share_ctas). Skipped where the CUDA code is not built (no nvcc). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
