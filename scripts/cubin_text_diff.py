@@ -10,16 +10,18 @@
 #        cuda/marlin_stream.cu -o /tmp/new.cubin     # and the same in a worktree of the last commit
 #   python3 scripts/cubin_text_diff.py /tmp/base.cubin /tmp/new.cubin [--match REGEX]
 #
-# Prints one line per function: same / DIFF / only-in-A / only-in-B, the name (demangled where
-# c++filt is) and both sizes, then a count; exits 1 where any differs, 2 on a file that is not a
-# 64-bit ELF cubin. Functions in an anonymous namespace are matched across files by name with the
-# namespace's per-file hash removed.
+# Prints one line per function: same / DIFF / only-in-A / only-in-B, both sizes and the name
+# (demangled and shortened as sass_loop_stats.py prints it), then a count; exits 1 where any
+# differs, 2 on a file that is not a 64-bit ELF cubin. Functions in an anonymous namespace are
+# matched across files by name with the namespace's per-file hash removed.
 import argparse
+import os
 import re
-import shutil
 import struct
-import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sass_loop_stats import readable  # noqa: E402  (the short demangled name its table prints)
 
 ANON = re.compile(r'(\d+)(?=_GLOBAL__N__)')
 
@@ -58,15 +60,6 @@ def text_sections(path):
     return out
 
 
-def readable(names):
-    """The names demangled where c++filt is, else as they are."""
-    if not shutil.which('c++filt'):
-        return names
-    out = subprocess.run(['c++filt'], input='\n'.join(names), capture_output=True, text=True)
-    lines = out.stdout.split('\n')
-    return lines[:len(names)] if out.returncode == 0 and len(lines) >= len(names) else names
-
-
 def main():
     ap = argparse.ArgumentParser(description="which functions' machine code differs between two cubins")
     ap.add_argument('a')
@@ -76,11 +69,11 @@ def main():
     a, b = text_sections(args.a), text_sections(args.b)
     names = sorted(n for n in set(a) | set(b) if re.search(args.match, n))
     counts = {}
-    for name, shown in zip(names, readable(names)):
+    for name in names:
         verdict = ('only-in-A' if name not in b else 'only-in-B' if name not in a
                    else 'same' if a[name] == b[name] else 'DIFF')
         counts[verdict] = counts.get(verdict, 0) + 1
-        print(f'{verdict:9}  {len(a.get(name, b"")):7}  {len(b.get(name, b"")):7}  {shown}')
+        print(f'{verdict:9}  {len(a.get(name, b"")):7}  {len(b.get(name, b"")):7}  {readable(name)}')
     print(', '.join(f'{n} {v}' for v, n in sorted(counts.items())) or 'no functions')
     sys.exit(0 if set(counts) <= {'same'} else 1)
 
