@@ -58,6 +58,7 @@ constexpr int kHollow = QS_MARLIN_STREAM_HOLLOW;
 // split evenly between CTAs, the summing CTA takes x stages more per partner (lead_shift,
 // marlin_stream_plan.h), so the partners' partials are in before it ends. Measured slower at
 // every x (call 2: 4096x4096 FP8 at 32 tokens 8.2 -> 8.7 / 9.8 / 10.9 us at x = 1 / 2 / 3).
+// x = -1: even shares, one kernel's bounds computed at run time (below, at the shares).
 #ifndef QS_MARLIN_STREAM_LEAD
 #define QS_MARLIN_STREAM_LEAD 0
 #endif
@@ -184,13 +185,16 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int nst = p.K / kStageK, groups = (p.strips + kStrips - 1) / kStrips;
     const int64_t T = (int64_t)groups * nst;
     const int C = gridDim.x;
-    // Even shares, except in lead builds. The NVFP4 64-token kernel of the rewrite-free path (what
-    // the model runs at 57-64 tokens) takes its zero lead at run time (p.M < 0 never holds): the
-    // same bounds, but ptxas then schedules its stream loop better (342 instructions a stage pair
-    // against 351) — per decoder layer at 64 tokens 71.6-72.0 -> 68.8-69.1 us in two calls,
-    // 28672x4096 32.5 -> 31.2 (session 22 calls 3-4, docs/marlin.md). The other kernels gained
-    // nothing that way, and lost at 56 tokens (65.9 -> 67.0): they keep a constant.
-    const int64_t lead = kLead > 0 ? kLead : FP4 && NT == 64 && XP ? (int64_t)(p.M < 0) : 0;
+    // Even shares, except in lead builds. -DQS_MARLIN_STREAM_LEAD=-1 (a measurement build, not yet
+    // the default): the NVFP4 64-token kernel of the rewrite-free path takes its zero lead at run
+    // time (p.M < 0 never holds), the same bounds, but ptxas then schedules its stream loop better
+    // (342 instructions a stage pair against 351): per decoder layer at 64 tokens 71.6-72.0 ->
+    // 68.8-69.1 us in two calls, 28672x4096 32.5 -> 31.2 (session 22 calls 3-4, docs/marlin.md).
+    // It becomes the default once a GPU test has run that kernel (the quick tests reach it only
+    // with QSERVE_MARLIN_STREAM_XP=1). The other kernels gained nothing that way, and lost at 56
+    // tokens (65.9 -> 67.0).
+    constexpr bool kRunTimeZeroLead = kLead < 0 && FP4 && NT == 64 && XP;
+    const int64_t lead = kLead > 0 ? kLead : kRunTimeZeroLead ? (int64_t)(p.M < 0) : 0;
     const int64_t lo = share_begin(blockIdx.x, T, C) + lead_shift(blockIdx.x, T, C, nst, lead),
                   hi = share_begin(blockIdx.x + 1, T, C) + lead_shift(blockIdx.x + 1, T, C, nst, lead);
     trace_phase(p, kEnter);

@@ -19,8 +19,8 @@ QS_HD int64_t share_begin(int64_t c, int64_t items, int64_t ctas) { return c * i
 // lead * (P - 1) stages more than its P - 1 partners, which take `lead` fewer each: their
 // partials are then published before the summing CTA ends its share. Group boundaries stay share
 // boundaries, so owner_of still names every group's first and last owner. 0 otherwise (lead 0,
-// or no such split). Lead builds only (marlin_stream.cu, QS_MARLIN_STREAM_LEAD: measured slower);
-// the shipped NVFP4 64-token kernel calls it with a zero lead its compiler cannot fold (why: there).
+// or no such split). Lead builds only (marlin_stream.cu, QS_MARLIN_STREAM_LEAD: measured slower;
+// -1: one kernel calls it with a zero lead its compiler cannot fold, why: there).
 QS_HD int64_t lead_shift(int64_t c, int64_t items, int64_t ctas, int64_t stages, int64_t lead)
 {
     const int64_t groups = items / stages;

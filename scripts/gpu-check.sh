@@ -8,7 +8,9 @@
 #   BENCH_M=1,4,16,64          M of the benchmarks   E2E_ONLY=... see gpu_e2e.py
 #   TEST_ARGS_<test>=...       arguments for one test (TEST_ARGS_test_marlin_cuda=--quick)
 #   GPU_FORCED="VAR=v,VAR=v ..."  the tuning-switch sets test_marlin_cuda --quick also runs under
-#                              (default: the stream kernel and the wgmma kernel forced; "" none)
+#                              (default: the stream kernel forced, also with its rewrite-free path
+#                              — the quick shapes reach that path no other way — and the wgmma
+#                              kernel forced; "" none)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/gpu-env.sh out/device
@@ -43,7 +45,7 @@ done
 # is also forced for every M it can take (the quick shapes: 4096x4096 and the odd ones).
 t="$D/cuda-tests/test_marlin_cuda"
 if [ -x "$t" ] && { [ -z "${GPU_TESTS:-}" ] || [[ " $GPU_TESTS " == *" test_marlin_cuda "* ]]; }; then
-  for v in ${GPU_FORCED-QSERVE_MARLIN_STREAM=2,QSERVE_MARLIN_STREAM_MIN=1 QSERVE_MARLIN_WGMMA=2,QSERVE_MARLIN_WGMMA_MIN=1,QSERVE_MARLIN_WGMMA_MAX=256}; do
+  for v in ${GPU_FORCED-QSERVE_MARLIN_STREAM=2,QSERVE_MARLIN_STREAM_MIN=1 QSERVE_MARLIN_STREAM=2,QSERVE_MARLIN_STREAM_MIN=1,QSERVE_MARLIN_STREAM_XP=1 QSERVE_MARLIN_WGMMA=2,QSERVE_MARLIN_WGMMA_MIN=1,QSERVE_MARLIN_WGMMA_MAX=256}; do
     run_test "test_marlin_cuda --quick $v" "$v" "$t" --quick
   done
 fi
