@@ -6,7 +6,8 @@ kernel and M, and per shape at one M (µs and % of the copy bandwidth of the sam
 layer against torch's `_scaled_mm` and against the faster BF16 GEMM (torch or cuBLASLt) at every
 M up to 64, and the shapes where it reads at 85% of the copy bandwidth or more at M up to 16.
 Usage: bench_layer_table.py TABLE.txt [TABLE.txt ...] [--m 1] [--targets]"""
-import sys
+import argparse
+import os
 from collections import defaultdict
 
 SHAPES = [(6144, 4096), (4096, 4096), (28672, 4096), (4096, 14336)]
@@ -67,17 +68,20 @@ def targets(rows):
 
 
 def main():
-    args = sys.argv[1:]
-    if "--targets" in args:
-        args.remove("--targets")
-        targets(read(args))
+    ap = argparse.ArgumentParser(description=__doc__.split("\nUsage:")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("tables", nargs="+", metavar="TABLE.txt", help="bench_kernels / bench_torch_kernels.py output")
+    ap.add_argument("--m", type=int, default=1, help="the M of the per-shape table (default 1)")
+    ap.add_argument("--targets", action="store_true", help="check issue #8's three targets instead")
+    args = ap.parse_args()
+    for path in args.tables:
+        if not os.path.isfile(path):
+            ap.error(f"no such file: {path}")
+    if args.targets:
+        targets(read(args.tables))
         return
-    one_m = 1
-    if "--m" in args:
-        i = args.index("--m")
-        one_m = int(args[i + 1])
-        del args[i:i + 2]
-    rows = read(args)
+    one_m = args.m
+    rows = read(args.tables)
     kernels = sorted({k for k, *_ in rows})
     ms = sorted({m for *_, m in rows})
     layer = per_layer(rows)

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # test_bench_layer_table.sh — scripts/bench_layer_table.py on a small made-up run in bench_kernels'
 # format: the per-decoder-layer sums, and --targets' verdicts (faster than `_scaled_mm`, ahead of
-# the faster BF16 GEMM, the M ≤ 16 shapes read at 85% of copy or more). Prints ok / not ok / skip.
+# the faster BF16 GEMM, the M ≤ 16 shapes read at 85% of copy or more); --m's per-shape table, and a
+# missing table named in a usage error. Prints ok / not ok / skip.
 set -u
 SCRIPT=scripts/bench_layer_table.py
-names="layer_sums scaled_mm_verdicts bf16_verdicts copy_cells"
+names="layer_sums scaled_mm_verdicts bf16_verdicts copy_cells per_shape_m missing_table"
 . "$(dirname "$0")/check_lib.sh"
 command -v python3 >/dev/null || skip_all "python3 is needed" $names
 
@@ -40,3 +41,12 @@ check bf16_verdicts $? "$(head -c 600 "$TMP/targets.txt")"
 # at M = 1 only 28672x4096 (90%) and 4096x14336 (86%) reach 85%; M = 64 is not a small step
 grep -q '^| marlin-fp8 | none | none | 1 | 1 |$' "$TMP/targets.txt"
 check copy_cells $? "$(tail -c 400 "$TMP/targets.txt")"
+
+python3 "$SCRIPT" "$TMP/run.txt" --m 64 >"$TMP/m64.txt" 2>&1
+grep -q '^Per shape at M = 64' "$TMP/m64.txt" && grep -q '^| marlin-fp8 | 15.0 (50%) | 15.0 (50%) | 15.0 (50%) | 15.0 (50%) |$' "$TMP/m64.txt"
+check per_shape_m $? "$(tail -c 400 "$TMP/m64.txt")"
+
+python3 "$SCRIPT" "$TMP/no-such-run.txt" >"$TMP/missing.txt" 2>&1
+rc=$?
+[ $rc = 2 ] && grep -q 'no such file: .*no-such-run.txt' "$TMP/missing.txt"
+check missing_table $? "rc=$rc $(head -c 300 "$TMP/missing.txt")"
