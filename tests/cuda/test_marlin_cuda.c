@@ -1,7 +1,7 @@
 /* test_marlin_cuda.c — GPU test of the `marlin` linear kernel (run by scripts/gpu-check.sh):
  * every FP8 scale layout and NVFP4, at the Llama-3.1-8B benchmark shapes and at odd shapes (some
  * padded to the kernel's 16 rows / k step), for
- * M in {1, 3, 16, 20, 33, 64, 256}, against the CPU `reference` kernel on fresh random data. marlin
+ * M in {1, 3, 16, 20, 29, 33, 45, 50, 64, 256}, against the CPU `reference` kernel on fresh random data. marlin
  * runs W8A8 / W4A4 layers weight-only, so the reference runs the same layer with BF16
  * activations. Outputs are poisoned (NaN) first; a run passes when every element was written, none
  * is NaN, and ||y - ref|| / ||ref|| <= 1e-2. For the large shapes the reference computes the
