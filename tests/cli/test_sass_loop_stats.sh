@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# test_sass_loop_stats.sh — scripts/sass_loop_stats.py on a cubin nvcc builds from a small kernel
+# with a loop: the copy it hands CUDA 11.8's cuobjdump carries the old ELF ABI (OSABI, version,
+# e_flags for sm_90) with the code untouched, and, where a cuobjdump is (on PATH, or
+# out/sass-tools from scripts/fetch-sass-tools.sh), the kernel's hot loop is found and counted, and
+# --sass lists its instructions with the loop's marked.
+# Prints ok / not ok / skip.
+set -u
+names="old_abi_header loop_counted sass_listing"
+. "$(dirname "$0")/check_lib.sh"
+command -v python3 >/dev/null || skip_all "python3 is needed" $names
+NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+[ -x "$NVCC" ] || skip_all "no nvcc (the CUDA toolkit)" $names
+
+cat >"$TMP/loopy.cu" <<'CU'
+extern "C" __global__ void loopy(float *x, int n)
+{
+    float a = x[threadIdx.x];
+    for (int i = 0; i < n; i++)
+        a = a * x[i] + 1.f;
+    x[threadIdx.x] = a;
+}
+CU
+"$NVCC" -cubin -O3 -gencode=arch=compute_90a,code=sm_90a "$TMP/loopy.cu" -o "$TMP/loopy.cubin" 2>"$TMP/nvcc.log" ||
+  skip_all "nvcc could not build a cubin: $(head -c 200 "$TMP/nvcc.log")" $names
+
+out=$(python3 - "$TMP/loopy.cubin" "$TMP" <<'PY' 2>&1
+import os, struct, sys
+sys.path.insert(0, 'scripts')
+from sass_loop_stats import old_abi_copy
+os.makedirs(sys.argv[2] + '/old', exist_ok=True)
+new = open(sys.argv[1], 'rb').read()
+old = open(old_abi_copy(sys.argv[1], sys.argv[2] + '/old'), 'rb').read()
+flags = struct.unpack_from('<I', old, 48)[0]
+same_rest = old[:7] == new[:7] and old[9:48] == new[9:48] and old[52:] == new[52:]
+print(f'new abi {new[8]} osabi {new[7]:#x}; old abi {old[8]} osabi {old[7]:#x} flags {flags:#x} rest {same_rest}')
+again = old_abi_copy(sys.argv[2] + '/old/loopy.cubin', sys.argv[2])  # already old: returned as is
+print('again', again == sys.argv[2] + '/old/loopy.cubin')
+PY
+)
+[[ "$out" == *"new abi 8 osabi 0x41; old abi 7 osabi 0x33 flags 0x5a055a rest True"* && "$out" == *"again True"* ]]
+check old_abi_header $? "$out"
+
+if command -v cuobjdump >/dev/null || [ -x out/sass-tools/usr/bin/cuobjdump ]; then
+  out=$(python3 scripts/sass_loop_stats.py "$TMP/loopy.cubin" --match loopy --mark FFMA 2>&1)
+  # file, kernel, instructions, loop, R2UR, U*, IMAD, LDL, STL
+  [[ "$out" =~ loopy\.cubin\ +loopy\ +[0-9]+\ +[1-9][0-9]*\ +0\ +[0-9]+\ +[0-9]+\ +0\ +0 ]]
+  check loop_counted $? "$out"
+  out=$(python3 scripts/sass_loop_stats.py "$TMP/loopy.cubin" --match loopy --mark FFMA --sass 2>&1)
+  [[ "$out" == *"loopy.cubin: loopy"* ]] && grep -q '^> [0-9a-f]*  FFMA' <<<"$out" && grep -q '^  [0-9a-f]*  EXIT' <<<"$out"
+  check sass_listing $? "$(head -c 600 <<<"$out")"
+else
+  for n in loop_counted sass_listing; do
+    echo "skip $n: no cuobjdump on PATH and none in out/sass-tools (scripts/fetch-sass-tools.sh)"
+  done
+fi
