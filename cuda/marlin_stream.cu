@@ -63,6 +63,17 @@ constexpr int kHollow = QS_MARLIN_STREAM_HOLLOW;
 #define QS_MARLIN_STREAM_LEAD 0
 #endif
 constexpr int kLead = QS_MARLIN_STREAM_LEAD;
+// Measurement builds only (-DQS_MARLIN_STREAM_ONE_FULL=1, session 23, not yet run on a GPU): one
+// full barrier per item for its weights and activations together, so a consumer waits once a
+// stage instead of twice (session 11's timeline: a wait on a phase long complete costs ~110-220
+// clk of a 860-1170 clk period). Both producers (or the weight producer and the four rewrite warps)
+// arrive on the weight slot's full barrier with their bytes, so the weight ring is as deep as the
+// activation ring (kActStages), slot for slot; the empty barriers stay apart (the weight slot is
+// free once loaded, the activation slot once the wgmma group that read it is done).
+#ifndef QS_MARLIN_STREAM_ONE_FULL
+#define QS_MARLIN_STREAM_ONE_FULL 0
+#endif
+constexpr bool kOneFull = QS_MARLIN_STREAM_ONE_FULL;
 
 constexpr int kStrips = 8;                      // strips (consumer warps) per group: 128 rows
 constexpr int kConsumers = kStrips * 32;
@@ -173,7 +184,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     const uint32_t raw = (uint32_t)__cvta_generic_to_shared(smem_raw);
     uint8_t *smem = smem_raw + ((kAlign - (raw & (kAlign - 1))) & (kAlign - 1));
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int depth = p.ring; // weight stages (<= kWeightStages: the host checks)
+    const int depth = kOneFull ? kActStages : p.ring; // weight stages (<= kWeightStages: the host checks)
     const uint32_t base = (uint32_t)__cvta_generic_to_shared(smem);
     const uint32_t w_full = base, w_empty = base + 8 * kMaxWeightStages;
     const uint32_t a_full = base + 16 * kMaxWeightStages, a_empty = a_full + 8 * kActStages;
@@ -201,7 +212,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 
     if (threadIdx.x == 0) {
         for (int i = 0; i < depth; i++) {
-            mbar_init(w_full + 8 * i, 1);
+            mbar_init(w_full + 8 * i, kOneFull ? 1 + (XP ? 1 : kPermuteWarps) : 1);
             mbar_init(w_empty + 8 * i, kStrips);
         }
         for (int i = 0; i < kActStages; i++) {
@@ -247,7 +258,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             if constexpr (XP) {
                 // x already in the packer's k order (permute_activations): straight into the
                 // activation ring, whose 128-byte swizzle the consumers' descriptors read as is
-                fill_ring(a_full, a_empty, kActStages, act_bytes, lo, hi, nst, [&](uint32_t full, int slot, int, int st, int64_t i) {
+                fill_ring(kOneFull ? w_full : a_full, a_empty, kActStages, act_bytes, lo, hi, nst, [&](uint32_t full, int slot, int, int st, int64_t i) {
                     trace(p, kActCopy, i);
                     if constexpr (kHollow >= 3)
                         return;
@@ -282,7 +293,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                 __syncwarp();
                 if (lane == 0) {
                     mbar_arrive(x_empty + 8 * xpos.slot);
-                    mbar_arrive(a_full + 8 * apos.slot);
+                    mbar_arrive((kOneFull ? w_full : a_full) + 8 * apos.slot);
                 }
                 if (warp == kPermuteWarp0)
                     trace(p, kRewritten, i);
@@ -358,7 +369,8 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
         if (warp == 0)
             trace(p, kExpanded, item);
-        mbar_wait(a_full + 8 * apos.slot, apos.phase);
+        if constexpr (!kOneFull) // (one-full builds: the weights' wait covered the activations)
+            mbar_wait(a_full + 8 * apos.slot, apos.phase);
         if (warp == 0 || warp == 4)
             trace(p, warp == 0 ? kActIn : kActIn1, item);
         if (item == 0)
@@ -514,6 +526,10 @@ struct Depth {
     bool xp; // the rewrite-free variant: no staging ring, more room for weights
     template <bool FP4, int NT> int operator()()
     {
+        static_assert(!kOneFull || (kWeightStages<FP4, NT, false> >= kActStages && kWeightStages<FP4, NT, true> >= kActStages),
+                      "one-full builds: the weight ring holds as many stages as the activation ring");
+        if (kOneFull)
+            return kActStages; // slot for slot with the activation ring (the kernel takes no other depth)
         static const int cap = env_int("QSERVE_MARLIN_STREAM_DEPTH", 4);
         return std::max(2, std::min(cap, xp ? kWeightStages<FP4, NT, true> : kWeightStages<FP4, NT, false>));
     }
