@@ -21,6 +21,7 @@ import collections
 import os
 import re
 import shutil
+import signal
 import struct
 import subprocess
 import sys
@@ -105,6 +106,7 @@ def hot_loop(ins, mark):
 
 
 def main():
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `--sass ... | head` ends quietly
     ap = argparse.ArgumentParser(description='the hot loop of each matching kernel in a CUDA binary or cubin')
     ap.add_argument('files', nargs='+')
     ap.add_argument('--match', default='marlin_stream_kernel', help='regex on the (mangled) function name')
