@@ -8,8 +8,7 @@ set -u
 names="same_and_diff match_filter not_a_cubin"
 . "$(dirname "$0")/check_lib.sh"
 command -v python3 >/dev/null || skip_all "python3 is needed" $names
-NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
-[ -x "$NVCC" ] || skip_all "no nvcc (the CUDA toolkit)" $names
+need_nvcc $names
 
 kernels() { # $1: the scale kernel's factor, $2: 1 to add a third kernel
   cat <<CU

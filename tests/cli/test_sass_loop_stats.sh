@@ -9,8 +9,7 @@ set -u
 names="old_abi_header loop_counted sass_listing"
 . "$(dirname "$0")/check_lib.sh"
 command -v python3 >/dev/null || skip_all "python3 is needed" $names
-NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
-[ -x "$NVCC" ] || skip_all "no nvcc (the CUDA toolkit)" $names
+need_nvcc $names
 
 cat >"$TMP/loopy.cu" <<'CU'
 extern "C" __global__ void loopy(float *x, int n)
