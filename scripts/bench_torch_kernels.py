@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Same-run torch baselines for tools/bench_kernels.c (run on the GPU machine): for the
 Llama-3.1-8B linear shapes and M of ../shared/TARGETS.md, times torch.matmul in BF16,
-torch._scaled_mm in FP8 (per-tensor and rowwise scales), rotating weight copies past the L2, and
+torch._scaled_mm in FP8 (per-tensor and rowwise scales; per-tensor also from BF16 x, its cast to
+FP8 included: what a W8A8 layer runs), rotating weight copies past the L2, and
 prints the same columns as bench_kernels plus the device-to-device copy bandwidth. Calls are timed
 as CUDA-graph replays, as bench_kernels times its kernels back to back without host work in
 between. (The read ceiling per shape is bench_kernels' own read-*-bytes rows: a torch.sum over
@@ -76,7 +77,7 @@ def main():
     print(f"torch {torch.__version__}; copy bandwidth {bw:.0f} GB/s")
     print(f"{'kernel':22s} {'N':>6s} {'K':>6s} {'M':>5s} {'time_us':>10s} {'TFLOP/s':>9s} {'weight_GB/s':>11s} {'%copy':>8s}")
     for n, k in SHAPES:
-        for name in ("torch-bf16", "torch-scaled_mm-fp8", "torch-scaled_mm-fp8-rowwise"):
+        for name in ("torch-bf16", "torch-scaled_mm-fp8", "torch-scaled_mm-fp8+cast", "torch-scaled_mm-fp8-rowwise"):
             wbytes = n * k * (2 if name == "torch-bf16" else 1)
             copies = max(2, min(16, math.ceil(3 * l2 / wbytes)))
             if name == "torch-bf16":
@@ -91,6 +92,12 @@ def main():
                 elif name == "torch-scaled_mm-fp8":
                     x = torch.randn(m, k, device="cuda").to(torch.float8_e4m3fn)
                     fn = lambda i: torch._scaled_mm(x, ws[i].t(), scale_a=scale, scale_b=scale, out_dtype=torch.bfloat16)
+                elif name == "torch-scaled_mm-fp8+cast":
+                    # the same GEMM from BF16 x: the cast to FP8 first (one elementwise kernel), the
+                    # least a W8A8 layer pays for its input (a static scale folds into that cast)
+                    xb = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+                    fn = lambda i: torch._scaled_mm(xb.to(torch.float8_e4m3fn), ws[i].t(), scale_a=scale, scale_b=scale,
+                                                    out_dtype=torch.bfloat16)
                 else:  # per-token x per-channel scales, what FP8-dynamic checkpoints need
                     x = torch.randn(m, k, device="cuda").to(torch.float8_e4m3fn)
                     sa = torch.ones(m, 1, device="cuda")
