@@ -184,7 +184,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     const uint32_t raw = (uint32_t)__cvta_generic_to_shared(smem_raw);
     uint8_t *smem = smem_raw + ((kAlign - (raw & (kAlign - 1))) & (kAlign - 1));
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int depth = kOneFull ? kActStages : p.ring; // weight stages (<= kWeightStages: the host checks)
+    const int depth = p.ring; // weight stages (<= kWeightStages; one-full builds: kActStages, Depth)
     const uint32_t base = (uint32_t)__cvta_generic_to_shared(smem);
     const uint32_t w_full = base, w_empty = base + 8 * kMaxWeightStages;
     const uint32_t a_full = base + 16 * kMaxWeightStages, a_empty = a_full + 8 * kActStages;
@@ -529,7 +529,7 @@ struct Depth {
         static_assert(!kOneFull || (kWeightStages<FP4, NT, false> >= kActStages && kWeightStages<FP4, NT, true> >= kActStages),
                       "one-full builds: the weight ring holds as many stages as the activation ring");
         if (kOneFull)
-            return kActStages; // slot for slot with the activation ring (the kernel takes no other depth)
+            return kActStages; // slot for slot with the activation ring: the kernel's barriers need it
         static const int cap = env_int("QSERVE_MARLIN_STREAM_DEPTH", 4);
         return std::max(2, std::min(cap, xp ? kWeightStages<FP4, NT, true> : kWeightStages<FP4, NT, false>));
     }
