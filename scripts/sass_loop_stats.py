@@ -118,10 +118,11 @@ def main():
         for path in args.files:
             for name, ins in functions(path):
                 if re.search(args.match, name):
-                    loop = hot_loop(ins, args.mark) or (1, 0)
-                    print(f'// {path}: {readable(name)}')
+                    loop = hot_loop(ins, args.mark)
+                    print(f'// {path}: {readable(name)}' + ('' if loop else f' (no loop holds {args.mark})'))
                     for a, t in ins:
-                        print(f"{'>' if loop[0] <= a <= loop[1] else ' '} {a:05x}  {t}")
+                        in_loop = loop is not None and loop[0] <= a <= loop[1]
+                        print(f"{'>' if in_loop else ' '} {a:05x}  {t}")
         return
     print(f"{'file':28s} {'kernel':44s} {'instr':>6s} {'loop':>5s} {'R2UR':>5s} {'U*':>4s} {'IMAD':>5s} {'LDL':>4s} {'STL':>4s}")
     for path in args.files:

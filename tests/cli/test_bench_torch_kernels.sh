@@ -3,18 +3,28 @@
 # machine) through every row's Python here, on a stand-in `torch` module that times each call as 1 µs
 # (this machine has no torch): the header with the copy bandwidth, one line per kernel, shape and M
 # in bench_kernels' columns — the BF16 GEMM, `_scaled_mm` per-tensor, per-tensor from BF16 x
-# (+cast) and rowwise — and no row failed. Catches a Python error before device time is spent on
-# it. Prints ok / not ok / skip.
+# (+cast) and rowwise — and no row failed; and that the +cast row's timed call casts BF16 x itself
+# (the stand-in counts `_scaled_mm` calls on FP8 made from BF16 within the call). Catches a Python
+# error before device time is spent on it. Prints ok / not ok / skip.
 set -u
-names="rows_and_columns"
+names="rows_and_columns cast_timed"
 . "$(dirname "$0")/check_lib.sh"
 command -v python3 >/dev/null || skip_all "python3 is needed" $names
 
 mkdir -p "$TMP/stub/torch"
 cat >"$TMP/stub/torch/__init__.py" <<'PY'
 """A stand-in for the parts of torch that bench_torch_kernels.py calls: tensors carry only their
-shape, every timed stretch takes 1 ms, graphs replay nothing."""
+shape, every timed stretch takes 1 ms, graphs replay nothing. At exit it writes to $STUB_LOG how
+many `_scaled_mm` calls took an FP8 operand cast from BF16 since the previous call (the cast timed
+with the GEMM) and how many took one made earlier."""
+import atexit
 import contextlib
+import os
+
+_calls = {"cast_in_call": 0, "cast_before": 0}
+_fresh = set()  # ids of FP8 tensors cast from BF16 since the last _scaled_mm
+atexit.register(lambda: open(os.environ["STUB_LOG"], "w").write(
+    f"cast_in_call {_calls['cast_in_call']} cast_before {_calls['cast_before']}\n"))
 
 __version__ = "stub"
 bfloat16, float8_e4m3fn, uint8, float32 = "bfloat16", "float8_e4m3fn", "uint8", "float32"
@@ -34,7 +44,10 @@ class Tensor:
         return Tensor(*self.shape, dtype=self.dtype)
 
     def to(self, dtype):
-        return Tensor(*self.shape, dtype=dtype)
+        out = Tensor(*self.shape, dtype=dtype)
+        if self.dtype == bfloat16 and dtype == float8_e4m3fn:
+            _fresh.add(id(out))
+        return out
 
     def t(self):
         return Tensor(*reversed(self.shape), dtype=self.dtype)
@@ -75,6 +88,8 @@ def matmul(a, b):
 def _scaled_mm(a, b, scale_a, scale_b, out_dtype):
     assert a.dtype == float8_e4m3fn and b.dtype == float8_e4m3fn, (a.dtype, b.dtype)
     assert a.shape[1] == b.shape[0], (a.shape, b.shape)
+    _calls["cast_in_call" if id(a) in _fresh else "cast_before"] += 1
+    _fresh.clear()
     return Tensor(a.shape[0], b.shape[1], dtype=out_dtype)
 
 
@@ -132,7 +147,7 @@ class cuda:
         yield
 PY
 
-PYTHONPATH="$TMP/stub" python3 scripts/bench_torch_kernels.py 1,64 >"$TMP/out.txt" 2>&1
+STUB_LOG="$TMP/calls.txt" PYTHONPATH="$TMP/stub" python3 scripts/bench_torch_kernels.py 1,64 >"$TMP/out.txt" 2>&1
 rc=$?
 rows=$(awk 'NF == 8 && $2 ~ /^[0-9]+$/ && $4 ~ /^[0-9]+$/' "$TMP/out.txt" | wc -l)
 # 4 shapes x 4 kernels x 2 M; the stand-in's time: 20 calls in 1 ms, 50 us each
@@ -141,3 +156,9 @@ rows=$(awk 'NF == 8 && $2 ~ /^[0-9]+$/ && $4 ~ /^[0-9]+$/' "$TMP/out.txt" | wc -
   grep -Eq '^torch-scaled_mm-fp8\+cast +28672 +4096 +64 +50\.0 ' "$TMP/out.txt" &&
   grep -Eq '^torch-bf16 +4096 +14336 +1 +50\.0 ' "$TMP/out.txt"
 check rows_and_columns $? "rc $rc, $rows rows: $(head -c 800 "$TMP/out.txt")"
+
+# every +cast call (4 shapes x 2 M, 3 warm-up + 1 capture warm-up + 20 captured calls each) casts
+# its own x; the other FP8 rows' x was made once, before timing
+read -r _ in_call _ before <"$TMP/calls.txt" 2>/dev/null
+[[ "${in_call:-0}" == $((4 * 2 * 24)) && "${before:-0}" -gt 0 ]]
+check cast_timed $? "calls: $(cat "$TMP/calls.txt" 2>&1)"
