@@ -74,6 +74,21 @@ constexpr int kLead = QS_MARLIN_STREAM_LEAD;
 #define QS_MARLIN_STREAM_ONE_FULL 0
 #endif
 constexpr bool kOneFull = QS_MARLIN_STREAM_ONE_FULL;
+// Measurement builds only (-DQS_MARLIN_STREAM_RED_SUM=1, session 24, not yet run on a GPU): a
+// split group's owners add their outputs into y with BF16 reductions (red.global.add, done by the
+// L2) instead of the FP32 partials one owner waits for and sums, so that no owner is held past
+// its share (session 20: the sum costs 1.5-2.7 us a call on the 4096-row layers with no data).
+// y must hold the bias (or zero) first: the group's first owner's warp 15 writes it as soon as
+// the previous kernel has ended and releases the group's count (kReady); the later owners' warp 15
+// waits for that (a CTA of lower index, so dispatched first: no deadlock) and the last of them
+// resets the count for the next call. Each addition rounds to BF16 and their order varies, so the
+// result is not bit-reproducible run to run and carries up to one rounding per owner (2-5 on the
+// Llama-3.1-8B layers), as vLLM's Marlin with its atomic-add reduction.
+#ifndef QS_MARLIN_STREAM_RED_SUM
+#define QS_MARLIN_STREAM_RED_SUM 0
+#endif
+constexpr bool kRedSum = QS_MARLIN_STREAM_RED_SUM;
+static_assert(!kRedSum || kHollow == 0, "the hollow levels measure the partial-sum protocol: build them without red sums");
 
 constexpr int kStrips = 8;                      // strips (consumer warps) per group: 128 rows
 constexpr int kConsumers = kStrips * 32;
@@ -90,6 +105,8 @@ constexpr int kMaxWeightStages = 24;         // mbarrier slots reserved (the rin
 constexpr int kMaxTokens = 64;
 constexpr int kConsumerBarrier = 1;                                     // named barriers (0: __syncthreads)
 constexpr int kPublishBarrier = 2, kPublishThreads = kConsumers + 32; // consumers + warp 15
+constexpr int kHeadBarrier = 3;                                        // (red-sum builds) the same threads
+constexpr int kReady = 1 << 20; // (red-sum builds) a group's count once its output holds the bias
 
 template <bool FP4> constexpr int kUnits = kStageK / (FP4 ? kFp4UnitK : kFp8UnitK);
 template <bool FP4> constexpr int kStripStageBytes = kUnits<FP4> * kUnitBytes;
@@ -161,6 +178,58 @@ template <bool FP4, int NT> __device__ __forceinline__ void rewrite_stage(const 
 template <int NT, bool XP> __device__ __forceinline__ int slice_offset(int s)
 {
     return XP ? (s >> 2) * staged_half_bytes(NT) + (s & 3) * 32 : s * image_slice_bytes(NT);
+}
+
+// Red-sum builds: y's rows of `group` (128, those below N) for every token set to the bias, or to
+// zero, in 16-byte runs by the lanes of one warp, before the owners add into them.
+__device__ __forceinline__ void init_group_output(const Params &p, int group, int lane)
+{
+    constexpr int kRuns = kStrips * 16 / 8; // 16-byte runs of 8 rows per token
+    for (int q = lane; q < p.M * kRuns; q += 32) {
+        const int t = q / kRuns, n = group * kStrips * 16 + (q % kRuns) * 8;
+        if (n >= p.N)
+            continue;
+        uint32_t w[4] = {0, 0, 0, 0};
+        if (p.bias)
+            for (int j = 0; j < 4; j++)
+                w[j] = (uint32_t)__bfloat16_as_ushort(p.bias[n + 2 * j]) |
+                       (uint32_t)__bfloat16_as_ushort(p.bias[n + 2 * j + 1]) << 16;
+        *(uint4 *)(p.y + (size_t)t * p.N + n) = make_uint4(w[0], w[1], w[2], w[3]);
+    }
+}
+
+// Red-sum builds, warp 15 of a CTA with share [lo, hi): readies the split groups' outputs for its
+// consumers' reductions. First the group whose first stage the share ends with (this CTA is its
+// first owner): y set to its bias, the count released, kHeadBarrier; then the group the share
+// starts inside (a later owner): wait for the first owner's release, count in (the last of the
+// later owners sets the count back to 0 for the next call), kPublishBarrier. The head first:
+// the later owners of this CTA's head wait for it, and none of that may wait behind this CTA's
+// own wait.
+__device__ __forceinline__ void ready_split_outputs(const Params &p, int64_t lo, int64_t hi, int nst, int64_t T, int C,
+                                                     int lane)
+{
+    const int64_t head = readied_group(lo, hi, nst);
+    if (head >= 0) {
+        init_group_output(p, (int)head, lane);
+        __syncwarp();
+        if (lane == 0) {
+            __threadfence();
+            atomicAdd(p.cnt + head, kReady);
+        }
+        named_arrive<kHeadBarrier, kPublishThreads>();
+    }
+    if (lo % nst != 0) {
+        const int64_t group = lo / nst;
+        if (lane == 0) {
+            const int later = owner_of(group * nst + nst - 1, T, C) - owner_of(group * nst, T, C);
+            while (load_acquire(p.cnt + group) < kReady) {
+            }
+            if (atomicAdd(p.cnt + group, 1) == kReady + later - 1)
+                atomicExch(p.cnt + group, 0); // every later owner has seen the release
+        }
+        __syncwarp();
+        named_arrive<kPublishBarrier, kPublishThreads>();
+    }
 }
 
 // weight_map: the packed weights as (stage bytes / 8, k stage, strip) 64-bit words, one box = one
@@ -305,7 +374,9 @@ __global__ void __launch_bounds__(kThreads, 1)
             allow_next_grid();
             // A share that starts inside a group starts with a partial segment (consumers below):
             // once its partials are stored, count them in for the group's summing CTA.
-            if (kHollow < 5 && lo % nst != 0) {
+            if constexpr (kRedSum) {
+                ready_split_outputs(p, lo, hi, nst, T, C, lane);
+            } else if (kHollow < 5 && lo % nst != 0) {
                 named_sync<kPublishBarrier, kPublishThreads>();
                 if (lane == 0) {
                     __threadfence();
@@ -429,7 +500,15 @@ __global__ void __launch_bounds__(kThreads, 1)
         if (w == hi)
             trace_phase(p, kStreamEnd);
 
-        if (kHollow < 5 && (seg_end != group_end || !has_first)) {
+        const bool split = kHollow < 5 && (seg_end != group_end || !has_first);
+        if (kRedSum && split) {
+            // (red-sum builds) y readied for this group by warp 15 (ready_split_outputs): the
+            // head's here, or the first owner's, seen by this CTA's warp 15
+            if (has_first)
+                named_sync<kHeadBarrier, kPublishThreads>();
+            else
+                named_sync<kPublishBarrier, kPublishThreads>();
+        } else if (split) {
             // A group split between CTAs; the CTA with its first stage sums it. Partials are kept
             // in the consumers' register order (slot j of the group: float4 i of thread t at
             // (i * 256 + t) * 4), so each thread stores and loads whole 16-byte runs.
@@ -479,18 +558,27 @@ __global__ void __launch_bounds__(kThreads, 1)
         // the __syncwarp at the end of this segment's stream.
         __shared__ __align__(16) __nv_bfloat16 out_tiles[kStrips][NT * 16];
         __nv_bfloat16 *const out_tile = out_tiles[warp];
+        // (Red-sum builds: a split group's owners each add their share without the bias, which
+        // the group's output already holds.)
+        const bool reduce = kRedSum && split;
+        const OutRow r0 = reduce ? OutRow{o0.colscale, 0.f} : o0, r8 = reduce ? OutRow{o8.colscale, 0.f} : o8;
         if (strip < p.strips) {
 #pragma unroll
             for (int idx = 0; idx < NT / 2; idx++)
-                out_tile[token_of(idx) * 16 + r + 8 * ((idx & 3) >> 1)] = out_value(p, (idx & 2) ? o8 : o0, acc[idx]);
+                out_tile[token_of(idx) * 16 + r + 8 * ((idx & 3) >> 1)] = out_value(p, (idx & 2) ? r8 : r0, acc[idx]);
         }
         __syncwarp();
         if (strip < p.strips) {
 #pragma unroll
             for (int k = 0; k < (NT + 15) / 16; k++) {
                 const int q = lane + 32 * k, t = q >> 1, n = strip * 16 + 8 * (q & 1);
-                if (t < p.M && n < p.N) // (t < M <= NT)
-                    *(uint4 *)(p.y + (size_t)t * p.N + n) = *(const uint4 *)(out_tile + q * 8);
+                if (t < p.M && n < p.N) { // (t < M <= NT)
+                    __nv_bfloat16 *const out = p.y + (size_t)t * p.N + n;
+                    if (reduce)
+                        red_add_bf16x8(out, *(const uint4 *)(out_tile + q * 8));
+                    else
+                        *(uint4 *)out = *(const uint4 *)(out_tile + q * 8);
+                }
             }
         }
     }
@@ -745,7 +833,7 @@ namespace {
 // and one count per group.
 void workspace_of(const StreamPlan &g, size_t *floats, size_t *counters)
 {
-    *floats = (size_t)g.max_shares * g.groups * kConsumers * (g.nt / 2);
+    *floats = kRedSum ? 0 : (size_t)g.max_shares * g.groups * kConsumers * (g.nt / 2); // (red sums: into y)
     *counters = (size_t)g.groups;
 }
 } // namespace

@@ -58,6 +58,16 @@ int check_split(int64_t groups, int64_t stages, int64_t ctas, int64_t lead, char
             if (lo % stages == 0 || lo / stages != g)
                 return fail("a later owner's share does not start inside the group", c);
         }
+        // red-sum builds: a split group's output is readied by its first owner alone (the later
+        // owners count `last - first` of themselves in before the count is reset), and a whole
+        // group's by no one
+        for (int64_t c = first; c <= last; c++) {
+            const bool readies = readied_group(begin(c), begin(c + 1), stages) == g;
+            if (readies != (c == first && last > first))
+                return fail(readies ? "a CTA readies a group it is not the split first owner of"
+                                    : "a split group's first owner does not ready its output",
+                            c);
+        }
     }
     return 0;
 }

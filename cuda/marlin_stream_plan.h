@@ -36,6 +36,15 @@ QS_HD int64_t lead_shift(int64_t c, int64_t items, int64_t ctas, int64_t stages,
 // The CTA whose share holds item w.
 QS_HD int owner_of(int64_t w, int64_t items, int64_t ctas) { return (int)(((w + 1) * ctas - 1) / items); }
 
+// The group whose output the CTA with share [lo, hi) readies in red-sum builds (marlin_stream.cu,
+// QS_MARLIN_STREAM_RED_SUM): the group its share ends inside, where the share also holds that
+// group's first stage — it is then that split group's first owner — or -1.
+QS_HD int64_t readied_group(int64_t lo, int64_t hi, int64_t stages)
+{
+    const int64_t head = (hi - 1) / stages;
+    return hi % stages != 0 && head * stages >= lo ? head : -1;
+}
+
 // The most CTAs one group of `stages` items can be split between when `items` are shared by
 // `ctas` CTAs (ctas <= items): the partial-sum slots a group needs.
 QS_HD int64_t max_shares(int64_t stages, int64_t items, int64_t ctas)
