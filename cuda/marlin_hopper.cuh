@@ -179,6 +179,17 @@ __device__ __forceinline__ void tensor_copy_3d(uint32_t dst, const void *map, in
 #endif
 }
 
+// `bytes` contiguous bytes (a multiple of 16, both addresses 16-byte aligned) from global to
+// shared memory by the bulk-copy engine, completing on mbarrier `bar` (no tensor map).
+__device__ __forceinline__ void bulk_copy(uint32_t dst, const void *src, uint32_t bytes, uint32_t bar)
+{
+#ifdef QS_WGMMA
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
+                 "l"(src), "r"(bytes), "r"(bar)
+                 : "memory");
+#endif
+}
+
 // A box of a 2-D tensor map (coordinates innermost first), as tensor_copy_3d.
 __device__ __forceinline__ void tensor_copy_2d(uint32_t dst, const void *map, int c0, int c1, uint32_t bar)
 {

@@ -4,6 +4,9 @@
  * TFLOP/s and weight bytes / time beside the device-to-device copy bandwidth measured in the same
  * run, and first, per shape, the read ceiling: one plain streaming read of as many bytes as the
  * layer's FP8 and NVFP4 weights (`read-fp8-bytes`, `read-nvfp4-bytes`; --kernels read selects it).
+ * On request only (--kernels ring), the stream kernel's weight transport alone on the FP8 bytes
+ * (cuda/ring_probe.h): rings of 4, 8 and 12 stages of 16 KB on the stream kernel's CTAs
+ * (`ring4-fp8-bytes`...), and 8 stages on every SM (`ring8-allsms-fp8-bytes`).
  * torch's baselines for the same shapes come from scripts/bench_torch_kernels.py in the same
  * device call.
  * Usage: bench_kernels [--kernels a,b,...] [--m 1,4,16,...] [--shapes NxK,...] [--iters N] */
@@ -17,6 +20,7 @@
 #include "qs_cuda_mem.h"
 #include "qs_cuda_ops.h"
 #include "read_probe.h"
+#include "ring_probe.h"
 #include "quant/fp4.h"
 #include "quant/fp8.h"
 #include "registry/registry.h"
@@ -220,18 +224,22 @@ static int call_linear(void *ctx, int i, void *stream, qs_err *err)
                                                                                 c->m, stream, err);
 }
 
-/* The read probe's call: one streaming read of buffer i % copies. */
+/* A read probe's call: one streaming read of buffer i % copies, plain (depth 0) or through the
+ * ring probe's rings of `depth` stages of stage_bytes on `ctas` CTAs (0: the stream kernel's rule). */
 typedef struct {
     void **bufs;
     int copies;
     size_t bytes;
     uint32_t *sum;
+    int depth, stage_bytes, ctas;
 } read_calls;
 
 static int call_read(void *ctx, int i, void *stream, qs_err *err)
 {
     const read_calls *c = ctx;
-    return qs_cuda_read_sum(c->bufs[i % c->copies], c->bytes, c->sum, stream, err);
+    void *buf = c->bufs[i % c->copies];
+    return c->depth ? qs_cuda_ring_read_sum(buf, c->bytes, c->stage_bytes, c->depth, c->ctas, c->sum, stream, err)
+                    : qs_cuda_read_sum(buf, c->bytes, c->sum, stream, err);
 }
 
 /* Copies of a working set of `bytes` that together exceed the L2 cache three times (2..16). */
@@ -267,33 +275,66 @@ static bool listed(const char *list, const char *name)
     return false;
 }
 
-/* The names that select the read-ceiling rows (both rows come together). */
-static const char *const READ_NAMES[] = {"read", "read-fp8-bytes", "read-nvfp4-bytes"};
+/* The probes' rows, in groups that run whole: the read ceiling (with every run) and the ring
+ * probe (on request); --kernels selects a group by its name or any of its rows' labels. */
+typedef struct {
+    const char *label;
+    bool fp4;      /* as many bytes as marlin's NVFP4 weights (else FP8) */
+    int depth;     /* 0: the plain read; else the ring probe's stages (16 KB each) */
+    bool all_sms;  /* the ring probe on every SM (else the stream kernel's CTA count) */
+} probe_row;
+static const probe_row READ_ROWS[] = {{"read-fp8-bytes", false, 0, false}, {"read-nvfp4-bytes", true, 0, false}};
+static const probe_row RING_ROWS[] = {{"ring4-fp8-bytes", false, 4, false},
+                                      {"ring8-fp8-bytes", false, 8, false},
+                                      {"ring12-fp8-bytes", false, 12, false},
+                                      {"ring8-allsms-fp8-bytes", false, 8, true}};
+typedef struct {
+    const char *name;
+    const probe_row *rows;
+    size_t n_rows;
+    bool on_request; /* only when --kernels names it */
+} probe_group;
+static const probe_group PROBES[] = {{"read", READ_ROWS, sizeof READ_ROWS / sizeof READ_ROWS[0], false},
+                                     {"ring", RING_ROWS, sizeof RING_ROWS / sizeof RING_ROWS[0], true}};
+#define N_PROBES (sizeof PROBES / sizeof PROBES[0])
 
-static bool read_listed(const char *list)
+/* Whether list item p names group g or one of its rows. */
+static bool names_probe(const char *p, const probe_group *g)
 {
-    for (size_t i = 0; i < sizeof READ_NAMES / sizeof READ_NAMES[0]; i++)
-        if (listed(list, READ_NAMES[i]))
+    if (item_is(p, g->name))
+        return true;
+    for (size_t i = 0; i < g->n_rows; i++)
+        if (item_is(p, g->rows[i].label))
             return true;
     return false;
 }
 
-/* 0, or 1 after naming the first item of --kernels that is neither a read name nor a kernel label. */
+static bool probe_listed(const char *list, const probe_group *g)
+{
+    for (const char *p = list; p; p = next_item(p))
+        if (names_probe(p, g))
+            return true;
+    return false;
+}
+
+/* 0, or 1 after naming the first item of --kernels that is neither a probe's name nor a kernel label. */
 static int check_kernel_list(const char *list)
 {
     for (const char *p = list; p; p = next_item(p)) {
         bool known = false;
-        for (size_t i = 0; i < sizeof READ_NAMES / sizeof READ_NAMES[0] && !known; i++)
-            known = item_is(p, READ_NAMES[i]);
+        for (size_t g = 0; g < N_PROBES && !known; g++)
+            known = names_probe(p, &PROBES[g]);
         for (size_t i = 0; i < sizeof KERNELS / sizeof KERNELS[0] && !known; i++)
             known = item_is(p, KERNELS[i].label);
         if (!known) {
-            fprintf(stderr, "bench_kernels: --kernels: unknown kernel '%.*s' (one of: %s", (int)strcspn(p, ","), p,
-                    READ_NAMES[0]);
-            for (size_t i = 1; i < sizeof READ_NAMES / sizeof READ_NAMES[0]; i++)
-                fprintf(stderr, ", %s", READ_NAMES[i]);
+            fprintf(stderr, "bench_kernels: --kernels: unknown kernel '%.*s' (one of:", (int)strcspn(p, ","), p);
+            for (size_t g = 0; g < N_PROBES; g++) {
+                fprintf(stderr, " %s,", PROBES[g].name);
+                for (size_t i = 0; i < PROBES[g].n_rows; i++)
+                    fprintf(stderr, " %s,", PROBES[g].rows[i].label);
+            }
             for (size_t i = 0; i < sizeof KERNELS / sizeof KERNELS[0]; i++)
-                fprintf(stderr, ", %s", KERNELS[i].label);
+                fprintf(stderr, "%s %s", i ? "," : "", KERNELS[i].label);
             fprintf(stderr, ")\n");
             return 1;
         }
@@ -301,19 +342,21 @@ static int check_kernel_list(const char *list)
     return 0;
 }
 
-/* The read ceiling: per shape, one streaming read (cuda/read_probe.cu) of as many bytes as
- * marlin's FP8 and NVFP4 weights of the layer, timed as the kernels are (rotating copies past the
- * L2, graph replay), printed once per M so that the per-M tables carry it. */
-static void bench_read_ceiling(const long *ms_list, int n_m, int iters, double copy_gbps)
+/* The probes' rows: per shape, one read (cuda/read_probe.cu, or through the ring probe's rings,
+ * cuda/ring_probe.cu) of as many bytes as marlin's FP8 or NVFP4 weights of the layer, timed as
+ * the kernels are (rotating copies past the L2, graph replay), printed once per M so that the
+ * per-M tables carry it. */
+static void bench_probes(const probe_group *g, const long *ms_list, int n_m, int iters, double copy_gbps)
 {
-    const bench_kernel *const formats[] = {kernel_named("marlin-fp8"), kernel_named("marlin-nvfp4")};
-    static const char *const labels[] = {"read-fp8-bytes", "read-nvfp4-bytes"};
     for (int si = 0; si < n_shapes; si++) {
-        for (int f = 0; f < 2; f++) {
+        for (size_t r = 0; r < g->n_rows; r++) {
+            const probe_row *row = &g->rows[r];
             int64_t n = SHAPES[si][0], k = SHAPES[si][1];
-            size_t bytes = (size_t)weight_bytes(formats[f], n, k) / 4 * 4;
+            size_t bytes = (size_t)weight_bytes(kernel_named(row->fp4 ? "marlin-nvfp4" : "marlin-fp8"), n, k) /
+                           (row->depth ? 16 : 4) * (row->depth ? 16 : 4);
             void *bufs[16] = {0}, *sum = NULL;
-            read_calls calls = {bufs, l2_defeating_copies((double)bytes), bytes, NULL};
+            read_calls calls = {bufs, l2_defeating_copies((double)bytes), bytes, NULL,
+                                row->depth, 16 * 1024, row->all_sms ? qs_cuda_sm_count() : 0};
             qs_err err = {{0}};
             int failed = qs_cuda_malloc(&sum, 4, &err);
             for (int c = 0; c < calls.copies && !failed; c++)
@@ -324,12 +367,12 @@ static void bench_read_ceiling(const long *ms_list, int n_m, int iters, double c
                      time_calls(call_read, &calls, iters, 1, &us, &err);
             for (int mi = 0; mi < n_m; mi++) {
                 if (failed) {
-                    printf("%-22s %6lld %6lld %5ld  failed: %s\n", labels[f], (long long)n, (long long)k, ms_list[mi],
-                           err.msg);
+                    printf("%-22s %6lld %6lld %5ld  failed: %s\n", row->label, (long long)n, (long long)k,
+                           ms_list[mi], err.msg);
                     continue;
                 }
                 double gbps = bytes / (us * 1e-6) / 1e9;
-                printf("%-22s %6lld %6lld %5ld %10.1f %9.1f %11.0f %7.0f%% %9.1f\n", labels[f], (long long)n,
+                printf("%-22s %6lld %6lld %5ld %10.1f %9.1f %11.0f %7.0f%% %9.1f\n", row->label, (long long)n,
                        (long long)k, ms_list[mi], us, 0.0, gbps, 100.0 * gbps / copy_gbps, eager_us);
             }
             fflush(stdout);
@@ -388,8 +431,9 @@ int main(int argc, char **argv)
     printf("%-22s %6s %6s %5s %10s %9s %11s %8s %9s\n", "kernel", "N", "K", "M", "time_us", "TFLOP/s", "weight_GB/s",
            "%copy", "eager_us");
     timer = qs_cuda_timer_new();
-    if (!only || read_listed(only))
-        bench_read_ceiling(ms_list, n_m, iters, copy_gbps);
+    for (size_t g = 0; g < N_PROBES; g++)
+        if (only ? probe_listed(only, &PROBES[g]) : !PROBES[g].on_request)
+            bench_probes(&PROBES[g], ms_list, n_m, iters, copy_gbps);
     for (size_t ki = 0; ki < sizeof KERNELS / sizeof KERNELS[0]; ki++) {
         const bench_kernel *bk = &KERNELS[ki];
         if (only && !listed(only, bk->label))
