@@ -96,7 +96,7 @@ __global__ void __launch_bounds__(kRingThreads, 1)
 } // namespace
 } // namespace qs_marlin
 
-extern "C" int qs_cuda_ring_read_sum(const void *buf, size_t bytes, int stage_bytes, int depth, int ctas,
+extern "C" int qs_cuda_ring_read_sum(const void *buf, size_t bytes, int stage_bytes, int depth, int ctas, bool alone,
                                      uint32_t *dev_sum, void *stream, qs_err *err)
 {
     if (bytes == 0 || bytes % 16 != 0 || ((uintptr_t)buf & 15) != 0)
@@ -120,7 +120,15 @@ extern "C" int qs_cuda_ring_read_sum(const void *buf, size_t bytes, int stage_by
     int64_t grid = ctas ? ctas : qs_marlin::even_share_ctas(stages, rt.sms);
     if (grid > stages)
         grid = stages;
-    const size_t smem = (size_t)depth * stage_bytes;
+    size_t smem = (size_t)depth * stage_bytes;
+    if (alone) { // all the SM's shared memory but the kernel's own static part
+        int dev = 0, optin = 0;
+        cudaFuncAttributes attr;
+        QS_CUDA_TRY(cudaGetDevice(&dev), err);
+        QS_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev), err);
+        QS_CUDA_TRY(cudaFuncGetAttributes(&attr, qs_marlin::ring_sum_kernel), err);
+        smem = (size_t)optin - attr.sharedSizeBytes;
+    }
     QS_CUDA_TRY(cudaFuncSetAttribute(qs_marlin::ring_sum_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem), err);
     QS_CUDA_TRY(qs_launch_pdl(qs_marlin::ring_sum_kernel, dim3((unsigned)grid), dim3(qs_marlin::kRingThreads), smem, (cudaStream_t)stream,
                               rt.pdl, (const uint8_t *)buf, (int64_t)bytes, stage_bytes, depth, dev_sum),

@@ -8,6 +8,7 @@
 #ifndef QS_CUDA_RING_PROBE_H
 #define QS_CUDA_RING_PROBE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -26,12 +27,15 @@ extern "C" {
  * stream), read through rings of `depth` (2..QS_RING_PROBE_MAX_DEPTH) stages of `stage_bytes` (a
  * multiple of 16; depth * stage_bytes at most QS_RING_PROBE_MAX_RING_BYTES) on `ctas` CTAs (0: as
  * many as the stream kernel would take for that many stages: even shares on 95% of the SMs or
- * more, else one per SM; never more CTAs than stages). As the read probe: asynchronous, and with
- * programmatic dependent launch the reads may start before the previous kernel on the stream has
- * ended (buf must not be what it writes). Errors: a bad argument, a device other than compute
- * capability 9.0, or a build without sm_90a code. */
-int qs_cuda_ring_read_sum(const void *buf, size_t bytes, int stage_bytes, int depth, int ctas, uint32_t *dev_sum,
-                          void *stream, qs_err *err);
+ * more, else one per SM; never more CTAs than stages). `alone`: each CTA takes all the shared
+ * memory an SM offers, as the stream kernel does, so no CTA of the next call can start beside it;
+ * else only its ring's, and one of the next call (launched as a dependent) may start on the same SM
+ * while it streams. As the read probe: asynchronous, and with programmatic dependent launch the
+ * reads may start before the previous kernel on the stream has ended (buf must not be what it
+ * writes). Errors: a bad argument, a device other than compute capability 9.0, or a build without
+ * sm_90a code. */
+int qs_cuda_ring_read_sum(const void *buf, size_t bytes, int stage_bytes, int depth, int ctas, bool alone,
+                          uint32_t *dev_sum, void *stream, qs_err *err);
 
 #ifdef __cplusplus
 }

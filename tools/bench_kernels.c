@@ -5,8 +5,10 @@
  * run, and first, per shape, the read ceiling: one plain streaming read of as many bytes as the
  * layer's FP8 and NVFP4 weights (`read-fp8-bytes`, `read-nvfp4-bytes`; --kernels read selects it).
  * On request only (--kernels ring), the stream kernel's weight transport alone on the FP8 bytes
- * (cuda/ring_probe.h): rings of 4, 8 and 12 stages of 16 KB on the stream kernel's CTAs
- * (`ring4-fp8-bytes`...), and 8 stages on every SM (`ring8-allsms-fp8-bytes`).
+ * (cuda/ring_probe.h): rings of 4, 8 and 12 stages of 16 KB on the stream kernel's CTAs, each
+ * alone on its SM as the stream kernel is (`ring4-fp8-bytes`...), 8 stages on every SM
+ * (`ring8-allsms-fp8-bytes`), and 4 stages leaving room for the next call's CTAs
+ * (`ring4-shared-fp8-bytes`).
  * torch's baselines for the same shapes come from scripts/bench_torch_kernels.py in the same
  * device call.
  * Usage: bench_kernels [--kernels a,b,...] [--m 1,4,16,...] [--shapes NxK,...] [--iters N] */
@@ -232,13 +234,15 @@ typedef struct {
     size_t bytes;
     uint32_t *sum;
     int depth, stage_bytes, ctas;
+    bool alone;
 } read_calls;
 
 static int call_read(void *ctx, int i, void *stream, qs_err *err)
 {
     const read_calls *c = ctx;
     void *buf = c->bufs[i % c->copies];
-    return c->depth ? qs_cuda_ring_read_sum(buf, c->bytes, c->stage_bytes, c->depth, c->ctas, c->sum, stream, err)
+    return c->depth ? qs_cuda_ring_read_sum(buf, c->bytes, c->stage_bytes, c->depth, c->ctas, c->alone, c->sum, stream,
+                                            err)
                     : qs_cuda_read_sum(buf, c->bytes, c->sum, stream, err);
 }
 
@@ -279,15 +283,18 @@ static bool listed(const char *list, const char *name)
  * probe (on request); --kernels selects a group by its name or any of its rows' labels. */
 typedef struct {
     const char *label;
-    bool fp4;      /* as many bytes as marlin's NVFP4 weights (else FP8) */
-    int depth;     /* 0: the plain read; else the ring probe's stages (16 KB each) */
-    bool all_sms;  /* the ring probe on every SM (else the stream kernel's CTA count) */
+    bool fp4;     /* as many bytes as marlin's NVFP4 weights (else FP8) */
+    int depth;    /* 0: the plain read; else the ring probe's stages (16 KB each) */
+    bool all_sms; /* the ring probe on every SM (else the stream kernel's CTA count) */
+    bool shared;  /* the ring probe's CTAs leave the rest of the SM to the next call's (else alone) */
 } probe_row;
-static const probe_row READ_ROWS[] = {{"read-fp8-bytes", false, 0, false}, {"read-nvfp4-bytes", true, 0, false}};
-static const probe_row RING_ROWS[] = {{"ring4-fp8-bytes", false, 4, false},
-                                      {"ring8-fp8-bytes", false, 8, false},
-                                      {"ring12-fp8-bytes", false, 12, false},
-                                      {"ring8-allsms-fp8-bytes", false, 8, true}};
+static const probe_row READ_ROWS[] = {{"read-fp8-bytes", false, 0, false, false},
+                                      {"read-nvfp4-bytes", true, 0, false, false}};
+static const probe_row RING_ROWS[] = {{"ring4-fp8-bytes", false, 4, false, false},
+                                      {"ring8-fp8-bytes", false, 8, false, false},
+                                      {"ring12-fp8-bytes", false, 12, false, false},
+                                      {"ring8-allsms-fp8-bytes", false, 8, true, false},
+                                      {"ring4-shared-fp8-bytes", false, 4, false, true}};
 typedef struct {
     const char *name;
     const probe_row *rows;
@@ -356,7 +363,7 @@ static void bench_probes(const probe_group *g, const long *ms_list, int n_m, int
                            (row->depth ? 16 : 4) * (row->depth ? 16 : 4);
             void *bufs[16] = {0}, *sum = NULL;
             read_calls calls = {bufs, l2_defeating_copies((double)bytes), bytes, NULL,
-                                row->depth, 16 * 1024, row->all_sms ? qs_cuda_sm_count() : 0};
+                                row->depth, 16 * 1024, row->all_sms ? qs_cuda_sm_count() : 0, !row->shared};
             qs_err err = {{0}};
             int failed = qs_cuda_malloc(&sum, 4, &err);
             for (int c = 0; c < calls.copies && !failed; c++)

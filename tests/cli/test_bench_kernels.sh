@@ -18,7 +18,8 @@ check unknown_kernel $? "rc $rc: $(head -c 300 "$TMP/e1.txt")"
 "$TOOL" --kernels read-fp8-bytes,read-nvfp4-bytes,marlin-fp8 --m 1 --iters 1 >/dev/null 2>"$TMP/e3.txt"
 ! grep -q "unknown kernel" "$TMP/e3.txt"
 check read_rows $? "$(head -c 300 "$TMP/e3.txt")"
-"$TOOL" --kernels ring,ring4-fp8-bytes,ring8-fp8-bytes,ring12-fp8-bytes,ring8-allsms-fp8-bytes --m 1 --iters 1 \
+"$TOOL" --kernels ring,ring4-fp8-bytes,ring8-fp8-bytes,ring12-fp8-bytes,ring8-allsms-fp8-bytes,ring4-shared-fp8-bytes \
+  --m 1 --iters 1 \
   >/dev/null 2>"$TMP/e4.txt"
 ! grep -q "unknown kernel" "$TMP/e4.txt"
 check ring_rows $? "$(head -c 300 "$TMP/e4.txt")"

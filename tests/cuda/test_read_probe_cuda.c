@@ -33,11 +33,12 @@ static void check(const char *what, int ok, const char *detail)
  * CTAs (0: the stream kernel's rule). */
 typedef struct {
     int depth, stage_bytes, ctas;
+    bool alone;
 } probe;
 
 static int probe_sum(probe p, const void *buf, size_t bytes, void *sum, qs_err *err)
 {
-    return p.depth ? qs_cuda_ring_read_sum(buf, bytes, p.stage_bytes, p.depth, p.ctas, sum, NULL, err)
+    return p.depth ? qs_cuda_ring_read_sum(buf, bytes, p.stage_bytes, p.depth, p.ctas, p.alone, sum, NULL, err)
                    : qs_cuda_read_sum(buf, bytes, sum, NULL, err);
 }
 
@@ -46,7 +47,8 @@ static void test_sum(size_t words, probe p)
 {
     char what[96], detail[160];
     if (p.depth)
-        snprintf(what, sizeof what, "ring sum of %zu words, %d x %d B, %d CTAs", words, p.depth, p.stage_bytes, p.ctas);
+        snprintf(what, sizeof what, "ring sum of %zu words, %d x %d B, %d CTAs%s", words, p.depth, p.stage_bytes,
+                 p.ctas, p.alone ? ", alone" : "");
     else
         snprintf(what, sizeof what, "read sum of %zu words", words);
     qs_err err = {{0}};
@@ -111,7 +113,7 @@ static void test_ring_refusals(void)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err.msg[0] = 0;
         int rc = qs_cuda_ring_read_sum((char *)buf + bad[i].offset, bad[i].bytes, bad[i].stage_bytes, bad[i].depth,
-                                       bad[i].ctas, sum, NULL, &err);
+                                       bad[i].ctas, false, sum, NULL, &err);
         check(bad[i].what, rc != 0 && strstr(err.msg, "ring probe") != NULL, err.msg);
     }
     qs_cuda_free(buf);
@@ -126,7 +128,7 @@ int main(void)
     }
     const size_t sizes[] = {1, 3, 4, 7, 1000, 4096 * 257 + 3, (size_t)1 << 22, 25165825}; /* last: > 60 MB L2 / 4 */
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
-        test_sum(sizes[i], (probe){0, 0, 0});
+        test_sum(sizes[i], (probe){0, 0, 0, false});
     test_refusals();
     qs_device_caps caps;
     qs_err err = {{0}};
@@ -137,15 +139,16 @@ int main(void)
             size_t words;
             probe p;
         } rings[] = {
-            {4, {2, 16 * 1024, 0}},
-            {4096 * 5 + 12, {4, 16 * 1024, 0}},
-            {4096 * 5 + 12, {3, 16 * 1024, 7}},
-            {4096 * 300, {8, 16 * 1024, 1}},
-            {1000, {16, 16, 0}},
-            {4096 * 1024, {4, 16 * 1024, 0}},
-            {4096 * 1024, {12, 16 * 1024, 0}},
-            {4096 * 1024, {8, 16 * 1024, caps.sm_count}},
-            {25165828, {3, 64 * 1024, 0}},
+            {4, {2, 16 * 1024, 0, false}},
+            {4096 * 5 + 12, {4, 16 * 1024, 0, true}},
+            {4096 * 5 + 12, {3, 16 * 1024, 7, false}},
+            {4096 * 300, {8, 16 * 1024, 1, true}},
+            {1000, {16, 16, 0, false}},
+            {4096 * 1024, {4, 16 * 1024, 0, true}},
+            {4096 * 1024, {4, 16 * 1024, 0, false}},
+            {4096 * 1024, {12, 16 * 1024, 0, true}},
+            {4096 * 1024, {8, 16 * 1024, caps.sm_count, true}},
+            {25165828, {3, 64 * 1024, 0, true}},
         };
         for (size_t i = 0; i < sizeof rings / sizeof rings[0]; i++)
             test_sum(rings[i].words, rings[i].p);
