@@ -372,11 +372,11 @@ __global__ void __launch_bounds__(kThreads, 1)
         } else if (warp == kPublishWarp) {
             wait_for_previous_grid(); // the counts are the previous kernel's until it ends
             allow_next_grid();
-            // A share that starts inside a group starts with a partial segment (consumers below):
-            // once its partials are stored, count them in for the group's summing CTA.
             if constexpr (kRedSum) {
                 ready_split_outputs(p, lo, hi, nst, T, C, lane);
             } else if (kHollow < 5 && lo % nst != 0) {
+                // A share that starts inside a group starts with a partial segment (consumers
+                // below): once its partials are stored, count them in for the group's summing CTA.
                 named_sync<kPublishBarrier, kPublishThreads>();
                 if (lane == 0) {
                     __threadfence();

@@ -4,9 +4,12 @@
 # refuses a missing one; scripts/device-variant.sh refuses a bad variant name and a missing base
 # build, naming the culprit; scripts/gpu-marlin-sweep.sh, run on a fake bundle (programs that print
 # canned results), tests each variant once, times it every round, and prints the variants side by
-# side, or with SWEEP_TESTS=0 times them without tests. Prints ok / not ok / skip.
+# side, or with SWEEP_TESTS=0 times them without tests; a variant that fails its test is not
+# timed; SWEEP_TESTS=stream runs the quick test with the stream kernel forced four ways, then the
+# full test. Prints ok / not ok / skip.
 set -u
-names="pack_round_trip pack_missing_bundle variant_bad_name variant_missing_build sweep_rounds_table sweep_no_tests"
+names="pack_round_trip pack_missing_bundle variant_bad_name variant_missing_build sweep_rounds_table sweep_no_tests
+       sweep_failed_not_timed sweep_stream_tests"
 . "$(dirname "$0")/check_lib.sh"
 
 mkdir -p "$TMP/out/bundle/lib"
@@ -36,7 +39,7 @@ check variant_missing_build $? "rc $rc: $out"
 
 # A fake bundle: each bench_kernels prints one row whose time grows with every call (8.5 in round
 # 1, 9.5 in round 2: the table must keep the fastest round, not the last), each test a summary.
-command -v python3 >/dev/null || { echo "skip sweep_rounds_table sweep_no_tests: no python3"; exit 0; }
+command -v python3 >/dev/null || skip_all "no python3" sweep_rounds_table sweep_no_tests sweep_failed_not_timed sweep_stream_tests
 fake="$TMP/out/fake"
 mkdir -p "$fake/cuda-tests" "$fake/lib"
 for b in bench_kernels bench_kernels_v2; do
@@ -67,3 +70,32 @@ tests=$(grep -c "passed" "$TMP/sweep0/sweep.txt")
 timed=$(grep -c "marlin-fp8-ordered" "$TMP/sweep0/sweep.txt")
 [[ $rc == 0 && $tests == 0 && $timed == 2 && "$out" =~ 4096x4096\ +32\ +8\.5\ +8\.5 ]]
 check sweep_no_tests $? "rc $rc, tests run $tests, timed $timed: $out"
+
+# A build whose test fails (v3) is reported and left out of the timing; v2 is timed.
+rm -f "$fake"/*.calls
+cp "$fake/bench_kernels" "$fake/bench_kernels_v3"
+printf '#!/usr/bin/env bash\necho "case x FAIL"\necho "541 passed, 1 failed, 2 skipped"\nexit 1\n' >"$fake/cuda-tests/test_marlin_cuda_v3"
+chmod +x "$fake/cuda-tests/test_marlin_cuda_v3"
+out=$(OUT="$TMP/sweep3" DEST="$fake" SWEEP_VARIANTS="BUILD=v3 BUILD=v2" scripts/gpu-marlin-sweep.sh 2>&1)
+rc=$?
+[[ $rc == 0 && "$out" == *"BUILD=v3: failed its tests, not timed"* && ! -e "$fake/bench_kernels_v3.calls" &&
+   -e "$fake/bench_kernels_v2.calls" ]] && grep -q "case x FAIL" "$TMP/sweep3/sweep.txt"
+check sweep_failed_not_timed $? "rc $rc: $out"
+
+# SWEEP_TESTS=stream: four quick runs with the stream kernel forced (each as the test saw its
+# switches), then the full run, all under the variant's own switches.
+cat >"$fake/cuda-tests/test_marlin_cuda_v2" <<'FAKE'
+#!/usr/bin/env bash
+echo "args [$*] stream ${QSERVE_MARLIN_STREAM:-} min ${QSERVE_MARLIN_STREAM_MIN:-} xp ${QSERVE_MARLIN_STREAM_XP:-} ctas ${QSERVE_MARLIN_STREAM_CTAS:-} x ${QSERVE_X:-}" >>"$0.log"
+echo "542 passed, 0 failed, 2 skipped"
+FAKE
+chmod +x "$fake/cuda-tests/test_marlin_cuda_v2"
+out=$(OUT="$TMP/sweep4" DEST="$fake" SWEEP_TESTS=stream SWEEP_VARIANTS="BUILD=v2,QSERVE_X=1" scripts/gpu-marlin-sweep.sh 2>&1)
+rc=$?
+want="args [--quick] stream 2 min 1 xp  ctas  x 1
+args [--quick] stream 2 min 1 xp 1 ctas  x 1
+args [--quick] stream 2 min 1 xp 0 ctas  x 1
+args [--quick] stream 2 min 1 xp  ctas 132 x 1
+args [] stream  min  xp  ctas  x 1"
+[[ $rc == 0 && "$(cat "$fake/cuda-tests/test_marlin_cuda_v2.log")" == "$want" ]]
+check sweep_stream_tests $? "rc $rc: $(cat "$fake/cuda-tests/test_marlin_cuda_v2.log" 2>&1) / $out"
