@@ -5,8 +5,9 @@
  * (the probe adds), and misaligned or odd-sized buffers are refused. The ring probe
  * (cuda/ring_probe.cu, compute capability 9.0 only: skipped elsewhere) likewise, through rings
  * of 2-16 stages of 16 B-64 KB on the stream kernel's CTA count, one CTA and more CTAs than
- * stages, with a short last stage, up to more than the L2 cache; and bad stage sizes and depths
- * are refused. Prints "N passed, N failed, N skipped". */
+ * stages, alone on their SMs or not, with a short last stage, up to more than the L2 cache; and
+ * bad stage sizes and depths
+ * are refused (on any device). Prints "N passed, N failed, N skipped". */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,51 +71,36 @@ static void test_sum(size_t words, probe p)
     free(host);
 }
 
+/* Each bad call is refused with a message naming its probe, before anything is launched (so on
+ * any device: the ring probe checks its arguments before the device). */
 static void test_refusals(void)
 {
     qs_err err = {{0}};
     void *buf = NULL, *sum = NULL;
-    if (qs_cuda_malloc(&buf, 64, &err) || qs_cuda_malloc(&sum, 4, &err)) {
-        check("read probe refusals", 0, err.msg);
-        return;
-    }
-    int odd = qs_cuda_read_sum(buf, 10, sum, NULL, &err);
-    check("read probe refuses 10 bytes", odd != 0 && err.msg[0], err.msg);
-    err.msg[0] = 0;
-    int misaligned = qs_cuda_read_sum((char *)buf + 4, 16, sum, NULL, &err);
-    check("read probe refuses a misaligned buffer", misaligned != 0 && err.msg[0], err.msg);
-    qs_cuda_free(buf);
-    qs_cuda_free(sum);
-}
-
-/* Each bad ring is refused with a message, before anything is launched. */
-static void test_ring_refusals(void)
-{
-    qs_err err = {{0}};
-    void *buf = NULL, *sum = NULL;
     if (qs_cuda_malloc(&buf, 1024, &err) || qs_cuda_malloc(&sum, 4, &err)) {
-        check("ring probe refusals", 0, err.msg);
+        check("probe refusals", 0, err.msg);
         return;
     }
     static const struct {
         const char *what;
         size_t offset, bytes;
-        int depth, stage_bytes, ctas;
+        probe p;
     } bad[] = {
-        {"ring probe refuses 24 bytes", 0, 24, 4, 1024, 0},
-        {"ring probe refuses 0 bytes", 0, 0, 4, 1024, 0},
-        {"ring probe refuses a misaligned buffer", 8, 512, 4, 1024, 0},
-        {"ring probe refuses one stage", 0, 1024, 1, 1024, 0},
-        {"ring probe refuses 17 stages", 0, 1024, QS_RING_PROBE_MAX_DEPTH + 1, 1024, 0},
-        {"ring probe refuses 1000-byte stages", 0, 1024, 4, 1000, 0},
-        {"ring probe refuses a ring past its bytes", 0, 1024, 16, 16 * 1024, 0},
-        {"ring probe refuses -1 CTAs", 0, 1024, 4, 1024, -1},
+        {"read probe refuses 10 bytes", 0, 10, {0, 0, 0, false}},
+        {"read probe refuses a misaligned buffer", 4, 16, {0, 0, 0, false}},
+        {"ring probe refuses 24 bytes", 0, 24, {4, 1024, 0, false}},
+        {"ring probe refuses 0 bytes", 0, 0, {4, 1024, 0, false}},
+        {"ring probe refuses a misaligned buffer", 8, 512, {4, 1024, 0, false}},
+        {"ring probe refuses one stage", 0, 1024, {1, 1024, 0, false}},
+        {"ring probe refuses 17 stages", 0, 1024, {QS_RING_PROBE_MAX_DEPTH + 1, 1024, 0, false}},
+        {"ring probe refuses 1000-byte stages", 0, 1024, {4, 1000, 0, false}},
+        {"ring probe refuses a ring past its bytes", 0, 1024, {16, 16 * 1024, 0, false}},
+        {"ring probe refuses -1 CTAs", 0, 1024, {4, 1024, -1, false}},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err.msg[0] = 0;
-        int rc = qs_cuda_ring_read_sum((char *)buf + bad[i].offset, bad[i].bytes, bad[i].stage_bytes, bad[i].depth,
-                                       bad[i].ctas, false, sum, NULL, &err);
-        check(bad[i].what, rc != 0 && strstr(err.msg, "ring probe") != NULL, err.msg);
+        int rc = probe_sum(bad[i].p, (char *)buf + bad[i].offset, bad[i].bytes, sum, &err);
+        check(bad[i].what, rc != 0 && strstr(err.msg, bad[i].p.depth ? "ring probe" : "read probe") != NULL, err.msg);
     }
     qs_cuda_free(buf);
     qs_cuda_free(sum);
@@ -152,7 +138,6 @@ int main(void)
         };
         for (size_t i = 0; i < sizeof rings / sizeof rings[0]; i++)
             test_sum(rings[i].words, rings[i].p);
-        test_ring_refusals();
     } else {
         printf("%-44s skip  (compute capability %d.%d, not 9.0)\n", "ring probe", caps.cc_major, caps.cc_minor);
         g_skipped++;
