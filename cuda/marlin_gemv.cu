@@ -36,6 +36,15 @@ constexpr int kBlockTokens = 32;  // tokens per CTA (four n8 tiles); more tokens
 // decoder layer than the pipelined kernel (docs/marlin.md).
 constexpr int kMaxGemvM = 64;
 constexpr int kMinUnitsPerWarp = 8;
+// Measurement builds only (-DQS_MARLIN_GEMV_EARLY_BATCHES=2, session 24, not yet run on a GPU):
+// both batches of weights requested before the wait for the previous kernel, not the first
+// alone. It can only pay where a call's CTAs start beside the previous call's (room on the SM:
+// QSERVE_MARLIN_GEMV_OCC=3 or _STRIPS=2 at M = 1 on 4096-row layers), loading while it ends.
+#ifndef QS_MARLIN_GEMV_EARLY_BATCHES
+#define QS_MARLIN_GEMV_EARLY_BATCHES 1
+#endif
+constexpr int kEarlyBatches = QS_MARLIN_GEMV_EARLY_BATCHES;
+static_assert(kEarlyBatches == 1 || kEarlyBatches == 2, "one or two batches before the wait");
 
 // Weights are read once: no L1 allocation, non-coherent path.
 __device__ __forceinline__ uint4 ld_weights(const uint8_t *p)
@@ -185,10 +194,17 @@ __global__ void __launch_bounds__(kGemvThreads, OCC) marlin_gemv_kernel(const Pa
         load(b0, j, whole);
     else
         load(b0, j, checked);
+    bool b1_early = false; // (kEarlyBatches == 2: the second batch too, where the loop takes it)
+    if (kEarlyBatches == 2 && j + 2 * B <= u1) {
+        load(b1, j + B, whole);
+        b1_early = true;
+    }
     wait_for_previous_grid();
     allow_next_grid();
     for (; j + 2 * B <= u1; j += 2 * B) {
-        load(b1, j + B, whole);
+        if (!b1_early)
+            load(b1, j + B, whole);
+        b1_early = false;
         compute(b0, j, whole);
         if (j + 3 * B <= u1)
             load(b0, j + 2 * B, whole);
