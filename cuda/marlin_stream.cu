@@ -88,7 +88,8 @@ constexpr bool kOneFull = QS_MARLIN_STREAM_ONE_FULL;
 #define QS_MARLIN_STREAM_RED_SUM 0
 #endif
 constexpr bool kRedSum = QS_MARLIN_STREAM_RED_SUM;
-static_assert(!kRedSum || kHollow == 0, "the hollow levels measure the partial-sum protocol: build them without red sums");
+static_assert(!kRedSum || kHollow == 0,
+              "the hollow levels measure the partial-sum protocol: build them without red sums");
 
 constexpr int kStrips = 8;                      // strips (consumer warps) per group: 128 rows
 constexpr int kConsumers = kStrips * 32;

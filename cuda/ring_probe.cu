@@ -129,9 +129,11 @@ extern "C" int qs_cuda_ring_read_sum(const void *buf, size_t bytes, int stage_by
         QS_CUDA_TRY(cudaFuncGetAttributes(&attr, qs_marlin::ring_sum_kernel), err);
         smem = (size_t)optin - attr.sharedSizeBytes;
     }
-    QS_CUDA_TRY(cudaFuncSetAttribute(qs_marlin::ring_sum_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem), err);
-    QS_CUDA_TRY(qs_launch_pdl(qs_marlin::ring_sum_kernel, dim3((unsigned)grid), dim3(qs_marlin::kRingThreads), smem, (cudaStream_t)stream,
-                              rt.pdl, (const uint8_t *)buf, (int64_t)bytes, stage_bytes, depth, dev_sum),
+    QS_CUDA_TRY(
+        cudaFuncSetAttribute(qs_marlin::ring_sum_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem), err);
+    QS_CUDA_TRY(qs_launch_pdl(qs_marlin::ring_sum_kernel, dim3((unsigned)grid), dim3(qs_marlin::kRingThreads), smem,
+                              (cudaStream_t)stream, rt.pdl, (const uint8_t *)buf, (int64_t)bytes, stage_bytes, depth,
+                              dev_sum),
                 err);
     QS_LAUNCH_CHECK(err);
     return 0;

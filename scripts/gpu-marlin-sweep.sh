@@ -31,12 +31,12 @@ if [ -d "$D/sass" ] && command -v cuobjdump >/dev/null; then
   echo "stream loops: $OUT/loops.txt"
   grep -E '^file|_stream_kernel<(false|true), 32, false>' "$OUT/loops.txt"
 fi
-# run_test LABEL VARS PROGRAM ARGS...: the test under VARS (comma-separated), its summary line
-# (and failures) into sweep.txt and on stdout; its status.
+# run_test LABEL VARS SECONDS PROGRAM ARGS...: the test under VARS (comma-separated) with a time
+# limit, its summary line (and failures) into sweep.txt and on stdout; its status.
 run_test() {
-  local label=$1 vars=$2 rc
-  shift 2
-  env ${vars//,/ } timeout "$( [[ " $* " == *" --quick "* ]] && echo 60 || echo 200 )" "$@" >"$OUT/sweep-test.log" 2>&1
+  local label=$1 vars=$2 limit=$3 rc
+  shift 3
+  env ${vars//,/ } timeout "$limit" "$@" >"$OUT/sweep-test.log" 2>&1
   rc=$?
   { grep FAIL "$OUT/sweep-test.log" | head -20; echo "$label: $(tail -1 "$OUT/sweep-test.log")"; } >>"$OUT/sweep.txt"
   echo "$label: $(tail -1 "$OUT/sweep-test.log")$([ $rc = 0 ] || echo " (rc $rc)")"
@@ -54,13 +54,13 @@ for v in $VARIANTS; do
       ok=1
       for forced in "" ,QSERVE_MARLIN_STREAM_XP=1 ,QSERVE_MARLIN_STREAM_XP=0 ,QSERVE_MARLIN_STREAM_CTAS=132; do
         f="$vars,QSERVE_MARLIN_STREAM=2,QSERVE_MARLIN_STREAM_MIN=1$forced"
-        run_test "$v, stream forced${forced:+ ${forced#,}}" "$f" "$t" --quick || { ok=0; break; }
+        run_test "$v, stream forced${forced:+ ${forced#,}}" "$f" 60 "$t" --quick || { ok=0; break; }
       done
-      [ $ok = 1 ] && { run_test "$v, full" "$vars" "$t" || ok=0; } ;;
+      [ $ok = 1 ] && { run_test "$v, full" "$vars" 200 "$t" || ok=0; } ;;
     *)
       echo "=== marlin: $v round 1" >>"$OUT/sweep.txt"
       ok=1
-      run_test "$v" "$vars" "$t" --quick || ok=0 ;;
+      run_test "$v" "$vars" 60 "$t" --quick || ok=0 ;;
   esac
   if [ $ok = 1 ]; then timed+=" $v"; else echo "$v: failed its tests, not timed"; fi
 done
