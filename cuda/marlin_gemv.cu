@@ -45,6 +45,16 @@ constexpr int kMinUnitsPerWarp = 8;
 #endif
 constexpr int kEarlyBatches = QS_MARLIN_GEMV_EARLY_BATCHES;
 static_assert(kEarlyBatches == 1 || kEarlyBatches == 2, "one or two batches before the wait");
+// Measurement builds only (-DQS_MARLIN_GEMV_IN_FLIGHT=3, session 24, not yet run on a GPU): three
+// batches of weights in flight per warp instead of two, up to 8 tokens (one token tile: the
+// instances that take the third batch without spilling, by ptxas here; more tiles spill). Nsight
+// (session 11) found the kernel latency-bound with too few bytes in flight: NVFP4 at M = 1 on
+// 28672x4096 takes 1.44x a plain read of its bytes, FP8 1.2x.
+#ifndef QS_MARLIN_GEMV_IN_FLIGHT
+#define QS_MARLIN_GEMV_IN_FLIGHT 2
+#endif
+constexpr int kInFlight = QS_MARLIN_GEMV_IN_FLIGHT;
+static_assert(kInFlight == 2 || kInFlight == 3, "two or three batches in flight");
 
 // Weights are read once: no L1 allocation, non-coherent path.
 __device__ __forceinline__ uint4 ld_weights(const uint8_t *p)
@@ -189,6 +199,42 @@ __global__ void __launch_bounds__(kGemvThreads, OCC) marlin_gemv_kernel(const Pa
     // waiting for it (programmatic dependent launch); the activations are read after. Two
     // batches in flight: while one is expanded and multiplied, the next one's loads are out.
     Batch<FP4, ST, B> b0, b1;
+    if constexpr (kInFlight == 3 && MT == 1) {
+        // (measurement builds, up to 8 tokens: with more token tiles the third batch spills)
+        // three: while one is computed, the next two are out. A batch is loaded whole where it
+        // ends by u1, checked where it starts before u1, not at all past it.
+        Batch<FP4, ST, B> b2;
+        auto load_at = [&](Batch<FP4, ST, B> &b, int at) {
+            if (at + B <= u1)
+                load(b, at, whole);
+            else if (at < u1)
+                load(b, at, checked);
+        };
+        int j = u0;
+        load_at(b0, j);
+        if (kEarlyBatches == 2)
+            load_at(b1, j + B);
+        wait_for_previous_grid();
+        allow_next_grid();
+        if (kEarlyBatches == 1)
+            load_at(b1, j + B);
+        for (; j + 3 * B <= u1; j += 3 * B) {
+            load(b2, j + 2 * B, whole);
+            compute(b0, j, whole);
+            load_at(b0, j + 3 * B);
+            compute(b1, j + B, whole);
+            load_at(b1, j + 4 * B);
+            compute(b2, j + 2 * B, whole);
+        }
+        // the tail: b0 holds batch j where j < u1, b1 batch j + B where that is < u1
+        load_at(b2, j + 2 * B);
+        if (j < u1)
+            compute(b0, j, checked);
+        if (j + B < u1)
+            compute(b1, j + B, checked);
+        if (j + 2 * B < u1)
+            compute(b2, j + 2 * B, checked);
+    } else {
     int j = u0;
     if (j + B <= u1)
         load(b0, j, whole);
@@ -218,6 +264,7 @@ __global__ void __launch_bounds__(kGemvThreads, OCC) marlin_gemv_kernel(const Pa
         compute(b0, j, checked);
         if (j + B < u1)
             compute(b1, j + B, checked);
+    }
     }
 
     // Sum the warps, RED slots per round: in each round warp w owns slots w and w + 8 of every
