@@ -502,7 +502,8 @@ __global__ void __launch_bounds__(kThreads, 1)
             trace_phase(p, kStreamEnd);
 
         const bool split = kHollow < 5 && (seg_end != group_end || !has_first);
-        if (kRedSum && split) {
+        const bool reduce = kRedSum && split; // (red-sum builds) this segment adds into y
+        if (reduce) {
             // (red-sum builds) y readied for this group by warp 15 (ready_split_outputs): the
             // head's here, or the first owner's, seen by this CTA's warp 15
             if (has_first)
@@ -561,7 +562,6 @@ __global__ void __launch_bounds__(kThreads, 1)
         __nv_bfloat16 *const out_tile = out_tiles[warp];
         // (Red-sum builds: a split group's owners each add their share without the bias, which
         // the group's output already holds.)
-        const bool reduce = kRedSum && split;
         const OutRow r0 = reduce ? OutRow{o0.colscale, 0.f} : o0, r8 = reduce ? OutRow{o8.colscale, 0.f} : o8;
         if (strip < p.strips) {
 #pragma unroll

@@ -54,14 +54,14 @@ def old_abi_copy(path, tmpdir):
 
 def functions(path):
     """(name, [(address, instruction)]) for every function in the file's SASS."""
-    tool = shutil.which('cuobjdump')
+    tool = shutil.which('cuobjdump') or (LOCAL_CUOBJDUMP if os.access(LOCAL_CUOBJDUMP, os.X_OK) else None)
+    if tool is None:
+        sys.exit('sass_loop_stats: no cuobjdump here (the GPU machine has it; '
+                 'scripts/fetch-sass-tools.sh brings one for cubins)')
+    # CUDA 11.8's copy needs the old ABI, also when it is the one on PATH
+    old_tool = os.path.realpath(tool) == os.path.realpath(LOCAL_CUOBJDUMP)
     with tempfile.TemporaryDirectory() as tmpdir:
-        readable_copy = path
-        if tool is None and os.access(LOCAL_CUOBJDUMP, os.X_OK):
-            tool, readable_copy = LOCAL_CUOBJDUMP, old_abi_copy(path, tmpdir)
-        if tool is None:
-            sys.exit('sass_loop_stats: no cuobjdump here (the GPU machine has it; '
-                     'scripts/fetch-sass-tools.sh brings one for cubins)')
+        readable_copy = old_abi_copy(path, tmpdir) if old_tool else path
         out = subprocess.run([tool, '-sass', readable_copy], capture_output=True, text=True)
     if out.returncode != 0:
         sys.exit(f'sass_loop_stats: cuobjdump failed on {path}: {out.stderr.strip()}')

@@ -3,10 +3,11 @@
 # with a loop: the copy it hands CUDA 11.8's cuobjdump carries the old ELF ABI (OSABI, version,
 # e_flags for sm_90) with the code untouched, and, where a cuobjdump is (on PATH, or
 # out/sass-tools from scripts/fetch-sass-tools.sh), the kernel's hot loop is found and counted, and
-# --sass lists its instructions with the loop's marked.
+# --sass lists its instructions with the loop's marked; the local CUDA 11.8 cuobjdump gets the
+# old-ABI copy also when it is the one on PATH.
 # Prints ok / not ok / skip.
 set -u
-names="old_abi_header loop_counted sass_listing"
+names="old_abi_header loop_counted sass_listing local_tool_on_path"
 . "$(dirname "$0")/check_lib.sh"
 command -v python3 >/dev/null || skip_all "python3 is needed" $names
 need_nvcc $names
@@ -52,4 +53,12 @@ else
   for n in loop_counted sass_listing; do
     echo "skip $n: no cuobjdump on PATH and none in out/sass-tools (scripts/fetch-sass-tools.sh)"
   done
+fi
+if [ -x out/sass-tools/usr/bin/cuobjdump ]; then
+  out=$(PATH="$PWD/out/sass-tools/usr/bin:$PATH" python3 scripts/sass_loop_stats.py "$TMP/loopy.cubin" --match loopy \
+        --mark FFMA 2>&1)
+  [[ "$out" =~ loopy\.cubin\ +loopy\ +[0-9]+\ +[1-9][0-9]* ]]
+  check local_tool_on_path $? "$out"
+else
+  echo "skip local_tool_on_path: no cuobjdump in out/sass-tools (scripts/fetch-sass-tools.sh)"
 fi
