@@ -7,14 +7,13 @@
 
 #include "cuda_check.h"
 #include "launch_pdl.cuh"
+#include "probe_sum.cuh"
 #include "qs_cuda.h"
 #include "read_probe.h"
 
 namespace {
 
 constexpr int kThreads = 1024;
-
-__device__ __forceinline__ uint32_t word_sum(uint4 v) { return v.x + v.y + v.z + v.w; }
 
 __global__ void __launch_bounds__(kThreads) read_sum_kernel(const uint4 *__restrict__ v, size_t n16,
                                                             const uint32_t *__restrict__ tail, int n_tail,
@@ -36,15 +35,12 @@ __global__ void __launch_bounds__(kThreads) read_sum_kernel(const uint4 *__restr
     if (blockIdx.x == 0 && (int)threadIdx.x < n_tail)
         s += tail[threadIdx.x];
     __shared__ uint32_t warp_sums[kThreads / 32];
-    for (int o = 16; o > 0; o >>= 1)
-        s += __shfl_xor_sync(0xffffffffu, s, o);
+    s = warp_word_sum(s);
     if ((threadIdx.x & 31) == 0)
         warp_sums[threadIdx.x / 32] = s;
     __syncthreads();
     if (threadIdx.x < 32) {
-        s = warp_sums[threadIdx.x];
-        for (int o = 16; o > 0; o >>= 1)
-            s += __shfl_xor_sync(0xffffffffu, s, o);
+        s = warp_word_sum(warp_sums[threadIdx.x]);
         if (threadIdx.x == 0) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
             asm volatile("griddepcontrol.wait;\n" ::: "memory"); // the sum word: after the previous kernel

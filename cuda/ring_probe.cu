@@ -14,6 +14,7 @@
 #include "marlin_device.cuh"
 #include "marlin_hopper.cuh"
 #include "marlin_stream_plan.h"
+#include "probe_sum.cuh"
 #include "qs_cuda.h"
 #include "ring_probe.h"
 
@@ -22,8 +23,6 @@ namespace {
 
 constexpr int kConsumerWarps = 4;
 constexpr int kRingThreads = 32 * (1 + kConsumerWarps); // warp 0: the copies (one thread)
-
-__device__ __forceinline__ uint32_t word_sum(uint4 v) { return v.x + v.y + v.z + v.w; }
 
 __global__ void __launch_bounds__(kRingThreads, 1)
     ring_sum_kernel(const uint8_t *__restrict__ buf, int64_t bytes, int stage_bytes, int depth, uint32_t *sum)
@@ -78,8 +77,7 @@ __global__ void __launch_bounds__(kRingThreads, 1)
             if (++slot == depth)
                 slot = 0, phase ^= 1;
         }
-        for (int o = 16; o > 0; o >>= 1)
-            s += __shfl_xor_sync(0xffffffffu, s, o);
+        s = warp_word_sum(s);
         if (lane == 0)
             warp_sums[c] = s;
     }
