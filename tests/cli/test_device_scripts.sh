@@ -6,10 +6,11 @@
 # canned results), tests each variant once, times it every round, and prints the variants side by
 # side, or with SWEEP_TESTS=0 times them without tests; a variant that fails its test is not
 # timed; SWEEP_TESTS=stream runs the quick test with the stream kernel forced four ways, then the
-# full test. Prints ok / not ok / skip.
+# full test. The prepared device calls (scripts/device-calls/) parse, refuse to start without
+# their bundle, and their patch still applies to this tree. Prints ok / not ok / skip.
 set -u
 names="pack_round_trip pack_missing_bundle variant_bad_name variant_missing_build sweep_rounds_table sweep_no_tests
-       sweep_failed_not_timed sweep_stream_tests"
+       sweep_failed_not_timed sweep_stream_tests device_calls_parse device_calls_no_bundle device_calls_patch_applies"
 . "$(dirname "$0")/check_lib.sh"
 
 mkdir -p "$TMP/out/bundle/lib"
@@ -99,3 +100,21 @@ args [--quick] stream 2 min 1 xp  ctas 132 x 1
 args [] stream  min  xp  ctas  x 1"
 [[ $rc == 0 && "$(cat "$fake/cuda-tests/test_marlin_cuda_v2.log")" == "$want" ]]
 check sweep_stream_tests $? "rc $rc: $(cat "$fake/cuda-tests/test_marlin_cuda_v2.log" 2>&1) / $out"
+
+# The prepared device calls: each script parses; a call started without its bundle says so and
+# stops before it runs anything; lead0.patch applies to this tree as it is (a stale patch would
+# cost a device call to find out).
+bad=""
+for f in scripts/device-calls/*.sh; do bash -n "$f" 2>/dev/null || bad="$bad $f"; done
+[[ -z "$bad" && -f scripts/device-calls/call1.sh ]]
+check device_calls_parse $? "do not parse:$bad"
+
+mkdir -p "$TMP/nobundle"
+out=$(cd "$TMP/nobundle" && bash "$OLDPWD/scripts/device-calls/call1.sh" 2>&1)
+rc=$?
+[[ $rc == 1 && "$out" == *"no out/pack/bundle.tar.xz: run scripts/device-calls/pack.sh first"* && ! -e "$TMP/nobundle/out" ]]
+check device_calls_no_bundle $? "rc $rc: $out"
+
+git rev-parse --git-dir >/dev/null 2>&1 || skip_all "not a git checkout" device_calls_patch_applies
+out=$(git apply --check scripts/device-calls/lead0.patch 2>&1)
+check device_calls_patch_applies $? "$out"
