@@ -9,11 +9,7 @@
 # Everything lands in $OUT; stdout keeps a summary. call2.sh (same bundle) has the probes that did
 # not fit here; call3.sh the red sums end to end.
 set -uo pipefail
-[ -f out/pack/bundle.tar.xz ] || { echo "$0: no out/pack/bundle.tar.xz: run scripts/device-calls/pack.sh first, carry [\"out/pack\"]" >&2; exit 1; }
-echo "bundle built from $(cat out/pack/BUILT_FROM 2>/dev/null) + lead0.patch"
-mkdir -p out && tar xJf out/pack/bundle.tar.xz -C out
-export DEST=out/device
-. scripts/gpu-env.sh out/device
+. "$(dirname "$0")/unpack.sh"
 # 1. the kernel table with torch in the same run (M 1-64), test_linear_cuda (its ordered NVFP4
 #    case reaches the lead0 kernel) and the ring probe's test, stories260K end to end
 GPU_TESTS="test_linear_cuda test_read_probe_cuda" BENCH_M=1,8,12,16,24,32,40,48,56,64 E2E_ONLY=stories \

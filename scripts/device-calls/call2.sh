@@ -13,11 +13,7 @@
 #    flight per warp up to 8 tokens, against the latency Nsight found), alone and at three CTAs an SM.
 # Run with: run(command="bash scripts/device-calls/call2.sh", carry=["out/pack"], timeout_s=600).
 set -uo pipefail
-[ -f out/pack/bundle.tar.xz ] || { echo "$0: no out/pack/bundle.tar.xz: run scripts/device-calls/pack.sh first, carry [\"out/pack\"]" >&2; exit 1; }
-echo "bundle built from $(cat out/pack/BUILT_FROM 2>/dev/null) + lead0.patch"
-mkdir -p out && tar xJf out/pack/bundle.tar.xz -C out
-export DEST=out/device
-. scripts/gpu-env.sh out/device
+. "$(dirname "$0")/unpack.sh"
 timeout 90 "$D/bench_kernels" --kernels read,ring --m 1 >"$OUT/ring.txt" 2>&1
 echo "== ring rc=$?"; tail -26 "$OUT/ring.txt"
 SWEEP_ROUNDS=2 SWEEP_KERNELS=marlin-fp8-ordered,marlin-nvfp4-ordered BENCH_M=1,4,8,12,16 \

@@ -8,11 +8,7 @@
 # measured slower with the partial-sum protocol (call.sh tested rs with them forced).
 # Run with: run(command="bash scripts/device-calls/call3.sh", carry=["out/pack"], timeout_s=600).
 set -uo pipefail
-[ -f out/pack/bundle.tar.xz ] || { echo "$0: no out/pack/bundle.tar.xz: run scripts/device-calls/pack.sh first, carry [\"out/pack\"]" >&2; exit 1; }
-echo "bundle built from $(cat out/pack/BUILT_FROM 2>/dev/null) + lead0.patch"
-mkdir -p out && tar xJf out/pack/bundle.tar.xz -C out
-export DEST=out/device
-. scripts/gpu-env.sh out/device
+. "$(dirname "$0")/unpack.sh"
 OUT_SWEEP="$OUT/rs132"; mkdir -p "$OUT_SWEEP"
 OUT="$OUT_SWEEP" SWEEP_TESTS=0 SWEEP_ROUNDS=2 SWEEP_KERNELS=marlin-fp8-ordered,marlin-nvfp4-ordered BENCH_M=16,32,48,64 \
   SWEEP_VARIANTS="BUILD=rs BUILD=rs,QSERVE_MARLIN_STREAM_CTAS=132" timeout 100 bash scripts/gpu-marlin-sweep.sh 2>&1 | tail -25
