@@ -46,10 +46,11 @@ constexpr int kMinUnitsPerWarp = 8;
 constexpr int kEarlyBatches = QS_MARLIN_GEMV_EARLY_BATCHES;
 static_assert(kEarlyBatches == 1 || kEarlyBatches == 2, "one or two batches before the wait");
 // Measurement builds only (-DQS_MARLIN_GEMV_IN_FLIGHT=3, session 24, not yet run on a GPU): three
-// batches of weights in flight per warp instead of two, up to 8 tokens (one token tile: the
-// instances that take the third batch without spilling, by ptxas here; more tiles spill). Nsight
-// (session 11) found the kernel latency-bound with too few bytes in flight: NVFP4 at M = 1 on
-// 28672x4096 takes 1.44x a plain read of its bytes, FP8 1.2x.
+// batches of weights in flight per warp instead of two, up to 8 tokens with one strip a CTA (what
+// M <= 8 runs unless QSERVE_MARLIN_GEMV_STRIPS forces more): the instances that take the third
+// batch without spilling, by ptxas here (FP8 with 2 or 4 strips spills 8 / 136 bytes; more token
+// tiles spill too). Nsight (session 11) found the kernel latency-bound with too few bytes in
+// flight: NVFP4 at M = 1 on 28672x4096 takes 1.44x a plain read of its bytes, FP8 1.2x.
 #ifndef QS_MARLIN_GEMV_IN_FLIGHT
 #define QS_MARLIN_GEMV_IN_FLIGHT 2
 #endif
@@ -199,8 +200,8 @@ __global__ void __launch_bounds__(kGemvThreads, OCC) marlin_gemv_kernel(const Pa
     // waiting for it (programmatic dependent launch); the activations are read after. Two
     // batches in flight: while one is expanded and multiplied, the next one's loads are out.
     Batch<FP4, ST, B> b0, b1;
-    if constexpr (kInFlight == 3 && MT == 1) {
-        // (measurement builds, up to 8 tokens: with more token tiles the third batch spills)
+    if constexpr (kInFlight == 3 && MT == 1 && ST == 1) {
+        // (measurement builds, up to 8 tokens and one strip: elsewhere the third batch spills)
         // three: while one is computed, the next two are out. A batch is loaded whole where it
         // ends by u1, checked where it starts before u1, not at all past it.
         Batch<FP4, ST, B> b2;
@@ -235,36 +236,33 @@ __global__ void __launch_bounds__(kGemvThreads, OCC) marlin_gemv_kernel(const Pa
         if (j + 2 * B < u1)
             compute(b2, j + 2 * B, checked);
     } else {
-    int j = u0;
-    if (j + B <= u1)
-        load(b0, j, whole);
-    else
-        load(b0, j, checked);
-    bool b1_early = false; // (kEarlyBatches == 2: the second batch too, where the loop takes it)
-    if (kEarlyBatches == 2 && j + 2 * B <= u1) {
-        load(b1, j + B, whole);
-        b1_early = true;
-    }
-    wait_for_previous_grid();
-    allow_next_grid();
-    for (; j + 2 * B <= u1; j += 2 * B) {
-        if (!b1_early)
+        int j = u0;
+        if (j + B <= u1)
+            load(b0, j, whole);
+        else
+            load(b0, j, checked);
+        // (kEarlyBatches == 2: the second batch too, where the loop's first round takes it)
+        if (kEarlyBatches == 2 && j + 2 * B <= u1)
             load(b1, j + B, whole);
-        b1_early = false;
-        compute(b0, j, whole);
-        if (j + 3 * B <= u1)
-            load(b0, j + 2 * B, whole);
-        else if (j + 2 * B < u1)
-            load(b0, j + 2 * B, checked);
-        compute(b1, j + B, whole);
-    }
-    if (j < u1) { // the tail: b0 holds batch j, at most two partial batches left
-        if (j + B < u1)
-            load(b1, j + B, checked);
-        compute(b0, j, checked);
-        if (j + B < u1)
-            compute(b1, j + B, checked);
-    }
+        wait_for_previous_grid();
+        allow_next_grid();
+        for (; j + 2 * B <= u1; j += 2 * B) {
+            if (kEarlyBatches == 1 || j != u0)
+                load(b1, j + B, whole);
+            compute(b0, j, whole);
+            if (j + 3 * B <= u1)
+                load(b0, j + 2 * B, whole);
+            else if (j + 2 * B < u1)
+                load(b0, j + 2 * B, checked);
+            compute(b1, j + B, whole);
+        }
+        if (j < u1) { // the tail: b0 holds batch j, at most two partial batches left
+            if (j + B < u1)
+                load(b1, j + B, checked);
+            compute(b0, j, checked);
+            if (j + B < u1)
+                compute(b1, j + B, checked);
+        }
     }
 
     // Sum the warps, RED slots per round: in each round warp w owns slots w and w + 8 of every
