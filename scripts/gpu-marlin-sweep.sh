@@ -47,20 +47,17 @@ for v in $VARIANTS; do
   [ "$v" = default ] && v=QSERVE_MARLIN_DEFAULT=1
   take_var BUILD "$v"
   vars=${rest:-QSERVE_MARLIN_DEFAULT=1} t="$D/cuda-tests/test_marlin_cuda${taken:+_$taken}"
+  [ "${SWEEP_TESTS:-1}" = 0 ] && { timed+=" $v"; continue; }
+  echo "=== marlin: $v round 1" >>"$OUT/sweep.txt"
+  ok=1
   case "${SWEEP_TESTS:-1}" in
-    0) timed+=" $v"; continue ;;
     stream)
-      echo "=== marlin: $v round 1" >>"$OUT/sweep.txt"
-      ok=1
       for forced in "" ,QSERVE_MARLIN_STREAM_XP=1 ,QSERVE_MARLIN_STREAM_XP=0 ,QSERVE_MARLIN_STREAM_CTAS=132; do
         f="$vars,QSERVE_MARLIN_STREAM=2,QSERVE_MARLIN_STREAM_MIN=1$forced"
         run_test "$v, stream forced${forced:+ ${forced#,}}" "$f" 60 "$t" --quick || { ok=0; break; }
       done
       [ $ok = 1 ] && { run_test "$v, full" "$vars" 200 "$t" || ok=0; } ;;
-    *)
-      echo "=== marlin: $v round 1" >>"$OUT/sweep.txt"
-      ok=1
-      run_test "$v" "$vars" 60 "$t" --quick || ok=0 ;;
+    *) run_test "$v" "$vars" 60 "$t" --quick || ok=0 ;;
   esac
   if [ $ok = 1 ]; then timed+=" $v"; else echo "$v: failed its tests, not timed"; fi
 done
