@@ -3,7 +3,8 @@
 // pairs by expert, gathers each expert's token rows into one contiguous block, runs the expert's
 // gate and up projections, SwiGLU and the down projection through the linear kernel of the same
 // name, and combines y[t] = sum_j w[t,j] * expert_out[row(t,j)] in a fixed order (deterministic).
-// The host round trip per MoE layer is the price of this baseline; the fused marlin MoE avoids it.
+// The host round trip per MoE layer is the price of this baseline; the fused marlin MoE
+// (moe_fused.cu) routes on the device instead.
 #include <stdio.h>
 #include <string.h>
 #include <vector>
@@ -175,7 +176,6 @@ int moe_apply(const void *state, const void *x, const int32_t *topk_ids, const f
 QS_MOE_KERNEL(lt_bf16, qs_kernel_cublaslt_bf16)
 QS_MOE_KERNEL(lt_fp8, qs_kernel_cublaslt_fp8)
 QS_MOE_KERNEL(emu, qs_kernel_emulation_linear)
-QS_MOE_KERNEL(mar, qs_kernel_marlin_linear)
 
 } // namespace
 
@@ -194,13 +194,4 @@ extern "C" const qs_kernel qs_kernel_emulation_moe = {
     (1u << QS_SCHEME_BF16) | (1u << QS_SCHEME_FP8_W8A8) | (1u << QS_SCHEME_FP8_BLOCK_W8A8) |
         (1u << QS_SCHEME_W8A16_FP8) | (1u << QS_SCHEME_NVFP4_W4A4) | (1u << QS_SCHEME_NVFP4_W4A16),
     false, emu_supported, nullptr, emu_can, nullptr, nullptr, emu_prepare, moe_apply, moe_release,
-};
-
-// marlin MoE, first version: the grouped per-expert path above through the marlin linear kernel
-// (not yet fused over experts).
-extern "C" const qs_kernel qs_kernel_marlin_moe = {
-    "marlin", QS_PLATFORM_CUDA, QS_KIND_MOE,
-    (1u << QS_SCHEME_FP8_W8A8) | (1u << QS_SCHEME_FP8_BLOCK_W8A8) | (1u << QS_SCHEME_W8A16_FP8) |
-        (1u << QS_SCHEME_NVFP4_W4A4) | (1u << QS_SCHEME_NVFP4_W4A16),
-    false, mar_supported, nullptr, mar_can, nullptr, nullptr, mar_prepare, moe_apply, moe_release,
 };

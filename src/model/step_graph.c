@@ -27,8 +27,8 @@
  *    skip there: the op writes -1 for them and their logits are copied out as before. So one graph
  *    serves both kinds of step and only token ids (and the skipped rows' logits) come back.
  *  - Fallbacks: a capture that fails (a kernel path that allocates or synchronises, which the
- *    device refuses inside a capture) leaves that bucket eager with one warning; a model with MoE
- *    layers (their routing goes through the host every step) runs eagerly, said once. */
+ *    device refuses inside a capture) leaves that bucket eager with one warning; a model with an MoE
+ *    layer whose kernel routes through the host (cublaslt, emulation) runs eagerly, said once. */
 #include "model/step_graph.h"
 
 #include <stdlib.h>
@@ -87,12 +87,13 @@ static bool needs_exact_batches(const qs_model *m)
     return m->lm_head.kernel && m->lm_head.desc.aquant == QS_AQUANT_DYNAMIC_TENSOR;
 }
 
-static bool has_moe(const qs_model *m)
+/* The first MoE layer whose kernel sends its routing through the host, or NULL. */
+static const qs_layer *host_routed_moe(const qs_model *m)
 {
     for (int i = 0; i < m->mc.num_layers; i++)
-        if (m->layers[i].is_moe)
-            return true;
-    return false;
+        if (m->layers[i].is_moe && !m->layers[i].moe.kernel->moe_device_routed)
+            return &m->layers[i];
+    return NULL;
 }
 
 int qs_step_graphs_init(qs_model *m, const qs_config *cfg, qs_err *err)
@@ -114,9 +115,11 @@ int qs_step_graphs_init(qs_model *m, const qs_config *cfg, qs_err *err)
             qs_info("QSERVE_CUDA_GRAPHS=1 ignored: the %s device has no graphs", m->ops->name);
         return 0;
     }
-    if (has_moe(m)) {
-        qs_info("decode graphs off: MoE layers send their routing through the host every step, which a graph "
-                "cannot hold; decode steps run eagerly");
+    const qs_layer *host_moe = host_routed_moe(m);
+    if (host_moe) {
+        qs_info("decode graphs off: the %s MoE kernel of %s sends its routing through the host every step, which "
+                "a graph cannot hold; decode steps run eagerly (--moe-backend marlin routes on the device)",
+                host_moe->moe.kernel->name, host_moe->moe.desc.name);
         return 0;
     }
     qs_step_graphs *G = calloc(1, sizeof *G);

@@ -59,6 +59,9 @@ typedef struct qs_kernel {
      * reordering pass; apply_linear still takes natural x at every m. */
     int (*input_order)(const void *state, int64_t m);
     int (*apply_linear_ordered)(const void *state, const void *x, void *y, int64_t m, void *stream, qs_err *err);
+    /* MoE: apply_moe routes on the device (no host round trip), so a decode step may be captured
+     * in a graph (model/step_graph.c). */
+    bool moe_device_routed;
 } qs_kernel;
 
 #endif
