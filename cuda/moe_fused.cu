@@ -166,6 +166,26 @@ __device__ __forceinline__ uint4 load_stream(const uint8_t *p)
     return __ldg(reinterpret_cast<const uint4 *>(p));
 }
 
+// acc[t] += s * (wf . xs[t][kk..kk+16)) for every staged token: 16 weights against 16 BF16 inputs.
+template <int TOK>
+__device__ __forceinline__ void dot16_tokens(const float (&wf)[16], float s, const bf16 *xs, int k, int kk,
+                                             float (&acc)[TOK])
+{
+#pragma unroll
+    for (int t = 0; t < TOK; t++) {
+        const uint4 *xp = reinterpret_cast<const uint4 *>(xs + (int64_t)t * k + kk);
+        uint4 x0 = xp[0], x1 = xp[1];
+        const uint32_t xq[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
+        float d = 0.f;
+#pragma unroll
+        for (int q = 0; q < 8; q++) {
+            d = fmaf(wf[2 * q], bf16_lo(xq[q]), d);
+            d = fmaf(wf[2 * q + 1], bf16_hi(xq[q]), d);
+        }
+        acc[t] = fmaf(s, d, acc[t]);
+    }
+}
+
 // acc[r][t] += row r of this warp's rows (expert e) . xs[t], t < TOK, over all k.
 // rows[r] < 0: a row past the end (its acc stays 0). FP8 chunk = 16 codes, NVFP4 chunk = 32.
 template <bool FP4, int TOK, int R>
@@ -208,19 +228,7 @@ __device__ __forceinline__ void stream_rows(const Proj &pj, int e, const int (&r
                         float2 a = fp8x2_to_float2(wq[q]), b = fp8x2_to_float2(wq[q] >> 16);
                         wf[4 * q] = a.x, wf[4 * q + 1] = a.y, wf[4 * q + 2] = b.x, wf[4 * q + 3] = b.y;
                     }
-#pragma unroll
-                    for (int t = 0; t < TOK; t++) {
-                        const uint4 *xp = reinterpret_cast<const uint4 *>(xs + (int64_t)t * k + kk);
-                        uint4 x0 = xp[0], x1 = xp[1];
-                        const uint32_t xq[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
-                        float d = 0.f;
-#pragma unroll
-                        for (int q = 0; q < 8; q++) {
-                            d = fmaf(wf[2 * q], bf16_lo(xq[q]), d);
-                            d = fmaf(wf[2 * q + 1], bf16_hi(xq[q]), d);
-                        }
-                        acc[r][t] = fmaf(s, d, acc[r][t]);
-                    }
+                    dot16_tokens<TOK>(wf, s, xs, k, kk, acc[r]);
                 } else {
                     const uint16_t sc = *reinterpret_cast<const uint16_t *>(
                         pj.sc4 + ((int64_t)e * pj.rows + rows[r]) * (k / 16) + kk / 16);
@@ -237,20 +245,7 @@ __device__ __forceinline__ void stream_rows(const Proj &pj, int e, const int (&r
                                 wf[8 * q + 2 * b] = v.x, wf[8 * q + 2 * b + 1] = v.y;
                             }
                         }
-                        const float s = half ? s1 : s0;
-#pragma unroll
-                        for (int t = 0; t < TOK; t++) {
-                            const uint4 *xp = reinterpret_cast<const uint4 *>(xs + (int64_t)t * k + kk + 16 * half);
-                            uint4 x0 = xp[0], x1 = xp[1];
-                            const uint32_t xq[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
-                            float d = 0.f;
-#pragma unroll
-                            for (int q = 0; q < 8; q++) {
-                                d = fmaf(wf[2 * q], bf16_lo(xq[q]), d);
-                                d = fmaf(wf[2 * q + 1], bf16_hi(xq[q]), d);
-                            }
-                            acc[r][t] = fmaf(s, d, acc[r][t]);
-                        }
+                        dot16_tokens<TOK>(wf, half ? s1 : s0, xs, k, kk + 16 * half, acc[r]);
                     }
                 }
             }
