@@ -65,6 +65,10 @@ struct Meta {             // views into the align kernel's int32 buffer
 
 size_t meta_ints(int E, int64_t P) { return (size_t)(1 + 3 * E + P); }
 
+// The align kernel's scan packs a count and an active flag into one int (count in the low 16
+// bits), so one pass sorts at most this many pairs.
+constexpr int64_t kMaxPairs = (1 << 15) - 1;
+
 // ---- 1. align -------------------------------------------------------------------------------
 
 // Pairs whose expert id is out of range (only a corrupt router could make one) are left out:
@@ -659,17 +663,12 @@ int launch_tok(int tok, const FusedMoe *st, const Meta &mt, const bf16 *x, bf16 
     }
 }
 
-int fused_apply(const void *state, const void *x, const int32_t *topk_ids, const float *topk_weights, void *y,
-                int64_t m, void *stream, qs_err *err)
+// One pass of the four kernels over m tokens whose pairs fit the align kernel's int16-sized
+// sorted list (fused_apply splits longer steps).
+int fused_apply_chunk(const FusedMoe *st, const bf16 *x, const int32_t *topk_ids, const float *topk_weights, bf16 *y,
+                      int64_t m, cudaStream_t s, qs_err *err)
 {
-    const FusedMoe *st = (const FusedMoe *)state;
-    cudaStream_t s = (cudaStream_t)stream;
-    if (m == 0)
-        return 0;
     const int64_t P = m * st->top_k;
-    if (P > (1 << 15) - 1)
-        return qs_errf(err, "marlin MoE: %lld (token, expert) pairs in one step, at most 32767 (split the batch)",
-                       (long long)P);
     void *meta, *hbuf, *ys;
     if (qs_scratch_get(QS_SCRATCH_MOE_INDEX, meta_ints(st->E, P) * sizeof(int32_t), &meta, err) ||
         qs_scratch_get(QS_SCRATCH_MOE_GATE, (size_t)P * st->inter * sizeof(bf16), &hbuf, err) ||
@@ -680,20 +679,35 @@ int fused_apply(const void *state, const void *x, const int32_t *topk_ids, const
     QS_LAUNCH_CHECK(err);
     const int slots = (int)(P < st->E ? P : st->E);
     const int tok = tok_for(m);
-    if ((st->fp4 ? launch_tok<true> : launch_tok<false>)(tok, st, mt, (const bf16 *)x, (bf16 *)hbuf, topk_weights,
-                                                          (float *)ys, slots, s, err))
+    if ((st->fp4 ? launch_tok<true> : launch_tok<false>)(tok, st, mt, x, (bf16 *)hbuf, topk_weights, (float *)ys,
+                                                          slots, s, err))
         return -1;
     int64_t n = m * st->hidden;
     int blocks = (int)((n + 255) / 256 < 4096 ? (n + 255) / 256 : 4096);
-    combine_kernel<<<blocks, 256, 0, s>>>((bf16 *)y, (const float *)ys, topk_ids, m, st->top_k, st->hidden, st->E);
+    combine_kernel<<<blocks, 256, 0, s>>>(y, (const float *)ys, topk_ids, m, st->top_k, st->hidden, st->E);
     QS_LAUNCH_CHECK(err);
+    return 0;
+}
+
+int fused_apply(const void *state, const void *x, const int32_t *topk_ids, const float *topk_weights, void *y,
+                int64_t m, void *stream, qs_err *err)
+{
+    const FusedMoe *st = (const FusedMoe *)state;
+    const int64_t chunk = kMaxPairs / st->top_k;
+    for (int64_t t0 = 0; t0 < m; t0 += chunk) {
+        const int64_t n = m - t0 < chunk ? m - t0 : chunk;
+        if (fused_apply_chunk(st, (const bf16 *)x + t0 * st->hidden, topk_ids + t0 * st->top_k,
+                              topk_weights + t0 * st->top_k, (bf16 *)y + t0 * st->hidden, n, (cudaStream_t)stream,
+                              err))
+            return -1;
+    }
     return 0;
 }
 
 } // namespace
 
-// Weight-only mixed precision over all experts at once, as vLLM's fused Marlin MoE; the pair
-// count of a step goes up to 32767, so prefill of long prompts is split by the engine's chunking.
+// Weight-only mixed precision over all experts at once, as vLLM's fused Marlin MoE; a step with
+// more than kMaxPairs (token, expert) pairs runs as several passes over token chunks.
 extern "C" const qs_kernel qs_kernel_marlin_moe = {
     "marlin", QS_PLATFORM_CUDA, QS_KIND_MOE,
     (1u << QS_SCHEME_FP8_W8A8) | (1u << QS_SCHEME_FP8_BLOCK_W8A8) | (1u << QS_SCHEME_W8A16_FP8) |

@@ -6,7 +6,7 @@
 #   run(command="bash scripts/gpu-step-moe.sh", carry=["out/pack"], timeout_s=600)
 # (the script unpacks out/pack/bundle.tar.xz itself; an unpacked out/device carried as is works too).
 # Steps, in STEPS' order (default "test profile moe"; SANITIZE=1 appends "sanitize"):
-#   test      $D/cuda-tests/test_moe_cuda (full; skipped with a message where the bundle lacks it)
+#   test      $D/cuda-tests/test_ops_cuda and test_moe_cuda (full; each skipped where the bundle lacks it)
 #   sanitize  compute-sanitizer --tool memcheck test_moe_cuda --quick
 #   profile   Llama-3.1-8B shape, FP8 fp8-dynamic (the form of the 8B figures in docs/gpu-notes.md),
 #             marlin: decode step time with graph replays at batch 1/16/64/256 and eager at 1/16
@@ -17,6 +17,8 @@
 #             marlin and emulation (same call), beside the roofline of bytes read per step
 #             (scripts/decode_roofline.py, the copy bandwidth of the same call); the prefill of a
 #             2048-token prompt as the GPU time of its kernels (ncu) and as TTFT through the server
+#   detail    ncu sections (SpeedOfLight, Occupancy, LaunchStats, WarpStateStats) of the MoE
+#             layer's kernels in one decode step at DETAIL_BATCHES (1 16), first MoE checkpoint
 # The checkpoints are made in the background from the start (init-model / init_model_cut.py, then
 # quantize, the quantizes of one model in parallel), while the tests run.
 # Results: $OUT/summary.txt (printed as it grows; a table of the figures at the end) and $OUT/logs.tar.gz (every log, the ncu
@@ -181,6 +183,11 @@ profile_ncu() {
 step_test() {
   local s=$(date +%s) t="$D/cuda-tests/test_moe_cuda"
   say "== test"
+  if [ -x "$D/cuda-tests/test_ops_cuda" ]; then  # the router (moe_route) and the other ops the MoE layer uses
+    timeout "$(limit 120)" "$D/cuda-tests/test_ops_cuda" >"$L/test_ops_cuda.log" 2>&1
+    say "test_ops_cuda: rc $?, $(grep -E '^[0-9]+ passed' "$L/test_ops_cuda.log" | tail -1)"
+    grep -E 'FAIL' "$L/test_ops_cuda.log" | head -10 | tee -a "$SUM"
+  fi
   if [ ! -x "$t" ]; then say "test_moe_cuda: not in the bundle, skipped"; return; fi
   timeout "$(limit "${TEST_TIMEOUT:-180}")" "$t" ${TEST_ARGS:-} >"$L/test_moe_cuda.log" 2>&1
   say "test_moe_cuda ${TEST_ARGS:-}: rc $?, $(grep -E '^[0-9]+ passed' "$L/test_moe_cuda.log" | tail -1)"
@@ -350,6 +357,29 @@ ttft() {
   wait "$pid" 2>/dev/null
 }
 
+# detail: Nsight Compute's sections (speed of light, occupancy, launch, warp stalls) for the MoE
+# layer's own kernels (route, align, gate_up, down, combine) in one decode step at batch 1 and 16
+# of the first MoE checkpoint; the per-kernel lines go to the summary, the whole report to the logs
+step_detail() {
+  local s=$(date +%s) ck=${MOE_CKPTS%% *} b
+  say "== detail: ncu sections of the MoE kernels, $ck, --moe-backend ${MOE_BACKENDS%% *}"
+  [ -n "$PREP_MOE" ] && [[ "$REAPED" != *" $PREP_MOE "* ]] && { ready "$PREP_MOE" moe "$L/prep-moe.log" || true; }
+  [ -f "$(moe_dir "$ck")/.complete" ] || { say "  no $ck checkpoint"; return; }
+  [ -x "$NCU" ] || { say "  no ncu"; return; }
+  for b in ${DETAIL_BATCHES:-1 16}; do
+    [ "$(limit 999)" -gt 40 ] || { say "  detail batch $b: skipped, too little time left"; continue; }
+    QSERVE_CUDA_GRAPHS=0 timeout "$(limit 120)" "$NCU" --clock-control none --cache-control none \
+      -k regex:'moe_route|align_kernel|gate_up_kernel|down_kernel|combine_kernel' --launch-skip 40 --launch-count 5 \
+      --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
+      "$D/bench_decode" "$(moe_dir "$ck")" --linear-backend "$LINEAR_BACKEND" --moe-backend "${MOE_BACKENDS%% *}" \
+      --batches "$b" --steps 4 --prompt 1 --device "$DEVICE" >"$L/detail-b$b.txt" 2>&1
+    say "  batch $b: ncu rc $?"
+    grep -E '^  [a-zA-Z_:<>, 0-9]+\(|Duration|Memory Throughput|DRAM Throughput|Achieved Occupancy|Registers Per|Grid Size|Waves Per SM|Theoretical Occupancy|Stall' \
+      "$L/detail-b$b.txt" | sed 's/  */ /g' | head -80 >>"$SUM"
+  done
+  timed detail "$s"
+}
+
 for st in $STEPS; do
   if [ "$(limit 999)" -le 20 ]; then say "== $st: not run, the deadline is reached"; continue; fi
   case "$st" in
@@ -357,7 +387,8 @@ for st in $STEPS; do
     sanitize) step_sanitize ;;
     profile) step_profile ;;
     moe) step_moe ;;
-    *) say "unknown step '$st' (test sanitize profile moe)" ;;
+    detail) step_detail ;;
+    *) say "unknown step '$st' (test sanitize profile moe detail)" ;;
   esac
   pack_logs
 done

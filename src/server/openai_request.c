@@ -146,8 +146,10 @@ static int parse_prompt(qs_openai_request *r, const cJSON *prompt, qs_api_error 
 {
     if (!prompt)
         return qs_api_errorf(e, 400, "prompt", "'prompt' is required.");
-    int count = cJSON_IsArray(prompt) ? cJSON_GetArraySize(prompt) : 1;
-    if (cJSON_IsArray(prompt) && count == 0)
+    /* a flat list of token ids is one prompt, however long */
+    bool flat_ids = cJSON_IsArray(prompt) && cJSON_IsNumber(prompt->child);
+    int count = cJSON_IsArray(prompt) && !flat_ids ? cJSON_GetArraySize(prompt) : 1;
+    if (cJSON_IsArray(prompt) && cJSON_GetArraySize(prompt) == 0)
         return qs_api_errorf(e, 400, "prompt", "'prompt' must not be an empty list.");
     if (count > QS_MAX_PROMPTS)
         return qs_api_errorf(e, 400, "prompt", "'prompt' holds %d prompts; at most %d are accepted.", count,
@@ -162,14 +164,8 @@ static int parse_prompt(qs_openai_request *r, const cJSON *prompt, qs_api_error 
                              "'prompt' must be a string, a list of strings, a list of token ids or a list of lists of "
                              "token ids.");
     const cJSON *first = prompt->child;
-    if (cJSON_IsNumber(first)) {
-        /* one prompt given as token ids */
-        free(r->prompts);
-        r->prompts = calloc(1, sizeof *r->prompts);
-        if (!r->prompts)
-            return qs_api_errorf(e, 500, NULL, "out of memory");
+    if (flat_ids)
         return add_ids_prompt(r, prompt, e);
-    }
     const cJSON *it;
     cJSON_ArrayForEach(it, prompt)
     {

@@ -6,7 +6,8 @@
  *    on the schemes its descriptor lists; a can_implement_moe refusal is a skip with its reason;
  *  - (experts, top-k, hidden, inter) = (8,2,256,128), (16,4,512,384), (8,2,256,160) (inter off
  *    the multiples of 128) and (128,8,2048,768) (Qwen3-30B-A3B's experts), at m = 1, 2, 3, 8,
- *    17, 64, 300 tokens routed to distinct random experts ("random"), and at m = 8 and 300 also
+ *    17, 64, 300 tokens (and 16400 on the first shape) routed to distinct random experts
+ *    ("random"), and at m = 8 and 300 also
  *    with every token on the same top-k experts ("same") and with all tokens on top_k + 1
  *    experts, the others getting none ("few");
  *  - marlin runs FP8 / NVFP4 weights only (BF16 activations, activation scales ignored), so for
@@ -156,8 +157,12 @@ static const moe_shape SHAPES[] = {{8, 2, 256, 128}, {16, 4, 512, 384}, {8, 2, 2
 #define BIG_SHAPE 3 /* Qwen3-30B-A3B: one m with --quick */
 #define QUICK_BIG_M 17
 
-static const int64_t MS[] = {1, 2, 3, 8, 17, 64, 300};
+/* LONG_M: more (token, expert) pairs than marlin sorts in one pass (32767), so it runs as
+ * several token chunks; on the smallest shape only, to keep the CPU reference quick */
+#define LONG_M 16400
+static const int64_t MS[] = {1, 2, 3, 8, 17, 64, 300, LONG_M};
 #define N_MS ((int)(sizeof MS / sizeof MS[0]))
+static bool m_runs_on(int64_t m, int shi) { return m != LONG_M || shi == 0; }
 /* the m at which "same" and "few" routings also run */
 static bool extra_routings_at(int64_t m) { return m == 8 || m == 300; }
 
@@ -699,7 +704,7 @@ static void run_scheme_shape(int si, int shi)
     uint16_t *bits = NULL, *bits2 = NULL;
     for (int mi = 0; mi < N_MS && n_act; mi++) {
         int64_t m = MS[mi];
-        if (g_quick && shi == BIG_SHAPE && m != QUICK_BIG_M)
+        if ((g_quick && shi == BIG_SHAPE && m != QUICK_BIG_M) || !m_runs_on(m, shi))
             continue;
         bool extras = extra_routings_at(m) && !(g_quick && shi == BIG_SHAPE);
         size_t n_out = (size_t)(m * H);

@@ -312,6 +312,8 @@ int main(int argc, char **argv)
     test_moe_route(17, 8, 2, true);
     test_moe_route(33, 128, 8, true);
     test_moe_route(5, 64, 4, false);
+    test_moe_route(40, 512, 16, true); /* sixteen experts a lane */
+    test_moe_route(300, 160, 8, false); /* a partial last lane row, several blocks */
     printf("%d passed, %d failed, 0 skipped\n", g_passed, g_failed);
     return g_failed ? 1 : 0;
 }

@@ -61,6 +61,16 @@ static void test_prompt_shapes(void **state)
     assert_int_equal(r.prompts[0].ids[2], 3);
     qs_openai_request_free(&r);
 
+    /* a flat list of more ids than QS_MAX_PROMPTS is still one prompt */
+    char big[16 + 2 * 1000 + 4] = "{\"prompt\":[";
+    for (int i = 0; i < 1000; i++)
+        strcat(big, i ? ",7" : "7");
+    strcat(big, "]}");
+    expect_ok(QS_API_COMPLETIONS, big, &r);
+    assert_int_equal(r.n_prompts, 1);
+    assert_int_equal(r.prompts[0].n_ids, 1000);
+    qs_openai_request_free(&r);
+
     expect_ok(QS_API_COMPLETIONS, "{\"prompt\":[[5,6],[7]]}", &r);
     assert_int_equal(r.n_prompts, 2);
     assert_int_equal(r.prompts[1].n_ids, 1);
