@@ -201,16 +201,29 @@ __device__ __forceinline__ void stream_rows(const Proj &pj, int e, const int (&r
     const int k = pj.k, nchunks = k / per;
     const int64_t row_bytes = FP4 ? k / 2 : k;
     for (int c0 = 0; c0 < nchunks; c0 += 32 * kChunksPerPass) {
+        // The scales are loaded with the weights, before any math: loaded where they are used,
+        // each was a dependent round trip to L2 per chunk (ncu: 20% of DRAM bandwidth at m = 1).
         uint4 wv[R][kChunksPerPass];
+        uint32_t sv[R][kChunksPerPass]; // FP8: the float scale's bits; NVFP4: two E4M3 scales
 #pragma unroll
         for (int r = 0; r < R; r++)
 #pragma unroll
             for (int u = 0; u < kChunksPerPass; u++) {
                 int c = c0 + u * 32 + lane;
-                if (rows[r] >= 0 && c < nchunks)
+                wv[r][u] = make_uint4(0, 0, 0, 0);
+                sv[r][u] = 0;
+                if (rows[r] >= 0 && c < nchunks) {
                     wv[r][u] = load_stream(pj.w + ((int64_t)e * pj.rows + rows[r]) * row_bytes + (int64_t)c * 16);
-                else
-                    wv[r][u] = make_uint4(0, 0, 0, 0);
+                    const int kk = c * per;
+                    if (!FP4) {
+                        const int part = rows[r] / pj.part_rows, rr = rows[r] - part * pj.part_rows;
+                        sv[r][u] = __float_as_uint(__ldg(
+                            pj.scale + (((int64_t)e * pj.parts + part) * pj.nbr + rr / pj.bn) * pj.nbk + kk / pj.bk));
+                    } else {
+                        sv[r][u] = __ldg(reinterpret_cast<const uint16_t *>(
+                            pj.sc4 + ((int64_t)e * pj.rows + rows[r]) * (k / 16) + kk / 16));
+                    }
+                }
             }
 #pragma unroll
         for (int u = 0; u < kChunksPerPass; u++) {
@@ -222,10 +235,9 @@ __device__ __forceinline__ void stream_rows(const Proj &pj, int e, const int (&r
             for (int r = 0; r < R; r++) {
                 if (rows[r] < 0)
                     continue;
-                const int part = rows[r] / pj.part_rows, rr = rows[r] - part * pj.part_rows;
                 const uint32_t wq[4] = {wv[r][u].x, wv[r][u].y, wv[r][u].z, wv[r][u].w};
                 if (!FP4) {
-                    const float s = pj.scale[(((int64_t)e * pj.parts + part) * pj.nbr + rr / pj.bn) * pj.nbk + kk / pj.bk];
+                    const float s = __uint_as_float(sv[r][u]);
                     float wf[16];
 #pragma unroll
                     for (int q = 0; q < 4; q++) {
@@ -234,8 +246,7 @@ __device__ __forceinline__ void stream_rows(const Proj &pj, int e, const int (&r
                     }
                     dot16_tokens<TOK>(wf, s, xs, k, kk, acc[r]);
                 } else {
-                    const uint16_t sc = *reinterpret_cast<const uint16_t *>(
-                        pj.sc4 + ((int64_t)e * pj.rows + rows[r]) * (k / 16) + kk / 16);
+                    const uint32_t sc = sv[r][u];
                     const float s0 = e4m3_to_float(sc), s1 = e4m3_to_float(sc >> 8);
 #pragma unroll
                     for (int half = 0; half < 2; half++) {
@@ -600,7 +611,15 @@ int prepare_proj(const qs_moe_desc *d, bool fp4, int parts, Proj *pj, uint8_t **
 
 // Token groups per CTA by batch: the largest group a CTA may need is m tokens (every token on one
 // expert); beyond 8 a CTA loops over groups, re-reading its weight tile from L2.
-int tok_for(int64_t m) { return m <= 1 ? 1 : m <= 2 ? 2 : m <= 4 ? 4 : 8; }
+// Tokens staged per weight pass, by the pairs an active expert gets on average: at decode batch
+// 16 of a 128-expert top-8 model most experts get one or two tokens, and the 8-token instances
+// (178 registers, one CTA an SM) ran 20x slower there than the 1- and 2-token ones (ncu, H200).
+int tok_for(int64_t pairs, int experts)
+{
+    const int64_t active = pairs < experts ? pairs : experts;
+    const int64_t per = (pairs + active - 1) / active;
+    return per <= 1 ? 1 : per <= 2 ? 2 : per <= 4 ? 4 : 8;
+}
 
 template <bool FP4, int TOK> int set_smem_limits(const FusedMoe *st, qs_err *err)
 {
@@ -678,7 +697,7 @@ int fused_apply_chunk(const FusedMoe *st, const bf16 *x, const int32_t *topk_ids
     align_kernel<<<1, kAlignThreads, 2 * st->E * sizeof(int), s>>>(topk_ids, (int)P, st->E, (int32_t *)meta);
     QS_LAUNCH_CHECK(err);
     const int slots = (int)(P < st->E ? P : st->E);
-    const int tok = tok_for(m);
+    const int tok = tok_for(P, st->E);
     if ((st->fp4 ? launch_tok<true> : launch_tok<false>)(tok, st, mt, x, (bf16 *)hbuf, topk_weights, (float *)ys,
                                                           slots, s, err))
         return -1;
