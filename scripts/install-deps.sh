@@ -6,7 +6,7 @@ set -euo pipefail
 PKGS=(
   build-essential pkg-config clang
   libmicrohttpd-dev libcjson-dev libyaml-dev libpcre2-dev libcurl4-openssl-dev
-  libcmocka-dev libunistring-dev
+  libcmocka-dev libunistring-dev libssl-dev
   nodejs curl xz-utils
 )
 
