@@ -75,6 +75,9 @@ int qs_hub_resolve(const char *name, const qs_hub_options *opt, char *out, size_
     if (stat(name, &st) == 0) {
         if (!S_ISDIR(st.st_mode))
             return qs_errf(err, "'%s' is a file; a model is a folder or a Hugging Face repo id ORG/NAME", name);
+        if (opt->revision && *opt->revision)
+            return qs_errf(err, "revision '%s' given, but '%s' is a local folder, which has no revisions", opt->revision,
+                           name);
         if ((size_t)snprintf(out, cap, "%s", name) >= cap)
             return qs_errf(err, "model path too long: '%s'", name);
         return 0;
