@@ -146,7 +146,7 @@ static int download_blob(const hub_fetch_ctx *c, const char *file, const file_me
     }
     if (rc == 0 && m->size >= 0 && s.written != m->size)
         rc = qs_errf(err, "%s: the download stopped at %lld of %lld bytes", file, s.written, m->size);
-    if (rc && s.written > 0 && s.write_errno == 0) {
+    if (rc && s.written > 0) {
         char msg[QS_ERR_MSG_MAX];
         snprintf(msg, sizeof msg, "%s", err->msg);
         qs_errf(err, "%s; %lld bytes are kept in %s and the next run resumes there", msg, s.written, part);
