@@ -150,6 +150,7 @@ qs_eval_status qs_eval_run(const char *config_path, const qs_eval_options *o, qs
         qs_hub_options ho = {.revision = qs_eval_flag_value(&cfg.server_argv, "--revision"),
                              .cache_dir = qs_eval_flag_value(&cfg.server_argv, "--download-dir"),
                              .offline = offline,
+                             .offline_why = o->skip_missing_models ? "--skip-missing-models (cache only)" : NULL,
                              .files = QS_HUB_FILES_MODEL};
         if (qs_hub_resolve(cfg.model_name, &ho, model_dir, sizeof model_dir, &err) != 0) {
             qs_err_prefix(&err, "%s: ", cfg.path);

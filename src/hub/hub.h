@@ -20,6 +20,7 @@ typedef struct qs_hub_options {
     const char *revision;  /* branch, tag or commit; NULL or "" = "main" */
     const char *cache_dir; /* --download-dir: the cache root; NULL or "" = the default cache */
     bool offline;          /* --offline; HF_HUB_OFFLINE=1 turns it on as well */
+    const char *offline_why; /* what set offline, for errors; NULL = "offline mode (--offline)" */
     qs_hub_fileset files;
     int max_workers;       /* parallel downloads; 0 = 8 */
     bool quiet;            /* no progress output */

@@ -45,8 +45,10 @@ static int resolve_repo(const char *repo_id, const qs_hub_options *opt, char *ou
         return -1;
     if (opt->offline || qs_hub_offline_env())
         return from_cache(&p, repo_id, revision, opt->files,
-                          opt->offline ? "offline mode (--offline)" : "offline mode (HF_HUB_OFFLINE is set)", out, cap,
-                          err);
+                          !opt->offline         ? "offline mode (HF_HUB_OFFLINE is set)"
+                          : opt->offline_why ? opt->offline_why
+                                             : "offline mode (--offline)",
+                          out, cap, err);
     char commit[128];
     int rc = hub_snapshot_fetch(&p, repo_id, opt, commit, sizeof commit, err);
     if (rc == -3) {

@@ -123,6 +123,32 @@ done
 kill $SPID 2>/dev/null; wait $SPID 2>/dev/null
 check serve_from_hub $ok "$(tail -3 "$TMP/serve.log")"
 
+# qserve-eval: model_name ORG/NAME goes through the same resolver; the server gets the id and
+# reads the cache only (HF_HUB_OFFLINE=1), so it asks the hub nothing
+EVAL=${QSERVE_BUILD:-$(dirname "$BIN")}/qserve-eval
+GSM=${QSERVE_SHARED_DATA:-../shared/data}/gsm8k
+if [ -x "$EVAL" ] && [ -f "$GSM/test.jsonl" ]; then
+  cat >"$TMP/eval.yaml" <<EOF2
+model_name: "org/tiny"
+accuracy_threshold: 0.0
+tolerance: 0.0
+num_questions: 4
+num_fewshot: 0
+max_tokens: 8
+startup_max_wait_seconds: 60
+request_timeout_seconds: 60
+server_args: "--device cpu --max-model-len 512 --enforce-eager"
+EOF2
+  n0=$(grep -c . "$HUB_LOG")
+  "$EVAL" "$TMP/eval.yaml" --server "$BIN" --data-dir "$GSM" --server-log "$TMP/eval-server.log" >"$TMP/eval.out" 2>"$TMP/eval.err"; rc=$?
+  new=$(tail -n +$((n0 + 1)) "$HUB_LOG")
+  [ $rc -eq 0 ] && grep -q "^PASS: accuracy" "$TMP/eval.out" && grep -q "serving 'org/tiny'" "$TMP/eval-server.log" &&
+    [ "$(echo "$new" | grep -c .)" = 1 ] && echo "$new" | grep -q "GET /api/models/org/tiny/revision/main"
+  check eval_from_hub $? "exit $rc: $(tail -3 "$TMP/eval.err") $(tail -3 "$TMP/eval-server.log")"
+else
+  echo "skip eval_from_hub: qserve-eval or GSM8K data ($GSM) absent"
+fi
+
 # --- offline with a file missing from the cache: names repo, revision and file ---
 cp -a "$HF_HOME" "$TMP/hf2"
 rm "$TMP/hf2/hub/models--org--tiny/snapshots/$C_MAIN/model-00004-of-00006.safetensors"
