@@ -7,6 +7,8 @@ It speaks the two endpoints a downloader uses, as the hub documents them:
        files of --lfs-min-size bytes or more) X-Linked-Etag (the sha256) and X-Linked-Size with a
        302 to /cdn/SHA256 (an absolute URL, as the hub's CDN redirect), which honours Range.
 Errors carry X-Error-Code (RepoNotFound, RevisionNotFound, EntryNotFound, GatedRepo) as the hub's.
+For the @huggingface/hub npm client (the peer in test_hub.sh) also GET /api/models/ORG/NAME/tree/REV
+and POST /api/models/ORG/NAME/paths-info/REV, and Range: bytes=A-B on files.
 
 --repo ORG/NAME[@REV]=DIR    serve DIR as that repo at REV (default main); the commit is a hash of
                              the files, so the same files give the same commit
@@ -117,6 +119,46 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self):
         self.handle_any()
 
+    def do_POST(self):
+        n = int(self.headers.get("Content-Length", "0") or 0)
+        self.post_body = self.rfile.read(min(n, 1 << 20)) if n else b""
+        self.handle_any()
+
+    def file_entry(self, commit, name, data):
+        e = {"type": "file", "path": name, "oid": git_blob_sha1(data), "size": len(data)}
+        if self.server.hub.is_lfs(name, data):
+            e["lfs"] = {"oid": hashlib.sha256(data).hexdigest(), "size": len(data), "pointerSize": 130}
+        e["lastCommit"] = {"id": commit, "title": "stand-in", "date": "2026-01-01T00:00:00.000Z"}
+        return e
+
+    def listing(self, repo_id, rev, paths_info):
+        if not self.repo_access(repo_id, False):
+            return
+        commit, files = self.server.hub.find(repo_id, rev)
+        if commit is None:
+            return self.error(404, "RepoNotFound", "Repository Not Found")
+        if files is None:
+            return self.error(404, "RevisionNotFound", "Invalid rev id: %s" % rev)
+        names = sorted(files)
+        if paths_info:
+            asked = json.loads(getattr(self, "post_body", b"") or b"{}").get("paths", [])
+            names = [n for n in asked if n in files]
+        body = json.dumps([self.file_entry(commit, n, files[n]) for n in names]).encode()
+        self.send(200, {"Content-Type": "application/json"}, body)
+
+    def send_data(self, data, headers):
+        """200 with the bytes, or 206 with the asked range (bytes=A- or bytes=A-B)."""
+        rng = self.headers.get("Range", "")
+        if not rng.startswith("bytes="):
+            return self.send(200, headers, data)
+        a, _, b = rng[6:].partition("-")
+        start, end = int(a), (int(b) if b else len(data) - 1)
+        if start >= len(data):
+            return self.send(416, {"Content-Range": "bytes */%d" % len(data)})
+        end = min(end, len(data) - 1)
+        headers = dict(headers, **{"Content-Range": "bytes %d-%d/%d" % (start, end, len(data))})
+        self.send(206, headers, data[start:end + 1])
+
     def handle_any(self):
         self.record()
         hub = self.server.hub
@@ -124,6 +166,8 @@ class Handler(BaseHTTPRequestHandler):
         parts = [urllib.parse.unquote(p) for p in path.split("/")[1:]]
         if parts[:1] == ["cdn"] and len(parts) == 2:
             return self.cdn(parts[1])
+        if parts[:2] == ["api", "models"] and len(parts) >= 6 and parts[4] in ("tree", "paths-info"):
+            return self.listing(parts[2] + "/" + parts[3], parts[5], parts[4] == "paths-info")
         if parts[:2] == ["api", "models"] and len(parts) >= 4:
             repo_id = parts[2] + "/" + parts[3]
             rev = parts[5] if len(parts) >= 6 and parts[4] == "revision" else "main"
@@ -174,7 +218,7 @@ class Handler(BaseHTTPRequestHandler):
                             "Location": "http://127.0.0.1:%d/cdn/%s" % (self.server.server_port, sha)})
             return self.send(302, headers)
         headers["ETag"] = '"%s"' % git_blob_sha1(data)
-        self.send(200, headers, data)
+        self.send_data(data, headers)
 
     def cdn(self, sha):
         hub = self.server.hub
@@ -183,6 +227,8 @@ class Handler(BaseHTTPRequestHandler):
             return self.send(404)
         start = 0
         rng = self.headers.get("Range", "")
+        if rng.startswith("bytes=") and not rng.endswith("-"):
+            return self.send_data(data, {"ETag": '"%s"' % sha, "Content-Type": "application/octet-stream"})
         if rng.startswith("bytes=") and rng.endswith("-"):
             start = int(rng[6:-1])
             if start >= len(data):
@@ -197,7 +243,7 @@ class Handler(BaseHTTPRequestHandler):
                 hub.cut_done.add(sha)
         if corrupt:
             body = bytes([body[0] ^ 0xFF]) + body[1:]
-        headers = {"Content-Type": "application/octet-stream", "Content-Length": str(len(body))}
+        headers = {"Content-Type": "application/octet-stream", "Content-Length": str(len(body)), "ETag": '"%s"' % sha}
         status = 200
         if start:
             status = 206

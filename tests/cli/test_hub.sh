@@ -4,7 +4,9 @@
 # takes ORG/NAME, a second run and offline runs use the cache only, --revision / --tokenizer /
 # --download-dir, an interrupted download resumes with a Range request, a corrupted byte is
 # caught by the sha256 check, and 401 / gated / 404 / unreachable / disk space errors name
-# their cause. The checkpoint is made by `qserve init-model`. Prints ok / not ok / skip.
+# their cause. The @huggingface/hub npm client (tests/node) is the peer: qserve serves from a
+# cache it wrote, and it reads one qserve wrote without a request. The checkpoint is made by
+# `qserve init-model`. Prints ok / not ok / skip.
 set -u
 BIN=${QSERVE_BIN:-build/qserve}
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -147,6 +149,37 @@ EOF2
   check eval_from_hub $? "exit $rc: $(tail -3 "$TMP/eval.err") $(tail -3 "$TMP/eval-server.log")"
 else
   echo "skip eval_from_hub: qserve-eval or GSM8K data ($GSM) absent"
+fi
+
+# --- the @huggingface/hub npm client on the same cache, both ways ---
+NODE_DIR=$HERE/../node
+if command -v node >/dev/null && [ -d "$NODE_DIR/node_modules/@huggingface/hub" ]; then
+  # (the library logs "Downloading ..." on stdout: the folder is the last line)
+  out=$(node "$NODE_DIR/hub_peer.mjs" "$HUB" "$TMP/js" snapshot org/tiny 2>"$TMP/js.err"); rc=$?; out=$(echo "$out" | tail -1)
+  HF_HUB_OFFLINE=1 "$BIN" generate org/tiny --download-dir "$TMP/js" --prompt "hello" --max-tokens 8 --temperature 0 --json \
+    >"$TMP/js.json" 2>>"$TMP/js.err"
+  [ $rc -eq 0 ] && [ "$out" = "$TMP/js/models--org--tiny/snapshots/$C_MAIN" ] && cmp -s "$TMP/js.json" "$TMP/local.json"
+  check peer_npm_cache_read_by_qserve $? "exit $rc: $(tail -3 "$TMP/js.err")"
+  n0=$(grep -c . "$HUB_LOG")
+  node "$NODE_DIR/hub_peer.mjs" "$HUB" "$CACHE" read org/tiny "$C_MAIN" config.json tokenizer.json \
+    model-00003-of-00006.safetensors >"$TMP/peer.json" 2>"$TMP/peer.err"; rc=$?
+  python3 - "$TMP/peer.json" "$CACHE" "$C_MAIN" "$C_V1" <<'EOF2' >>"$TMP/peer.err" 2>&1
+import json, sys
+r = json.load(open(sys.argv[1])); cache, main, v1 = sys.argv[2:]
+snap = cache + "/models--org--tiny/snapshots/" + main
+assert r["paths"] == [snap + "/config.json", snap + "/tokenizer.json", snap + "/model-00003-of-00006.safetensors"], r["paths"]
+assert not r["warnings"], r["warnings"]
+tiny = [x for x in r["repos"] if x["id"] == "org/tiny"][0]
+revs = {v["commit"]: v for v in tiny["revisions"]}
+assert revs[main]["refs"] == ["main"] and revs[main]["files"] == 11, revs[main]
+assert list(revs) == [main], list(revs)
+EOF2
+  py=$?
+  [ $rc -eq 0 ] && [ $py -eq 0 ] && [ "$(grep -c . "$HUB_LOG")" = "$n0" ]
+  check peer_npm_reads_qserve_cache $? "exit $rc: $(tail -3 "$TMP/peer.err")"
+else
+  echo "skip peer_npm_cache_read_by_qserve: node or tests/node/node_modules/@huggingface/hub absent (scripts/install-deps.sh)"
+  echo "skip peer_npm_reads_qserve_cache: node or tests/node/node_modules/@huggingface/hub absent (scripts/install-deps.sh)"
 fi
 
 # --- offline with a file missing from the cache: names repo, revision and file ---
