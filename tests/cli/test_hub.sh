@@ -47,6 +47,17 @@ out=$("$BIN" download org/tiny 2>"$TMP/d.err"); rc=$?
 [ $rc -eq 0 ] && [ "$out" = "$CACHE/models--org--tiny/snapshots/$C_MAIN" ] && grep -q "11 file(s) downloaded" "$TMP/d.err"
 check download_snapshot_path $? "exit $rc, '$out': $(tail -3 "$TMP/d.err")"
 
+# progress: redrawn in place on a terminal (script(1) gives one), plain lines otherwise (above)
+if command -v script >/dev/null; then
+  script -qc "'$BIN' download org/tiny --download-dir '$TMP/tty'" /dev/null >"$TMP/tty.out" 2>&1
+  grep -q $'\rdownloading: 11/11 files, 289.9 KiB / 289.9 KiB, .*/s\e\[K' "$TMP/tty.out" && ! grep -q "^downloaded " "$TMP/tty.out"
+  r1=$?
+  grep -q "^downloaded model-00001-of-00006.safetensors (64.1 KiB)" "$TMP/d.err" && ! grep -q $'\r' "$TMP/d.err"
+  check progress_tty_and_log $(( r1 | $? )) "$(head -c 300 "$TMP/tty.out" | cat -A)"
+else
+  echo "skip progress_tty_and_log: no script(1) to give a terminal"
+fi
+
 # --- the layout, file by file, as huggingface_hub documents it ---
 python3 - "$CACHE/models--org--tiny" "$C_MAIN" "$M" >"$TMP/layout.err" 2>&1 <<'EOF'
 import hashlib, os, sys
