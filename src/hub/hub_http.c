@@ -114,6 +114,9 @@ static CURL *new_handle(const char *url, const char *token, hub_response *r, str
         return NULL;
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    /* http(s) only, also where a redirect points (never file:// or others) */
+    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);
     /* a transfer stalled below 1 byte/s for a minute is given up */
     curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);

@@ -81,7 +81,7 @@ int hub_sha256_file_prefix(hub_sha256 *h, const char *path, long long len, qs_er
 /* --- hub_progress.c --- */
 typedef struct hub_progress {
     pthread_mutex_t mu;
-    bool tty, quiet;
+    bool tty, quiet, printed;
     int files_total, files_done;
     long long bytes_total, bytes_done, bytes_at_start;
     double start, last_print;
@@ -91,6 +91,7 @@ void hub_progress_add_total(hub_progress *p, long long bytes);
 void hub_progress_add_done(hub_progress *p, long long bytes);
 void hub_progress_file_done(hub_progress *p, const char *file, long long size);
 void hub_progress_finish(hub_progress *p, const char *repo_id, const char *snapshot);
+void hub_progress_abort(hub_progress *p); /* after a failure: ends a line redrawn in place */
 void hub_progress_destroy(hub_progress *p);
 
 /* --- hub_http.c --- */

@@ -33,6 +33,7 @@ void hub_progress_init(hub_progress *p, int files_total, bool quiet)
     p->quiet = quiet;
     p->files_total = files_total;
     p->files_done = 0;
+    p->printed = false;
     p->bytes_total = p->bytes_done = p->bytes_at_start = 0;
     p->start = p->last_print = now_s();
 }
@@ -55,6 +56,7 @@ static void print_line(hub_progress *p, bool final)
         fputc('\n', stderr);
     fflush(stderr);
     p->last_print = now_s();
+    p->printed = true;
 }
 
 void hub_progress_add_total(hub_progress *p, long long bytes)
@@ -95,6 +97,14 @@ void hub_progress_finish(hub_progress *p, const char *repo_id, const char *snaps
         fprintf(stderr, "%s: %d file(s) downloaded in %.1f s into %s\n", repo_id, p->files_done, now_s() - p->start,
                 snapshot);
     }
+    pthread_mutex_unlock(&p->mu);
+}
+
+void hub_progress_abort(hub_progress *p)
+{
+    pthread_mutex_lock(&p->mu);
+    if (!p->quiet && p->tty && p->printed)
+        fputc('\n', stderr); /* the error message then starts on its own line */
     pthread_mutex_unlock(&p->mu);
 }
 

@@ -238,6 +238,8 @@ int hub_snapshot_fetch(const hub_repo_paths *paths, const char *repo_id, const q
         char snap[HUB_PATH_MAX];
         hub_snapshot_dir(paths, commit, snap, sizeof snap);
         hub_progress_finish(&prog, repo_id, snap);
+    } else {
+        hub_progress_abort(&prog);
     }
     hub_progress_destroy(&prog);
     list_free(&siblings);
