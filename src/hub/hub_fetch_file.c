@@ -91,8 +91,9 @@ static int head_file(const hub_fetch_ctx *c, const char *file, file_meta *m, qs_
                        m->lfs ? r.linked_etag : r.etag);
     if (m->lfs && strlen(m->etag) != 64)
         return qs_errf(err, "%s: X-Linked-Etag '%s' is not a sha256", file, m->etag);
-    m->size = r.linked_size >= 0 ? r.linked_size : r.content_length;
     bool redirect = r.status >= 300 && r.status <= 399 && r.location[0];
+    /* a redirect's Content-Length is its own (empty) body's: only X-Linked-Size then says */
+    m->size = r.linked_size >= 0 ? r.linked_size : redirect ? -1 : r.content_length;
     snprintf(m->url, sizeof m->url, "%s", redirect ? r.location : url);
     return 0;
 }
@@ -135,8 +136,11 @@ static int download_blob(const hub_fetch_ctx *c, const char *file, const file_me
         rc = hub_http_download(m->url, c->token, offset, sink_data, &s, c->abort_flag, &r, err);
         hub_what w = {c->repo_id, c->revision, file};
         if (rc == -2 && (s.write_errno == ENOSPC || s.write_errno == EDQUOT))
-            rc = qs_errf(err, "%s: disk full writing %s: %lld bytes needed, %lld free in %s", file, part,
-                         m->size >= 0 ? m->size - s.written : 0, free_bytes(dir), dir);
+            rc = m->size >= 0 ? qs_errf(err, "%s: disk full writing %s: %lld more bytes needed, %lld free in %s", file,
+                                        part, m->size - s.written, free_bytes(dir), dir)
+                              : qs_errf(err, "%s: disk full writing %s after %lld bytes (the hub gave no size), %lld "
+                                             "free in %s",
+                                        file, part, s.written, free_bytes(dir), dir);
         else if (rc == -2)
             rc = qs_errf(err, "%s: cannot write %s: %s", file, part, strerror(s.write_errno));
         else if (rc == 0 && r.status != 200 && r.status != 206)

@@ -17,6 +17,7 @@ and POST /api/models/ORG/NAME/paths-info/REV, and Range: bytes=A-B on files.
 --cut-once-after N           the first CDN answer longer than N bytes stops after N bytes
 --corrupt-once               the first CDN answer has one byte flipped
 --huge-size                  X-Linked-Size claims 10^15 bytes (a disk that cannot hold it)
+--no-linked-size             no X-Linked-Size (the size of an LFS file is unknown until downloaded)
 --log FILE                   one line per request: METHOD PATH range=... auth=yes|no
 --port-file FILE             where the chosen port is written; --max-seconds S ends the server
 """
@@ -216,6 +217,8 @@ class Handler(BaseHTTPRequestHandler):
             size = 10 ** 15 if hub.args.huge_size else len(data)
             headers.update({"X-Linked-Etag": '"%s"' % sha, "X-Linked-Size": str(size), "ETag": '"%s"' % sha,
                             "Location": "http://127.0.0.1:%d/cdn/%s" % (self.server.server_port, sha)})
+            if hub.args.no_linked_size:
+                del headers["X-Linked-Size"]
             return self.send(302, headers)
         headers["ETag"] = '"%s"' % git_blob_sha1(data)
         self.send_data(data, headers)
@@ -262,6 +265,15 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
 
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        # a client that gives up mid-transfer (a failed download) is part of the tests
+        if not isinstance(sys.exc_info()[1], (ConnectionError, BrokenPipeError)):
+            super().handle_error(request, client_address)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--repo", action="append", default=[])
@@ -272,12 +284,12 @@ def main():
     ap.add_argument("--cut-once-after", type=int, default=0)
     ap.add_argument("--corrupt-once", action="store_true")
     ap.add_argument("--huge-size", action="store_true")
+    ap.add_argument("--no-linked-size", action="store_true")
     ap.add_argument("--log")
     ap.add_argument("--port-file", required=True)
     ap.add_argument("--max-seconds", type=float, default=120)
     args = ap.parse_args()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
+    server = Server(("127.0.0.1", 0), Handler)
     server.hub = Hub(args)
     with open(args.port_file + ".tmp", "w") as f:
         f.write(str(server.server_port))

@@ -12,7 +12,8 @@ BIN=${QSERVE_BIN:-build/qserve}
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/check_lib.sh"
 PIDS=()
-trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$TMP"' EXIT
+MOUNTED=
+trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; [ -n "$MOUNTED" ] && umount "$MOUNTED"; rm -rf "$TMP"' EXIT
 command -v python3 >/dev/null || skip_all "no python3 for the stand-in hub" download
 
 # The repos: org/tiny (6 safetensors shards + index, plus a .bin copy and a README qserve must not
@@ -277,3 +278,19 @@ start_hub huge --huge-size
 HF_ENDPOINT=$HUB "$BIN" download org/tiny --download-dir "$TMP/h" >/dev/null 2>"$TMP/e"; rc=$?
 [ $rc -eq 1 ] && grep -Eq "^error: [a-z0-9.-]+(json|safetensors): not enough disk space in $TMP/h/models--org--tiny/blobs: 1000000000000000 bytes needed, [0-9]+ free" "$TMP/e"
 check disk_space_named $? "exit $rc: $(cat "$TMP/e")"
+
+# --- a disk that fills during a download (a 160 KiB tmpfs; needs the right to mount one) ---
+start_hub nosize --no-linked-size
+mkdir -p "$TMP/small"
+if mount -t tmpfs -o size=160k tmpfs "$TMP/small" 2>/dev/null; then
+  MOUNTED=$TMP/small
+  HF_ENDPOINT=$HUB "$BIN" download org/tiny --download-dir "$TMP/small" --max-workers 1 >/dev/null 2>"$TMP/e"; rc=$?
+  [ $rc -eq 1 ] && grep -Eq "^error: model-[0-9-]+of-00006.safetensors: disk full writing $TMP/small/models--org--tiny/blobs/[0-9a-f]{64}.incomplete after [0-9]+ bytes \(the hub gave no size\), [0-9]+ free in $TMP/small/models--org--tiny/blobs; [0-9]+ bytes are kept" "$TMP/e"
+  check disk_full_named $? "exit $rc: $(cat "$TMP/e")"
+else
+  echo "skip disk_full_named: cannot mount a small tmpfs here (not root, or no CAP_SYS_ADMIN)"
+fi
+# the same hub without sizes still gives a complete, checked download
+HF_ENDPOINT=$HUB "$BIN" download org/tiny --download-dir "$TMP/nosize" >/dev/null 2>"$TMP/e" &&
+  cmp -s "$M/model-00006-of-00006.safetensors" "$TMP/nosize/models--org--tiny/snapshots/$C_MAIN/model-00006-of-00006.safetensors"
+check download_without_linked_size $? "$(cat "$TMP/e")"
