@@ -176,6 +176,8 @@ int hub_http_head(const char *url, const char *token, hub_response *r, qs_err *e
 {
     char cur[HUB_URL_MAX];
     snprintf(cur, sizeof cur, "%s", url);
+    r->body = NULL; /* a HEAD has no body */
+    r->body_len = 0;
     for (int hop = 0; hop < 5; hop++) {
         struct curl_slist *h = NULL;
         CURL *c = new_handle(cur, token, r, &h);

@@ -203,6 +203,19 @@ check offline_missing_file_named $? "exit $rc: $(cat "$TMP/e")"
 HF_HOME=$TMP/hf2 "$BIN" tokenize org/tiny --offline --revision v1 --text hi >/dev/null 2>"$TMP/e"; rc=$?
 [ $rc -ne 0 ] && grep -q "org/tiny at revision v1 is not in the cache" "$TMP/e"; check offline_missing_revision_named $? "$(cat "$TMP/e")"
 
+# qserve download --offline checks the cache and asks nothing; YAML keys do what the flags do
+n0=$(grep -c . "$HUB_LOG")
+out=$("$BIN" download org/tiny --offline 2>"$TMP/e"); rc=$?
+"$BIN" download org/tiny --offline --revision v1 >/dev/null 2>>"$TMP/e"; rc2=$?
+[ $rc -eq 0 ] && [ "$out" = "$CACHE/models--org--tiny/snapshots/$C_MAIN" ] && [ $rc2 -eq 1 ] &&
+  grep -q "org/tiny at revision v1 is not in the cache" "$TMP/e" && [ "$(grep -c . "$HUB_LOG")" = "$n0" ]
+check download_offline_checks_cache $? "exit $rc/$rc2: $(cat "$TMP/e")"
+printf 'model: org/tiny\noffline: true\ndownload-dir: %s\n' "$CACHE" >"$TMP/serve.yaml"
+HF_HOME=$TMP/elsewhere "$BIN" generate --config "$TMP/serve.yaml" --prompt "hello" --max-tokens 8 --temperature 0 --json \
+  >"$TMP/y.json" 2>"$TMP/e"; rc=$?
+[ $rc -eq 0 ] && cmp -s "$TMP/y.json" "$TMP/local.json" && [ "$(grep -c . "$HUB_LOG")" = "$n0" ]
+check yaml_hub_keys $? "exit $rc: $(tail -2 "$TMP/e")"
+
 # --- --download-dir, tokenizer-only commands, --revision, --tokenizer ---
 "$BIN" tokenize org/tiny --download-dir "$TMP/dl" --text "hello world" >"$TMP/t.out" 2>"$TMP/t.err"; rc=$?
 [ $rc -eq 0 ] && [ "$(cat "$TMP/t.out")" = "$out_l" ] && [ -f "$TMP/dl/models--org--tiny/snapshots/$C_MAIN/tokenizer.json" ] &&
