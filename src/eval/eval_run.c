@@ -160,6 +160,24 @@ qs_eval_status qs_eval_run(const char *config_path, const qs_eval_options *o, qs
             }
             goto done;
         }
+        /* a --tokenizer (or --tokenizer-revision) of the server is fetched too: the server reads
+         * the cache only when the model came from the hub */
+        const char *tok = qs_eval_flag_value(&cfg.server_argv, "--tokenizer");
+        const char *tok_rev = qs_eval_flag_value(&cfg.server_argv, "--tokenizer-revision");
+        if (tok || tok_rev) {
+            char tok_dir[2048];
+            qs_hub_options to = ho;
+            to.revision = tok_rev;
+            to.files = QS_HUB_FILES_TOKENIZER;
+            if (qs_hub_resolve(tok ? tok : cfg.model_name, &to, tok_dir, sizeof tok_dir, &err) != 0) {
+                qs_err_prefix(&err, "%s: --tokenizer: ", cfg.path);
+                if (o->skip_missing_models) {
+                    snprintf(out->reason, sizeof out->reason, "%s", err.msg);
+                    status = QS_EVAL_SKIPPED;
+                }
+                goto done;
+            }
+        }
         if (qs_eval_model_dir_unsupported(model_dir, out->reason, sizeof out->reason)) {
             status = QS_EVAL_SKIPPED;
             goto done;

@@ -137,8 +137,9 @@ done
 kill $SPID 2>/dev/null; wait $SPID 2>/dev/null
 check serve_from_hub $ok "$(tail -3 "$TMP/serve.log")"
 
-# qserve-eval: model_name ORG/NAME goes through the same resolver; the server gets the id and
-# reads the cache only (HF_HUB_OFFLINE=1), so it asks the hub nothing
+# qserve-eval: model_name ORG/NAME (and the server's --tokenizer, into its --download-dir) go
+# through the same resolver; the server gets the id and reads the cache only (HF_HUB_OFFLINE=1),
+# so only the eval's two model-info requests reach the hub
 EVAL=${QSERVE_BUILD:-$(dirname "$BIN")}/qserve-eval
 GSM=${QSERVE_SHARED_DATA:-../shared/data}/gsm8k
 if [ -x "$EVAL" ] && [ -f "$GSM/test.jsonl" ]; then
@@ -151,13 +152,14 @@ num_fewshot: 0
 max_tokens: 8
 startup_max_wait_seconds: 60
 request_timeout_seconds: 60
-server_args: "--device cpu --max-model-len 512 --enforce-eager"
+server_args: "--device cpu --max-model-len 512 --enforce-eager --tokenizer org/tok --download-dir $TMP/evcache"
 EOF2
   n0=$(grep -c . "$HUB_LOG")
   "$EVAL" "$TMP/eval.yaml" --server "$BIN" --data-dir "$GSM" --server-log "$TMP/eval-server.log" >"$TMP/eval.out" 2>"$TMP/eval.err"; rc=$?
   new=$(tail -n +$((n0 + 1)) "$HUB_LOG")
   [ $rc -eq 0 ] && grep -q "^PASS: accuracy" "$TMP/eval.out" && grep -q "serving 'org/tiny'" "$TMP/eval-server.log" &&
-    [ "$(echo "$new" | grep -c .)" = 1 ] && echo "$new" | grep -q "GET /api/models/org/tiny/revision/main"
+    [ -f "$TMP/evcache/models--org--tok/refs/main" ] && [ -f "$TMP/evcache/models--org--tiny/refs/main" ] &&
+    [ "$(echo "$new" | grep -c "GET /api/models/")" = 2 ]
   check eval_from_hub $? "exit $rc: $(tail -3 "$TMP/eval.err") $(tail -3 "$TMP/eval-server.log")"
 else
   echo "skip eval_from_hub: qserve-eval or GSM8K data ($GSM) absent"
