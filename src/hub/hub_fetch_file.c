@@ -1,5 +1,6 @@
 /* hub_fetch_file.c — one repo file into the cache, as huggingface_hub's hf_hub_download does it:
- * HEAD the resolve URL for the ETag (X-Linked-Etag for LFS files) and size, download into
+ * HEAD the resolve URL for the ETag (X-Linked-Etag for LFS files) and size, GET it (following the
+ * CDN redirect; the token stays with the hub's host) into
  * blobs/ETAG.incomplete under .locks/…/ETAG.lock (resuming with a Range request when a partial
  * file is there), check an LFS file's sha256 against its ETag, rename to blobs/ETAG and link
  * snapshots/COMMIT/FILE to it. Failures name the file and the cause. */
@@ -94,7 +95,9 @@ static int head_file(const hub_fetch_ctx *c, const char *file, file_meta *m, qs_
     bool redirect = r.status >= 300 && r.status <= 399 && r.location[0];
     /* a redirect's Content-Length is its own (empty) body's: only X-Linked-Size then says */
     m->size = r.linked_size >= 0 ? r.linked_size : redirect ? -1 : r.content_length;
-    snprintf(m->url, sizeof m->url, "%s", redirect ? r.location : url);
+    /* the bytes come from the resolve URL again, redirects followed by libcurl, which sends the
+     * token to the hub's host only, never to the CDN a signed redirect points to */
+    snprintf(m->url, sizeof m->url, "%s", url);
     return 0;
 }
 

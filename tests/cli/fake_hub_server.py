@@ -5,7 +5,8 @@ It speaks the two endpoints a downloader uses, as the hub documents them:
   GET  /api/models/ORG/NAME[/revision/REV]  -> {"id", "sha", "siblings": [{"rfilename"}]}
   HEAD/GET /ORG/NAME/resolve/REV/FILE       -> X-Repo-Commit, ETag; for LFS files (safetensors and
        files of --lfs-min-size bytes or more) X-Linked-Etag (the sha256) and X-Linked-Size with a
-       302 to /cdn/SHA256 (an absolute URL, as the hub's CDN redirect), which honours Range.
+       302 to /cdn/SHA256 on a second port (an absolute URL to another origin, as the hub's CDN
+       redirect), which honours Range.
 Errors carry X-Error-Code (RepoNotFound, RevisionNotFound, EntryNotFound, GatedRepo) as the hub's.
 For the @huggingface/hub npm client (the peer in test_hub.sh) also GET /api/models/ORG/NAME/tree/REV
 and POST /api/models/ORG/NAME/paths-info/REV, and Range: bytes=A-B on files.
@@ -216,7 +217,7 @@ class Handler(BaseHTTPRequestHandler):
             sha = hashlib.sha256(data).hexdigest()
             size = 10 ** 15 if hub.args.huge_size else len(data)
             headers.update({"X-Linked-Etag": '"%s"' % sha, "X-Linked-Size": str(size), "ETag": '"%s"' % sha,
-                            "Location": "http://127.0.0.1:%d/cdn/%s" % (self.server.server_port, sha)})
+                            "Location": "http://127.0.0.1:%d/cdn/%s" % (hub.cdn_port, sha)})
             if hub.args.no_linked_size:
                 del headers["X-Linked-Size"]
             return self.send(302, headers)
@@ -289,8 +290,13 @@ def main():
     ap.add_argument("--port-file", required=True)
     ap.add_argument("--max-seconds", type=float, default=120)
     args = ap.parse_args()
+    hub = Hub(args)
     server = Server(("127.0.0.1", 0), Handler)
-    server.hub = Hub(args)
+    # the CDN on another port: another origin, as the hub's CDN is another host
+    cdn = Server(("127.0.0.1", 0), Handler)
+    server.hub = cdn.hub = hub
+    hub.cdn_port = cdn.server_port
+    threading.Thread(target=cdn.serve_forever, daemon=True).start()
     with open(args.port_file + ".tmp", "w") as f:
         f.write(str(server.server_port))
     os.rename(args.port_file + ".tmp", args.port_file)

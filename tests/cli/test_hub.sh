@@ -241,8 +241,13 @@ check revision_and_tokenizer_flags $? "exit $rc: $(tail -2 "$TMP/e")"
 "$BIN" download org/private --tokenizer-only --download-dir "$TMP/a1" >/dev/null 2>"$TMP/e"; rc=$?
 [ $rc -eq 1 ] && grep -q "HTTP 401" "$TMP/e" && grep -q "HF_TOKEN" "$TMP/e" && grep -q "org/private" "$TMP/e"
 check private_401_names_token $? "$(cat "$TMP/e")"
-HF_TOKEN=hf_secret "$BIN" download org/private --tokenizer-only --download-dir "$TMP/a2" >/dev/null 2>"$TMP/e"
-check private_with_hf_token $? "$(cat "$TMP/e")"
+n0=$(grep -c . "$HUB_LOG")
+HF_TOKEN=hf_secret "$BIN" download org/private --tokenizer-only --download-dir "$TMP/a2" >/dev/null 2>"$TMP/e"; rc=$?
+new=$(tail -n +$((n0 + 1)) "$HUB_LOG")
+# the token goes to the hub, never to the CDN (another origin) its redirect points to
+[ $rc -eq 0 ] && echo "$new" | grep -q "^GET /cdn/.* auth=no" && ! echo "$new" | grep -q "/cdn/.* auth=yes" &&
+  ! echo "$new" | grep -q "/org/private/.* auth=no"
+check private_with_hf_token $? "exit $rc: $(cat "$TMP/e") $new"
 mkdir -p "$TMP/tokhome" && printf 'hf_secret\n' >"$TMP/tokhome/token"
 HF_HOME=$TMP/tokhome "$BIN" download org/private --tokenizer-only --download-dir "$TMP/a3" >/dev/null 2>"$TMP/e" &&
   grep -q "auth=yes" "$HUB_LOG"
