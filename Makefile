@@ -8,7 +8,7 @@ CC       ?= cc
 CFLAGS   ?= -O2 -g
 WARN     := -Wall -Wextra -Werror -Wno-unused-parameter -Wno-format-truncation
 STD      := -std=c11 -D_GNU_SOURCE
-PKGS     := libmicrohttpd libcjson yaml-0.1 libpcre2-8 libcurl
+PKGS     := libmicrohttpd libcjson yaml-0.1 libpcre2-8 libcurl libcrypto
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lunistring
 INCLUDES := -Isrc -Icuda

@@ -31,7 +31,8 @@ static void usage(FILE *out)
             "  --stop-grace-seconds S  SIGTERM to SIGKILL delay when stopping the server (default 8)\n"
             "  --config-list FILE      run every config listed (one YAML path per line) and tabulate\n"
             "  --skip-missing-models   a model found neither as a folder nor in the local Hugging Face\n"
-            "                          cache counts as skipped instead of an error\n"
+            "                          cache counts as skipped instead of an error (nothing is downloaded;\n"
+            "                          without it a missing hub model is downloaded, docs/cli.md)\n"
             "overrides of config values (vLLM's standalone evaluator flags):\n"
             "  --num-questions N  --num-shots N  --max-tokens N  --temperature T  --seed S\n"
             "  --max-concurrency N  --request-timeout-seconds S  --use-chat-completions  --model NAME\n");

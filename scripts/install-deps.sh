@@ -6,7 +6,7 @@ set -euo pipefail
 PKGS=(
   build-essential pkg-config clang
   libmicrohttpd-dev libcjson-dev libyaml-dev libpcre2-dev libcurl4-openssl-dev
-  libcmocka-dev libunistring-dev
+  libcmocka-dev libunistring-dev libssl-dev
   nodejs curl xz-utils
 )
 
@@ -29,7 +29,12 @@ else
   echo "install-deps: all packages present"
 fi
 
-# Node packages used by tests (the openai client) and golden generators live in tests/node.
-if [ -f tests/node/package.json ] && [ ! -d tests/node/node_modules ]; then
+# Node packages used by tests (the openai client, the @huggingface/hub client) and golden
+# generators live in tests/node; installed when any dependency of its package.json is missing.
+node_deps_missing() {
+  node -e 'const p=require("./tests/node/package.json"),fs=require("fs");
+    process.exit(Object.keys(p.dependencies||{}).every(d=>fs.existsSync("tests/node/node_modules/"+d))?1:0)'
+}
+if [ -f tests/node/package.json ] && node_deps_missing; then
   (cd tests/node && npm install --no-audit --no-fund --loglevel=error)
 fi

@@ -1,4 +1,4 @@
-/* backends_model.h — what `qserve backends MODEL_DIR` needs from a checkpoint without loading
+/* backends_model.h — what `qserve backends MODEL` needs from a checkpoint without loading
  * weights: config.json, the quantization config and safetensors headers only, turned into the
  * linear and MoE layer descriptions the registry selects for (the same modules the model loader
  * builds: attention q/k/v/o, dense MLP or router + experts, lm_head unless tied), with q/k/v and

@@ -1,8 +1,8 @@
-/* cmd_backends.c — `qserve backends [MODEL_DIR] [--assume-compute-capability X.Y] [--device D]
+/* cmd_backends.c — `qserve backends [MODEL] [--assume-compute-capability X.Y] [--device D]
  * [--linear-backend B] [--moe-backend B] [--kernel-config JSON] [--batch-invariant]
  * [--disabled-kernels A,B] [--json]`: runs the registry's selection exactly as `serve` would, but
  * without loading weights (headers only), and prints every candidate with its reason. Without
- * MODEL_DIR it describes the registry itself and the choice per layer kind and scheme on the
+ * MODEL it describes the registry itself and the choice per layer kind and scheme on the
  * device. --assume-compute-capability pretends a CUDA GPU, so a user sees what an A100 (8.0),
  * L40S (8.9) or H200 (9.0) would run. Exit status: 0, 1 when a layer type of the model has no
  * kernel (serve would fail too) or the model cannot be read, 2 on a usage error. */
@@ -12,6 +12,7 @@
 
 #include "cli/backends_model.h"
 #include "cli/backends_report.h"
+#include "cli/model_source.h"
 #include "cli/commands.h"
 #include "device/device.h"
 #include "model/step_dispatch.h"
@@ -23,9 +24,9 @@ static const char *const KERNEL_FLAGS[] = {"linear-backend", "moe-backend", "ker
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: qserve backends [MODEL_DIR] [options]\n\n"
+            "usage: qserve backends [MODEL] [options]\n\n"
             "Shows which kernel serves each layer kind and scheme, every candidate in priority order\n"
-            "and why it was taken or refused, without loading weights. Without MODEL_DIR: the whole\n"
+            "and why it was taken or refused, without loading weights. Without MODEL: the whole\n"
             "registry (kernels, priority lists) and the choice for every scheme on the device.\n\n"
             "options:\n"
             "  --assume-compute-capability X.Y  pretend a CUDA GPU of that capability (8.0 A100, 8.9 L40S,\n"
@@ -37,10 +38,12 @@ static void usage(FILE *out)
             "  --batch-invariant                as for serve\n"
             "  --disabled-kernels A,B           as QSERVE_DISABLED_KERNELS\n"
             "  --json                           print JSON instead of text\n");
+    qs_cli_hub_usage(out);
 }
 
 typedef struct {
     const char *model_dir, *assume_cc;
+    qs_cli_hub_flags hub;
     bool json;
     qs_config cfg; /* only device and kernels are used */
 } backends_args;
@@ -66,10 +69,15 @@ static int parse_args(int argc, char **argv, backends_args *a, qs_err *err)
             const char *arg = argv[i];
             if (arg[0] != '-') {
                 if (pass == 0 && a->model_dir)
-                    return qs_errf(err, "unexpected argument '%s' (MODEL_DIR is already '%s')", arg, a->model_dir);
+                    return qs_errf(err, "unexpected argument '%s' (MODEL is already '%s')", arg, a->model_dir);
                 a->model_dir = arg;
                 continue;
             }
+            int h = qs_cli_hub_arg(argc, argv, &i, &a->hub);
+            if (h < 0)
+                return qs_errf(err, "%s needs a value", arg);
+            if (h > 0)
+                continue;
             char name[96];
             snprintf(name, sizeof name, "%s", arg);
             char *eq = strchr(name, '=');
@@ -205,8 +213,11 @@ int qs_cmd_backends(int argc, char **argv)
     qs_backends_report r = {.dev = &dev, .kc = &a.cfg.kernels, .rows = rows};
     qs_backends_model m;
     bool have_model = false;
+    char model_dir[4096];
     if (a.model_dir) {
-        if (qs_backends_model_open(a.model_dir, dev.platform, qs_projection_fusion_disabled_by_env(), &m, &err)) {
+        if (qs_cli_model_dir(a.model_dir, &a.hub, QS_HUB_FILES_MODEL, model_dir, sizeof model_dir))
+            return 1;
+        if (qs_backends_model_open(model_dir, dev.platform, qs_projection_fusion_disabled_by_env(), &m, &err)) {
             fprintf(stderr, "error: %s\n", err.msg);
             return 1;
         }

@@ -1,4 +1,4 @@
-/* cmd_chat_template.c — `qserve chat-template MODEL_DIR --messages FILE.json ...`: renders a
+/* cmd_chat_template.c — `qserve chat-template MODEL --messages FILE.json ...`: renders a
  * checkpoint's chat template (tokenizer_config.json) for a conversation and prints the prompt
  * exactly, with no added newline, so it can be diffed against transformers' apply_chat_template. */
 #include <stdio.h>
@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli/args.h"
+#include "cli/model_source.h"
 #include "cli/commands.h"
 #include "tokenizer/chat_template.h"
 #include "util/fileio.h"
@@ -13,18 +14,19 @@
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: qserve chat-template MODEL_DIR --messages FILE.json [--add-generation-prompt]\n"
+            "usage: qserve chat-template MODEL --messages FILE.json [--add-generation-prompt]\n"
             "                            [--tools FILE.json] [--kwargs JSON] [--template FILE.jinja]\n\n"
-            "Prints the prompt MODEL_DIR's chat template makes of a conversation, byte for byte.\n"
-            "MODEL_DIR/tokenizer_config.json gives the template and bos_token/eos_token.\n\n"
+            "Prints the prompt MODEL's chat template makes of a conversation, byte for byte.\n"
+            "MODEL/tokenizer_config.json gives the template and bos_token/eos_token.\n\n"
             "  --messages FILE         a JSON array of messages, or {\"messages\": [...], \"tools\": [...]};\n"
             "                          '-' reads it from stdin\n"
             "  --add-generation-prompt end with the assistant header (add_generation_prompt=true)\n"
             "  --tools FILE            a JSON array of tool (function) schemas\n"
             "  --kwargs JSON           extra template variables, e.g. '{\"enable_thinking\": false}'\n"
             "  --template FILE         use this Jinja file instead of the checkpoint's template\n"
-            "                          (MODEL_DIR is then optional and only gives the special tokens)\n"
+            "                          (MODEL is then optional and only gives the special tokens)\n"
             "  --bos-token S, --eos-token S   override the special tokens\n");
+    qs_cli_hub_usage(out);
 }
 
 static cJSON *read_json(const char *path, const char *what, qs_err *err)
@@ -50,17 +52,19 @@ int qs_cmd_chat_template(int argc, char **argv)
     const char *model_dir = NULL, *messages_path = NULL, *tools_path = NULL, *kwargs_text = NULL;
     const char *template_path = NULL, *bos_flag = NULL, *eos_flag = NULL;
     bool add_generation_prompt = false;
-    const qs_cli_opt opts[] = {{"--messages", &messages_path, NULL},  {"--tools", &tools_path, NULL},
-                               {"--kwargs", &kwargs_text, NULL},     {"--template", &template_path, NULL},
-                               {"--bos-token", &bos_flag, NULL},     {"--eos-token", &eos_flag, NULL},
-                               {"--add-generation-prompt", NULL, &add_generation_prompt}};
+    qs_cli_hub_flags hub = {0};
+    qs_cli_opt opts[7 + QS_CLI_HUB_N_OPTS] = {{"--messages", &messages_path, NULL},  {"--tools", &tools_path, NULL},
+                                              {"--kwargs", &kwargs_text, NULL},     {"--template", &template_path, NULL},
+                                              {"--bos-token", &bos_flag, NULL},     {"--eos-token", &eos_flag, NULL},
+                                              {"--add-generation-prompt", NULL, &add_generation_prompt}};
+    qs_cli_hub_opts(&hub, opts + 7);
     bool done;
     int parse_status = qs_cli_parse("chat-template", argc, argv, opts, (int)(sizeof opts / sizeof opts[0]),
                                     &model_dir, usage, &done);
     if (done)
         return parse_status;
     if (!model_dir && !template_path) {
-        fprintf(stderr, "error: chat-template: MODEL_DIR is required\n");
+        fprintf(stderr, "error: chat-template: MODEL is required\n");
         usage(stderr);
         return 2;
     }
@@ -76,7 +80,10 @@ int qs_cmd_chat_template(int argc, char **argv)
     cJSON *doc = NULL, *tools_doc = NULL, *kwargs = NULL;
     char *prompt = NULL, *template_src = NULL;
 
-    if (model_dir && qs_chat_template_load_from_dir(model_dir, &from_dir, &err)) {
+    char dir[4096];
+    if (model_dir && qs_cli_model_dir(model_dir, &hub, QS_HUB_FILES_TOKENIZER, dir, sizeof dir))
+        goto done;
+    if (model_dir && qs_chat_template_load_from_dir(dir, &from_dir, &err)) {
         /* With --template the directory only supplies special tokens: a config without a chat
          * template is fine, a missing or broken one is not. */
         if (!template_path || !strstr(err.msg, "no chat template"))

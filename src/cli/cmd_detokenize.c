@@ -1,4 +1,4 @@
-/* cmd_detokenize.c — `qserve detokenize MODEL_DIR [--ids 1,2,3] [--skip-special-tokens]`: prints
+/* cmd_detokenize.c — `qserve detokenize MODEL [--ids 1,2,3] [--skip-special-tokens]`: prints
  * the text of the ids exactly (no newline added). Without --ids they come from stdin, separated
  * by commas or whitespace, optionally inside [ ] (so tokenize's output pipes straight in). */
 #include <stdio.h>
@@ -6,31 +6,35 @@
 #include <string.h>
 
 #include "cli/args.h"
+#include "cli/model_source.h"
 #include "cli/commands.h"
 #include "tokenizer/tokenizer.h"
 #include "util/fileio.h"
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: qserve detokenize MODEL_DIR [--ids 1,2,3] [--skip-special-tokens]\n\n"
+    fprintf(out, "usage: qserve detokenize MODEL [--ids 1,2,3] [--skip-special-tokens]\n\n"
                  "Prints the text of the token ids, with no newline added. Without --ids the ids are read\n"
                  "from stdin (commas or whitespace between them, optional [ ]).\n"
-                 "MODEL_DIR holds tokenizer.json (and tokenizer_config.json).\n\n"
+                 "MODEL holds tokenizer.json (and tokenizer_config.json).\n\n"
                  "  --ids LIST              comma-separated token ids\n"
                  "  --skip-special-tokens   leave special tokens out of the text\n");
+    qs_cli_hub_usage(out);
 }
 
 int qs_cmd_detokenize(int argc, char **argv)
 {
     const char *model_dir = NULL, *ids_arg = NULL;
     bool skip_special = false;
-    const qs_cli_opt opts[] = {{"--ids", &ids_arg, NULL}, {"--skip-special-tokens", NULL, &skip_special}};
+    qs_cli_hub_flags hub = {0};
+    qs_cli_opt opts[2 + QS_CLI_HUB_N_OPTS] = {{"--ids", &ids_arg, NULL}, {"--skip-special-tokens", NULL, &skip_special}};
+    qs_cli_hub_opts(&hub, opts + 2);
     bool done;
-    int status = qs_cli_parse("detokenize", argc, argv, opts, 2, &model_dir, usage, &done);
+    int status = qs_cli_parse("detokenize", argc, argv, opts, 2 + QS_CLI_HUB_N_OPTS, &model_dir, usage, &done);
     if (done)
         return status;
     if (!model_dir) {
-        fprintf(stderr, "error: detokenize: MODEL_DIR is required\n");
+        fprintf(stderr, "error: detokenize: MODEL is required\n");
         usage(stderr);
         return 2;
     }
@@ -53,7 +57,12 @@ int qs_cmd_detokenize(int argc, char **argv)
     }
     free(input);
     qs_tokenizer *tok;
-    if (qs_tokenizer_load(model_dir, &tok, &err)) {
+    char dir[4096];
+    if (qs_cli_model_dir(model_dir, &hub, QS_HUB_FILES_TOKENIZER, dir, sizeof dir)) {
+        free(ids);
+        return 1;
+    }
+    if (qs_tokenizer_load(dir, &tok, &err)) {
         fprintf(stderr, "error: %s\n", err.msg);
         free(ids);
         return 1;

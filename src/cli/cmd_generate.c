@@ -1,4 +1,4 @@
-/* cmd_generate.c — `qserve generate MODEL_DIR (--prompt TEXT | --prompt-ids 1,2,3) [options]`:
+/* cmd_generate.c — `qserve generate MODEL (--prompt TEXT | --prompt-ids 1,2,3) [options]`:
  * one prompt through the model on this machine, without the server. Generation flags are parsed
  * here; every other flag (backends, device, threads, --config) goes to qs_config_parse_args, so
  * generate accepts the same backend and device options as `serve`. Sampling defaults come from
@@ -13,6 +13,7 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/model_source.h"
 #include "engine/generate.h"
 #include "model/model_config.h"
 #include "tokenizer/chat_template.h"
@@ -38,10 +39,12 @@ typedef struct gen_opts {
 static void usage(void)
 {
     fprintf(stderr,
-            "usage: qserve generate MODEL_DIR (--prompt TEXT | --prompt-ids 1,2,3) [--max-tokens N]\n"
+            "usage: qserve generate MODEL (--prompt TEXT | --prompt-ids 1,2,3) [--max-tokens N]\n"
             "       [--temperature T] [--top-p P] [--top-k K] [--min-p P] [--repetition-penalty R] [--seed S]\n"
             "       [--logprobs N] [--chat] [--json] [--stop STR]... [--ignore-eos] [serve options: --device,\n"
-            "       --linear-backend, --moe-backend, --threads, --config, ...]\n");
+            "       --linear-backend, --moe-backend, --threads, --config, ...] [--revision REV]\n"
+            "       [--download-dir DIR] [--offline] [--tokenizer NAME|DIR] [--tokenizer-revision REV]\n"
+            "  MODEL is a folder or a Hugging Face repo id ORG/NAME (from the cache, downloaded if missing)\n");
 }
 
 /* Takes the generate flags out of argv; the rest (argv[0] included) lands in rest[]. */
@@ -291,13 +294,17 @@ int qs_cmd_generate(int argc, char **argv)
     }
     status = 1;
     qs_generation_config gc;
-    char tok_path[1200];
-    qs_path_join(tok_path, sizeof(tok_path), cfg.model_dir, "tokenizer.json");
+    char tok_dir[1024], tok_path[1200];
+    if (qs_cli_resolve_config(&cfg, tok_dir, sizeof tok_dir, &err)) {
+        fprintf(stderr, "error: %s\n", err.msg);
+        goto done;
+    }
+    qs_path_join(tok_path, sizeof(tok_path), tok_dir, "tokenizer.json");
     /* --prompt-ids needs no tokenizer: without one the output is ids only (no text, no --stop) */
     bool need_tok = !o.prompt_ids || o.n_stops > 0 || qs_file_exists(tok_path);
     if (!need_tok)
-        fprintf(stderr, "note: %s has no tokenizer.json; printing token ids only\n", cfg.model_dir);
-    if ((need_tok && qs_tokenizer_load(cfg.model_dir, &tok, &err)) || prompt_tokens(&o, tok, &prompt, &n_prompt, &err) ||
+        fprintf(stderr, "note: %s has no tokenizer.json; printing token ids only\n", tok_dir);
+    if ((need_tok && qs_tokenizer_load(tok_dir, &tok, &err)) || prompt_tokens(&o, tok, &prompt, &n_prompt, &err) ||
         qs_generation_config_load(cfg.model_dir, &gc, &err) || qs_model_load(&cfg, &model, &err)) {
         fprintf(stderr, "error: %s\n", err.msg);
         goto done;

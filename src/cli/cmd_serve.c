@@ -1,4 +1,4 @@
-/* cmd_serve.c — `qserve serve MODEL_DIR [flags]` (also `qserve MODEL_DIR [flags]`): parse the
+/* cmd_serve.c — `qserve serve MODEL [flags]` (also `qserve MODEL [flags]`): parse the
  * serve flags (src/config), bind the HTTP server first so /health answers 503 while loading,
  * load tokenizer, model and KV cache on a loader thread, start the engine, then wait for
  * SIGINT/SIGTERM and shut down gracefully (stop accepting, abort in-flight requests, exit 0). */
@@ -13,6 +13,7 @@
 #include "qs_cuda_mem.h"
 #endif
 #include "cli/commands.h"
+#include "cli/model_source.h"
 #include "config/config.h"
 #include "engine/engine.h"
 #include "engine/kv_cache.h"
@@ -27,7 +28,8 @@
 #define CPU_KV_DEFAULT_BYTES ((size_t)2 << 30)
 
 typedef struct {
-    const qs_config *cfg;
+    qs_config *cfg; /* model_dir becomes the resolved folder (src/hub) */
+    char tok_dir[1024];
     qs_server *server;
     bool failed;
 } loader_args;
@@ -73,7 +75,7 @@ static int choose_kv_blocks(const qs_config *cfg, const qs_model_config *mc, con
     return (int)(want < cap ? want : cap);
 }
 
-static int load_all(const qs_config *cfg, qs_server_model *out, qs_err *err)
+static int load_all(const qs_config *cfg, const char *tok_dir, qs_server_model *out, qs_err *err)
 {
     memset(out, 0, sizeof *out);
     qs_tokenizer *tok = NULL;
@@ -81,7 +83,7 @@ static int load_all(const qs_config *cfg, qs_server_model *out, qs_err *err)
     qs_kv_cache *kv = NULL;
     qs_chat_template *tmpl = NULL;
     qs_engine *engine = NULL;
-    if (qs_tokenizer_load(cfg->model_dir, &tok, err))
+    if (qs_tokenizer_load(tok_dir, &tok, err))
         return -1;
     double t0 = (double)clock() / CLOCKS_PER_SEC;
     if (qs_model_load(cfg, &model, err))
@@ -175,7 +177,9 @@ static void *loader_main(void *arg)
     loader_args *a = arg;
     qs_server_model m;
     qs_err err = {{0}};
-    if (load_all(a->cfg, &m, &err)) {
+    /* a hub name is resolved (and downloaded) here, while /health answers 503 */
+    if (qs_cli_resolve_config(a->cfg, a->tok_dir, sizeof a->tok_dir, &err) ||
+        load_all(a->cfg, a->tok_dir, &m, &err)) {
         qs_error("loading %s failed: %s", a->cfg->model_dir, err.msg);
         qs_server_set_failed(a->server, err.msg);
         a->failed = true;
@@ -197,12 +201,12 @@ int qs_cmd_serve(int argc, char **argv)
         return 2;
     }
     if (cfg.help_requested) {
-        printf("usage: qserve serve MODEL_DIR [flags]   (or: qserve MODEL_DIR [flags])\n\n");
+        printf("usage: qserve serve MODEL [flags]   (or: qserve MODEL [flags])\n\n");
         qs_config_print_help(stdout);
         return 0;
     }
     if (!cfg.model_dir[0]) {
-        fprintf(stderr, "error: serve needs MODEL_DIR (usage: qserve serve MODEL_DIR [flags])\n");
+        fprintf(stderr, "error: serve needs MODEL (usage: qserve serve MODEL [flags])\n");
         return 2;
     }
     if (cfg.tensor_parallel_size > 1) {

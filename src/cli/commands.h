@@ -11,5 +11,6 @@ int qs_cmd_chat_template(int argc, char **argv);
 int qs_cmd_backends(int argc, char **argv);
 int qs_cmd_quantize(int argc, char **argv);
 int qs_cmd_init_model(int argc, char **argv);
+int qs_cmd_download(int argc, char **argv);
 
 #endif

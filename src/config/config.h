@@ -27,8 +27,13 @@ typedef struct qs_kernel_config {
 typedef enum { QS_DEVICE_AUTO, QS_DEVICE_CPU, QS_DEVICE_CUDA } qs_device_choice;
 
 typedef struct qs_config {
-    char model_dir[1024];
+    char model_dir[1024];          /* a folder or a hub repo id as typed; a folder once resolved (src/hub) */
     char served_model_name[256];   /* default: model_dir as given */
+    char revision[256];            /* hub revision of the model ("" = main) */
+    char download_dir[1024];       /* Hugging Face cache root ("" = the default cache) */
+    char tokenizer[1024];          /* tokenizer folder or repo id ("" = the model's) */
+    char tokenizer_revision[256];  /* hub revision of --tokenizer ("" = main) */
+    bool offline;                  /* cache only (also HF_HUB_OFFLINE=1) */
     char host[256];                /* default "0.0.0.0" */
     int port;                      /* default 8000 */
     int max_model_len;             /* 0 = from the model config */
@@ -58,7 +63,7 @@ void qs_kernel_config_defaults(qs_kernel_config *kc);
  * QSERVE_BATCH_INVARIANT=1. qs_config_parse_args calls it, and reads QSERVE_API_KEY itself. */
 int qs_kernel_config_apply_env(qs_kernel_config *kc, qs_err *err);
 /* Parses serve-style argv (argv[0] is the command name and is skipped; the first non-flag
- * argument is MODEL_DIR). Layers, in rising priority: defaults and the environment, the YAML of
+ * argument is MODEL). Layers, in rising priority: defaults and the environment, the YAML of
  * --config FILE.yaml, the CLI. Within a layer --kernel-config is applied before the individual
  * --linear-backend / --moe-backend / --batch-invariant flags, which override it. Ends by
  * validating every value (backend names against the registry, ranges, tensor parallelism). */

@@ -32,7 +32,7 @@ int qs_config_max_num_seqs(const qs_config *cfg, bool on_cuda)
 }
 
 /* One pass over argv. apply_kernel_config selects which options this pass applies: the
- * --kernel-config ones (pass 1) or all the others and the positional MODEL_DIR (pass 2). */
+ * --kernel-config ones (pass 1) or all the others and the positional MODEL (pass 2). */
 static int cli_pass(int argc, char **argv, qs_config *cfg, bool kernel_config_pass, qs_err *err)
 {
     int positional = 0;
@@ -46,9 +46,9 @@ static int cli_pass(int argc, char **argv, qs_config *cfg, bool kernel_config_pa
             if (kernel_config_pass)
                 continue;
             if (positional++)
-                return qs_errf(err, "unexpected argument '%s' (MODEL_DIR is already '%s')", a, cfg->model_dir);
+                return qs_errf(err, "unexpected argument '%s' (MODEL is already '%s')", a, cfg->model_dir);
             if (strlen(a) >= sizeof cfg->model_dir)
-                return qs_errf(err, "MODEL_DIR '%.40s...' is too long", a);
+                return qs_errf(err, "MODEL '%.40s...' is too long", a);
             snprintf(cfg->model_dir, sizeof cfg->model_dir, "%s", a);
             continue;
         }
@@ -136,7 +136,7 @@ static int validate(qs_config *cfg, qs_err *err)
     if (qs_registry_check_kernel_config(&cfg->kernels, err))
         return -1;
     if (!cfg->help_requested && !cfg->model_dir[0])
-        return qs_errf(err, "missing MODEL_DIR (usage: qserve serve MODEL_DIR [options]; see --help)");
+        return qs_errf(err, "missing MODEL (usage: qserve serve MODEL [options]; see --help)");
     if (!cfg->served_model_name[0])
         snprintf(cfg->served_model_name, sizeof cfg->served_model_name, "%s", cfg->model_dir);
     return 0;

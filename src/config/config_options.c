@@ -18,11 +18,23 @@
 static const qs_option OPTIONS[] = {
     {"config", QS_OPT_CONFIG_FILE, NOF, "FILE.yaml",
      "read options from a YAML file (keys are these flag names); flags on the command line override it"},
-    {"model", QS_OPT_STRING, F(model_dir), "DIR", "model directory (same as the positional MODEL_DIR)"},
+    {"model", QS_OPT_STRING, F(model_dir), "MODEL",
+     "model folder or Hugging Face repo id ORG/NAME (same as the positional MODEL)"},
+    {"revision", QS_OPT_STRING, F(revision), "REV",
+     "the model's revision on the Hugging Face hub: branch, tag or commit (default main)"},
+    {"download-dir", QS_OPT_STRING, F(download_dir), "DIR",
+     "Hugging Face cache folder to read models from and download them into (default $HF_HUB_CACHE, "
+     "$HF_HOME/hub or ~/.cache/huggingface/hub)"},
+    {"tokenizer", QS_OPT_STRING, F(tokenizer), "NAME|DIR",
+     "tokenizer (and chat template) from this folder or hub repo instead of the model's"},
+    {"tokenizer-revision", QS_OPT_STRING, F(tokenizer_revision), "REV",
+     "revision of --tokenizer on the hub (default main)"},
+    {"offline", QS_OPT_BOOL, F(offline), NULL,
+     "use only the Hugging Face cache, never the network (or set HF_HUB_OFFLINE=1)"},
     {"host", QS_OPT_STRING, F(host), "HOST", "address to listen on (default 0.0.0.0)"},
     {"port", QS_OPT_INT, F(port), "PORT", "port to listen on (default 8000)"},
     {"served-model-name", QS_OPT_STRING, F(served_model_name), "NAME",
-     "model name in the API (default: MODEL_DIR as given)"},
+     "model name in the API (default: MODEL as given, e.g. ORG/NAME)"},
     {"api-key", QS_OPT_STRING, F(api_key), "KEY",
      "require 'Authorization: Bearer KEY' on /v1 requests (or set QSERVE_API_KEY)"},
     {"max-model-len", QS_OPT_INT, F(max_model_len), "N", "context length limit (default: the model's)"},
@@ -238,8 +250,8 @@ int qs_config_set_option(qs_config *cfg, const qs_option *opt, const char *value
 
 void qs_config_print_help(FILE *out)
 {
-    fprintf(out, "usage: qserve [serve] MODEL_DIR [options]\n\n"
-                 "Serves MODEL_DIR over an OpenAI-compatible HTTP API. Options come from, in rising\n"
+    fprintf(out, "usage: qserve [serve] MODEL [options]\n\n"
+                 "Serves MODEL over an OpenAI-compatible HTTP API. Options come from, in rising\n"
                  "priority: defaults, the environment, --config FILE.yaml, the command line.\n"
                  "Write --flag VALUE or --flag=VALUE; names and backend values accept '-' or '_'.\n\n"
                  "options:\n");

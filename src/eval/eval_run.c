@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "eval/gsm8k.h"
-#include "eval/hf_cache.h"
+#include "hub/hub.h"
 #include "eval/interrupt.h"
 #include "eval/model_support.h"
 #include "eval/report.h"
@@ -142,13 +142,41 @@ qs_eval_status qs_eval_run(const char *config_path, const qs_eval_options *o, qs
             status = QS_EVAL_SKIPPED;
             goto done;
         }
-        if (qs_hf_resolve_model(cfg.model_name, model_dir, sizeof model_dir, &err) != 0) {
+        /* the server's hub flags pick the revision and cache; --skip-missing-models looks in the
+         * cache only (a model not there is skipped), otherwise what is missing is downloaded */
+        bool offline = o->skip_missing_models;
+        for (size_t i = 0; i < cfg.server_argv.count; i++)
+            offline |= !strcmp(cfg.server_argv.items[i], "--offline");
+        qs_hub_options ho = {.revision = qs_eval_flag_value(&cfg.server_argv, "--revision"),
+                             .cache_dir = qs_eval_flag_value(&cfg.server_argv, "--download-dir"),
+                             .offline = offline,
+                             .offline_why = o->skip_missing_models ? "--skip-missing-models (cache only)" : NULL,
+                             .files = QS_HUB_FILES_MODEL};
+        if (qs_hub_resolve(cfg.model_name, &ho, model_dir, sizeof model_dir, &err) != 0) {
             qs_err_prefix(&err, "%s: ", cfg.path);
             if (o->skip_missing_models) {
                 snprintf(out->reason, sizeof out->reason, "%s", err.msg);
                 status = QS_EVAL_SKIPPED;
             }
             goto done;
+        }
+        /* a --tokenizer (or --tokenizer-revision) of the server is fetched too: the server reads
+         * the cache only when the model came from the hub */
+        const char *tok = qs_eval_flag_value(&cfg.server_argv, "--tokenizer");
+        const char *tok_rev = qs_eval_flag_value(&cfg.server_argv, "--tokenizer-revision");
+        if (tok || tok_rev) {
+            char tok_dir[2048];
+            qs_hub_options to = ho;
+            to.revision = tok_rev;
+            to.files = QS_HUB_FILES_TOKENIZER;
+            if (qs_hub_resolve(tok ? tok : cfg.model_name, &to, tok_dir, sizeof tok_dir, &err) != 0) {
+                qs_err_prefix(&err, "%s: --tokenizer: ", cfg.path);
+                if (o->skip_missing_models) {
+                    snprintf(out->reason, sizeof out->reason, "%s", err.msg);
+                    status = QS_EVAL_SKIPPED;
+                }
+                goto done;
+            }
         }
         if (qs_eval_model_dir_unsupported(model_dir, out->reason, sizeof out->reason)) {
             status = QS_EVAL_SKIPPED;
@@ -159,9 +187,10 @@ qs_eval_status qs_eval_run(const char *config_path, const qs_eval_options *o, qs
         goto done;
 
     /* vLLM serves a model under its id and its runner sends that id as "model" in chat requests. A
-     * model found in the HF cache is served under its snapshot path unless named explicitly. */
+     * hub model is handed to the server by its id (served under it by default), which finds the
+     * snapshot just resolved in the cache without going to the network again. */
     const char *named = qs_eval_flag_value(&cfg.server_argv, "--served-model-name");
-    const char *add_served_name = !o->host && !named && strcmp(model_dir, cfg.model_name) ? cfg.model_name : NULL;
+    bool from_hub = !o->host && strcmp(model_dir, cfg.model_name) != 0;
     qs_eval_request_params params = {
         .chat = cfg.use_chat_completions,
         .model = o->model ? o->model : o->host ? NULL : named ? named : cfg.model_name,
@@ -183,13 +212,13 @@ qs_eval_status qs_eval_run(const char *config_path, const qs_eval_options *o, qs
             goto done;
         qs_eval_server_opts so = {
             .binary = binary,
-            .model_dir = model_dir,
+            .model_dir = from_hub ? cfg.model_name : model_dir,
             .args = &cfg.server_argv,
             .env = &cfg.env,
             .startup_wait_s = cfg.startup_max_wait_seconds,
             .log_path = o->server_log,
             .stop_grace_s = o->stop_grace_s,
-            .served_model_name = add_served_name,
+            .cache_only = from_hub,
         };
         fprintf(stderr, "qserve-eval: %s: starting the server (up to %g s)\n", cfg.path, cfg.startup_max_wait_seconds);
         if (qs_eval_server_start(&so, &server, &err) != 0) {

@@ -251,6 +251,8 @@ static int spawn(const qs_eval_server_opts *o, const qs_eval_strlist *argv, qs_e
         signal(SIGPIPE, SIG_DFL);
         for (size_t i = 0; i < o->env->count; i++)
             putenv(o->env->items[i]);
+        if (o->cache_only)
+            setenv("HF_HUB_OFFLINE", "1", 1);
         execv(o->binary, argv->items);
         dprintf(STDERR_FILENO, "qserve-eval: cannot run %s: %s\n", o->binary, strerror(errno));
         _exit(127);

@@ -22,6 +22,7 @@ typedef struct qs_eval_server_opts {
     const char *log_path;          /* NULL: a fresh /tmp/qserve-eval-server-XXXXXX.log */
     double stop_grace_s;           /* SIGTERM -> SIGKILL delay; 0 = 8 s */
     const char *served_model_name; /* not NULL: `--served-model-name NAME` is added */
+    bool cache_only;               /* HF_HUB_OFFLINE=1 in the server's environment (after env) */
 } qs_eval_server_opts;
 
 typedef struct qs_eval_server {

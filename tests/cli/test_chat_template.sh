@@ -90,6 +90,6 @@ same chat_template_jinja_file "$FIX/chatml_unicode.expected" \
   "$BIN" chat-template "$TMP/model" --messages "$FIX/chatml_unicode.messages.json"
 
 fails missing_messages_flag 2 "--messages FILE.json is required" "$BIN" chat-template "$TMP/model"
-fails missing_model_dir 2 "MODEL_DIR is required" "$BIN" chat-template --messages "$FIX/chatml_unicode.messages.json"
+fails missing_model_dir 2 "MODEL is required" "$BIN" chat-template --messages "$FIX/chatml_unicode.messages.json"
 fails unknown_option 2 "unknown option '--frobnicate'" "$BIN" chat-template "$TMP/model" --frobnicate
 if "$BIN" chat-template --help | grep -q -- "--add-generation-prompt"; then ok help; else notok help; fi

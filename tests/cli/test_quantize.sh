@@ -63,7 +63,7 @@ check error_nvfp4_in_fp8_format $? "$(cat "$TMP/e.log")"
 [ $? -eq 1 ] && grep -q "already quantized" "$TMP/e.log"
 check error_already_quantized $? "$(cat "$TMP/e.log")"
 "$BIN" quantize "$TMP/missing" "$TMP/bad" --scheme fp8-dynamic >"$TMP/e.log" 2>&1
-[ $? -eq 1 ] && grep -q "missing/config.json" "$TMP/e.log"
+[ $? -eq 1 ] && grep -q "model folder .$TMP/missing. does not exist" "$TMP/e.log"
 check error_missing_input $? "$(cat "$TMP/e.log")"
 "$BIN" init-model "$TMP/x" --shape llama-9000 >"$TMP/e.log" 2>&1
 [ $? -eq 2 ] && grep -q "llama-9000" "$TMP/e.log" && grep -q "tiny-qwen3-moe" "$TMP/e.log"

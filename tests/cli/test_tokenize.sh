@@ -37,7 +37,7 @@ out=$("$BIN" detokenize "$SMALL" --ids 1,357,284,319,306,279,350 --skip-special-
 "$BIN" detokenize "$SMALL" --ids 1,99999 >/dev/null 2>"$tmp/e"; rc=$?
 [ $rc -ne 0 ] && grep -q "99999" "$tmp/e"; check error_unknown_id $?
 "$BIN" tokenize >/dev/null 2>"$tmp/e"; rc=$?
-[ $rc -eq 2 ] && grep -q "MODEL_DIR" "$tmp/e"; check error_no_model_dir $?
+[ $rc -eq 2 ] && grep -q "MODEL" "$tmp/e"; check error_no_model_dir $?
 printf 'ab\xffcd' | "$BIN" tokenize "$SMALL" >/dev/null 2>"$tmp/e"; rc=$?
 [ $rc -ne 0 ] && grep -q "offset 2" "$tmp/e"; check error_invalid_utf8_offset $?
 

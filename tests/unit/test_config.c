@@ -177,7 +177,7 @@ static void value_errors_name_the_flag(void **state)
     assert_non_null(strstr(e.msg, "unexpected argument 'n'"));
     char *none[] = {"serve", "--port", "1"};
     assert_int_equal(qs_config_parse_args(ARGC(none), none, &c, &e), -1);
-    assert_non_null(strstr(e.msg, "MODEL_DIR"));
+    assert_non_null(strstr(e.msg, "MODEL"));
     char *help[] = {"serve", "--help"};
     assert_int_equal(qs_config_parse_args(ARGC(help), help, &c, &e), 0);
     assert_true(c.help_requested);
