@@ -141,6 +141,7 @@ static int load_all(const qs_config *cfg, qs_server_model *out, qs_err *err)
         .n_eos = n_eos,
         .tokenizer = tok,
         .start_thread = true,
+        .enable_prefix_caching = cfg->enable_prefix_caching,
     };
     if (opt.max_num_batched_tokens <= 0)
         opt.max_num_batched_tokens = 2048;
@@ -149,8 +150,9 @@ static int load_all(const qs_config *cfg, qs_server_model *out, qs_err *err)
         goto fail;
     }
     qs_info("engine: max_model_len %d, max_num_seqs %d, max_num_batched_tokens %d, %d end-of-sequence ids, "
-            "loaded in %.1f s CPU time",
+            "prefix caching %s, loaded in %.1f s CPU time",
             max_model_len, opt.max_num_seqs, opt.max_num_batched_tokens, n_eos,
+            opt.enable_prefix_caching ? "on" : "off (--no-enable-prefix-caching)",
             (double)clock() / CLOCKS_PER_SEC - t0);
     *out = (qs_server_model){.engine = engine,
                              .tokenizer = tok,

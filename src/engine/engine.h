@@ -46,6 +46,7 @@ typedef struct qs_engine_event {
     qs_finish_reason finish;   /* != NONE on the sequence's last event */
     int prompt_tokens;         /* on the last event */
     int completion_tokens;     /* on the last event */
+    int cached_tokens;         /* on the last event: prompt tokens found in the prefix cache */
     char error[256];           /* on QS_FINISH_ERROR */
     struct qs_engine_event *next;
 } qs_engine_event;
@@ -80,6 +81,7 @@ typedef struct qs_seq_request {
     bool include_stop_str_in_output;
     bool skip_special_tokens;
     int choice;
+    const char *cache_salt;    /* NULL or "": no salt; sequences with different salts share no KV blocks */
 } qs_seq_request;
 
 /* --- The forward pass and KV pool the engine drives --- */
@@ -113,6 +115,8 @@ typedef struct qs_engine_options {
     int n_eos;
     const qs_tokenizer *tokenizer; /* for text and stop strings; NULL = tokens only (tests) */
     bool start_thread;          /* false: the caller drives qs_engine_step (tests) */
+    bool enable_prefix_caching; /* reuse cached KV blocks of shared prefixes (prefix_cache.h) */
+    uint64_t prefix_hash_seed;  /* keys the block hashes; 0 = a random one */
 } qs_engine_options;
 
 typedef struct qs_engine qs_engine;
@@ -147,6 +151,8 @@ typedef struct qs_engine_load {
     int num_blocks;
     int num_free_blocks;
     long long num_preemptions;
+    int num_cached_blocks;      /* blocks holding prefix-cached content (held or free) */
+    bool prefix_caching;
 } qs_engine_load;
 void qs_engine_get_load(qs_engine *e, qs_engine_load *out);
 /* Latency histograms and token counters (engine_stats.h); copied under the engine's lock. */

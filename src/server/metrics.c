@@ -106,6 +106,10 @@ char *qs_metrics_render(const char *model_name, qs_engine *engine, const qs_http
     counter(&b, "num_preemptions_total", "Sequences preempted (recomputed) because the KV cache was full.", labels,
             st.preemptions_total);
     counter(&b, "prompt_tokens_total", "Prompt tokens processed.", labels, st.prompt_tokens_total);
+    counter(&b, "prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache.", labels,
+            st.prefix_cache_queries_total);
+    counter(&b, "prefix_cache_hits_total", "Prompt tokens found in the prefix cache.", labels,
+            st.prefix_cache_hits_total);
     counter(&b, "generation_tokens_total", "Tokens generated.", labels, st.generation_tokens_total);
     sb_printf(&b, "# HELP qserve:request_success_total Finished sequences by finish reason.\n"
                   "# TYPE qserve:request_success_total counter\n");

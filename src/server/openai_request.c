@@ -413,6 +413,14 @@ int qs_openai_request_parse(qs_api_kind kind, const char *body, size_t len, qs_o
             return -1;
         }
     }
+    const cJSON *salt = field(root, "cache_salt");
+    if (salt) {
+        if (!cJSON_IsString(salt) || !salt->valuestring[0] || strlen(salt->valuestring) > QS_MAX_CACHE_SALT ||
+            !valid_utf8(salt->valuestring))
+            return qs_api_errorf(e, 400, "cache_salt", "'cache_salt' must be a non-empty string of at most %d bytes.",
+                                 QS_MAX_CACHE_SALT);
+        r->cache_salt = salt->valuestring;
+    }
     const cJSON *user = field(root, "user");
     if (user && !cJSON_IsString(user))
         return qs_api_errorf(e, 400, "user", "'user' must be a string.");
