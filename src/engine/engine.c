@@ -284,6 +284,7 @@ int qs_engine_create(const qs_engine_options *opt, const qs_engine_backend *back
     e->load.num_blocks = backend->num_blocks;
     e->load.num_free_blocks = backend->num_blocks;
     e->load.prefix_caching = opt->enable_prefix_caching;
+    e->load.kv_cache_dtype = opt->kv_cache_dtype ? opt->kv_cache_dtype : "auto";
     if (opt->start_thread) {
         if (pthread_create(&e->thread, NULL, engine_main, e)) {
             qs_scheduler_destroy(&e->sched);

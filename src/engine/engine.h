@@ -117,6 +117,7 @@ typedef struct qs_engine_options {
     bool start_thread;          /* false: the caller drives qs_engine_step (tests) */
     bool enable_prefix_caching; /* reuse cached KV blocks of shared prefixes (prefix_cache.h) */
     uint64_t prefix_hash_seed;  /* keys the block hashes; 0 = a random one */
+    const char *kv_cache_dtype; /* what the cache holds, for /metrics (static string; NULL = "auto") */
 } qs_engine_options;
 
 typedef struct qs_engine qs_engine;
@@ -153,6 +154,7 @@ typedef struct qs_engine_load {
     long long num_preemptions;
     int num_cached_blocks;      /* blocks holding prefix-cached content (held or free) */
     bool prefix_caching;
+    const char *kv_cache_dtype;
 } qs_engine_load;
 void qs_engine_get_load(qs_engine *e, qs_engine_load *out);
 /* Latency histograms and token counters (engine_stats.h); copied under the engine's lock. */

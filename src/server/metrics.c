@@ -103,6 +103,13 @@ char *qs_metrics_render(const char *model_name, qs_engine *engine, const qs_http
     double usage = load.num_blocks ? 1.0 - (double)load.num_free_blocks / load.num_blocks : 0.0;
     gauge(&b, "kv_cache_usage_perc", "Fraction of KV-cache blocks in use (1 = full).", labels, usage);
     gauge(&b, "kv_cache_blocks_total", "KV-cache blocks of 16 positions.", labels, load.num_blocks);
+    sb_printf(&b,
+              "# HELP qserve:cache_config_info Information of the KV cache configuration.\n"
+              "# TYPE qserve:cache_config_info gauge\n"
+              "qserve:cache_config_info{%s,block_size=\"16\",cache_dtype=\"%s\",enable_prefix_caching=\"%s\","
+              "num_gpu_blocks=\"%d\"} 1\n",
+              labels, load.kv_cache_dtype ? load.kv_cache_dtype : "auto", load.prefix_caching ? "True" : "False",
+              load.num_blocks);
     counter(&b, "num_preemptions_total", "Sequences preempted (recomputed) because the KV cache was full.", labels,
             st.preemptions_total);
     counter(&b, "prompt_tokens_total", "Prompt tokens processed.", labels, st.prompt_tokens_total);
