@@ -107,8 +107,12 @@ static int load_all(const qs_config *cfg, qs_server_model *out, qs_err *err)
     if (rc_kv)
         goto fail;
     const char *kv_dtype = qs_kv_dtype_name(qs_kv_cache_dtype(kv), dev->platform);
-    qs_info("KV cache: %d blocks of %d tokens (%d tokens), %s, on %s", blocks, QS_KV_BLOCK_SIZE,
-            blocks * QS_KV_BLOCK_SIZE, kv_dtype, dev->name);
+    char per_elem[96] = "";
+    if (qs_kv_cache_dtype(kv) == QS_KV_FP8_E4M3)
+        snprintf(per_elem, sizeof per_elem, " (1 byte an element: twice the %d blocks of bf16 in the same memory)",
+                 blocks / 2);
+    qs_info("KV cache: %d blocks of %d tokens (%d tokens), %s%s, on %s", blocks, QS_KV_BLOCK_SIZE,
+            blocks * QS_KV_BLOCK_SIZE, kv_dtype, per_elem, dev->name);
 
     int32_t eos[3 * QS_MAX_EOS];
     int n_eos = 0;

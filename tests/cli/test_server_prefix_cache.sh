@@ -81,3 +81,31 @@ if start_server "$MODEL" --max-num-seqs 4 --no-enable-prefix-caching; then
 else
   notok server_without_cache_starts "$(tail -c 500 "$TMP/server.log")"
 fi
+
+# --- FP8 KV cache: twice the blocks of bf16 in the same memory, named in the log and the metrics ---
+blocks_of() { awk -F'num_gpu_blocks="' '/^qserve:cache_config_info/ {split($2, a, "\""); print a[1]}' "$TMP/metrics"; }
+if start_server "$MODEL" --max-num-seqs 4 --kv-cache-memory 4MiB --kv-cache-dtype bf16; then
+  curl -s "$URL/metrics" >"$TMP/metrics"; bf16_blocks=$(blocks_of)
+  grep -q 'cache_dtype="bf16"' "$TMP/metrics"
+  check cache_config_info_bf16 $? "$(grep cache_config_info "$TMP/metrics")"
+  stop_server
+fi
+if start_server "$MODEL" --max-num-seqs 4 --kv-cache-memory 4MiB --kv-cache-dtype fp8; then
+  curl -s "$URL/metrics" >"$TMP/metrics"; fp8_blocks=$(blocks_of)
+  # (each count is the memory divided by a block's bytes, rounded down)
+  [ -n "${bf16_blocks:-}" ] && [ "$fp8_blocks" -ge $((2 * bf16_blocks)) ] && [ "$fp8_blocks" -le $((2 * bf16_blocks + 1)) ] && \
+    grep -q 'cache_dtype="fp8_e4m3"' "$TMP/metrics"
+  check fp8_kv_doubles_blocks $? "bf16 ${bf16_blocks:-?} fp8 $fp8_blocks"
+  grep -q "KV cache dtype fp8_e4m3 (--kv-cache-dtype fp8): per-layer K/V scales from 1.0 for every layer" "$TMP/server.log" && \
+    grep -q "blocks of 16 tokens.*fp8_e4m3" "$TMP/server.log"
+  check fp8_kv_logs_scales_source $? "$(grep 'KV cache' "$TMP/server.log")"
+  r=$(complete ""); r2=$(complete "")
+  [ -n "$(echo "$r" | json '.choices[0].text')" ] && [ "$(echo "$r2" | json '.usage.prompt_tokens_details.cached_tokens')" = 192 ] && \
+    [ "$(echo "$r2" | json '.choices[0].text')" = "$(echo "$r" | json '.choices[0].text')" ]
+  check fp8_kv_serves_with_prefix_cache $? "$(echo "$r2" | head -c 300)"
+  ! grep -q "ignoring vLLM option --kv-cache-dtype" "$TMP/server.log"
+  check kv_cache_dtype_not_ignored $? ""
+  stop_server
+else
+  notok fp8_server_starts "$(tail -c 500 "$TMP/server.log")"
+fi
