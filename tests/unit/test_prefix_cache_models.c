@@ -144,6 +144,7 @@ static void check_model(const char *name, const char *dir)
         fail_msg("%s: %s", name, err.msg);
     static trace_req t[N_REQ];
     make_trace(t, mc.vocab_size, 777);
+    qs_model_config_free(&mc);
     static trace_out cold[N_REQ][MAX_CHOICES], warm[N_REQ][MAX_CHOICES];
     run_trace(dir, t, false, 256, 64, cold);
     long long preempted = run_trace(dir, t, true, 16, 48, warm);
