@@ -149,7 +149,9 @@ static int parse_prompt(qs_openai_request *r, const cJSON *prompt, qs_api_error 
     int count = cJSON_IsArray(prompt) ? cJSON_GetArraySize(prompt) : 1;
     if (cJSON_IsArray(prompt) && count == 0)
         return qs_api_errorf(e, 400, "prompt", "'prompt' must not be an empty list.");
-    if (count > QS_MAX_PROMPTS)
+    /* a flat list of numbers is one prompt of token ids, however long */
+    bool ids = cJSON_IsArray(prompt) && cJSON_IsNumber(prompt->child);
+    if (count > QS_MAX_PROMPTS && !ids)
         return qs_api_errorf(e, 400, "prompt", "'prompt' holds %d prompts; at most %d are accepted.", count,
                              QS_MAX_PROMPTS);
     r->prompts = calloc((size_t)count, sizeof *r->prompts);
