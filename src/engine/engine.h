@@ -9,7 +9,9 @@
  * scheduler unit test plugs in a deterministic fake model. Rows whose requests need nothing but
  * temperature, top-k, top-p, min-p and the end-token mask are sampled by the device
  * (forward_sample), so only their token ids come back; the others get their logits and go
- * through qs_sample as before. */
+ * through qs_sample as before. KV blocks go through the scheduler's prefix cache (prefix_cache.h,
+ * enable_prefix_caching): a prompt whose leading blocks another sequence computed reuses them,
+ * and the final event says how many prompt tokens that saved (cached_tokens). */
 #ifndef QS_ENGINE_ENGINE_H
 #define QS_ENGINE_ENGINE_H
 

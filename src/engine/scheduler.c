@@ -1,6 +1,7 @@
-/* scheduler.c — continuous batching with chunked prefill and preemption by recompute (see
- * scheduler.h). Pure bookkeeping over qs_seq and the backend's block pool, so the unit test can
- * drive it with a fake model. */
+/* scheduler.c — continuous batching with chunked prefill and preemption by recompute, over the
+ * prefix-caching block pool (see scheduler.h): admission looks up a sequence's cached prefix,
+ * scheduling registers the full blocks a step will fill. Pure bookkeeping over qs_seq and the
+ * backend's block pool, so the unit test can drive it with a fake model. */
 #include "engine/scheduler.h"
 
 #include <stdlib.h>
