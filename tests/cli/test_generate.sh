@@ -2,8 +2,7 @@
 # test_generate.sh — `qserve generate` end to end on stories260K converted by build/convert-llama2c:
 # the greedy 200 tokens and their text equal llama2.c's goldens; a BF16 copy, FP8 copies made by
 # `qserve quantize`, online --quantization fp8 and bf16 / FP8 KV caches keep the first sentence;
-# sampling is reproducible
-# per seed; stop strings, logprobs, --chat and bad arguments behave. Prints ok / not ok / skip.
+# sampling is reproducible per seed; stop strings, logprobs, --chat and bad arguments behave. Prints ok / not ok / skip.
 set -u
 BIN=${QSERVE_BIN:-build/qserve}
 BUILD=${QSERVE_BUILD:-build}
