@@ -1,5 +1,6 @@
 // attention_cuda.cu — paged-KV attention and KV writes for the CUDA ops (see src/ops/ops.h).
-// KV cache per layer: [block][kv_head][slot][head_dim] BF16, QS_KV_BLOCK_SIZE slots a block.
+// KV cache per layer: [block][kv_head][slot][head_dim] BF16 or FP8 E4M3 with per-layer K and V scales
+// (kv_codec.cuh; the kernels are templated on the element codec), QS_KV_BLOCK_SIZE slots a block.
 // attention: one CTA per (token, query head, KV split); its warps stride over the split's share
 // of the positions the token may see (sliding window honoured), each keeping an online softmax
 // (running max, sum and weighted V in FP32, one dimension slice per lane); the warps' results are
@@ -9,8 +10,9 @@
 // sequences — the positions are split across CTAs (split-KV) and a second kernel merges the
 // splits' softmax states. Output rows go in the order o_proj's kernel reads (ops/act_order.h).
 // Runs of >= 16 tokens of one sequence (prefill chunks) go to the tensor-core kernel of
-// attention_prefill.cu instead (QSERVE_ATTN_PREFILL=0: not). KV writes skip negative slots: the
-// dummy rows that pad a decode batch up to its graph's size.
+// attention_prefill.cu instead (QSERVE_ATTN_PREFILL=0: not) when the cache is bf16; an FP8 cache's
+// prefill runs here. KV writes skip negative slots: the dummy rows that pad a decode batch up to
+// its graph's size, and quantize for an FP8 cache.
 #include <cuda_bf16.h>
 #include <math.h>
 #include <stdlib.h>
@@ -18,6 +20,7 @@
 
 #include "attention_prefill.h"
 #include "cuda_check.h"
+#include "kv_codec.cuh"
 #include "kv_layout.cuh"
 #include "launch_pdl.cuh"
 #include "cuda_stream.h"
@@ -36,8 +39,10 @@ constexpr int kMaxHeadDim = 256;
 constexpr int kPerLane = kMaxHeadDim / 32;
 constexpr int kWarps = 4;
 
-__global__ void kv_write_kernel(bf16 *kc, bf16 *vc, const bf16 *k, const bf16 *v, const int32_t *slots,
-                                int64_t n_tokens, int n_kv, int head_dim)
+template <class Codec>
+__global__ void kv_write_kernel(typename Codec::T *kc, typename Codec::T *vc, const bf16 *k, const bf16 *v,
+                                const int32_t *slots, int64_t n_tokens, int n_kv, int head_dim, float k_inv,
+                                float v_inv)
 {
     int64_t per_token = (int64_t)n_kv * head_dim;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n_tokens * per_token;
@@ -48,8 +53,8 @@ __global__ void kv_write_kernel(bf16 *kc, bf16 *vc, const bf16 *k, const bf16 *v
         if (slot < 0) // a dummy row padding a decode batch up to its graph's size
             continue;
         int64_t dst = qs_kv_slot_row(slot, n_kv, kvh, head_dim) + d;
-        kc[dst] = k[i];
-        vc[dst] = v[i];
+        Codec::store(kc, dst, k[i], k_inv);
+        Codec::store(vc, dst, v[i], v_inv);
     }
 }
 
@@ -115,10 +120,12 @@ __device__ void merge_warps(WarpStates<kW, G, DMAX> &st, bf16 *out, float *part_
 }
 
 // Split `split` of `splits` covers its share of the positions (split_positions).
+template <class Codec>
 __global__ void __launch_bounds__(kWarps * 32)
-    attention_kernel(bf16 *out, float *part_ml, float *part_acc, const bf16 *q, const bf16 *kc, const bf16 *vc,
-                     const int32_t *tok_seq, const int32_t *tok_pos, const int32_t *block_tables, int max_blocks,
-                     int n_heads, int n_kv, int head_dim, float scale, int window, qs_act_order order)
+    attention_kernel(bf16 *out, float *part_ml, float *part_acc, const bf16 *q, const typename Codec::T *kc,
+                     const typename Codec::T *vc, const int32_t *tok_seq, const int32_t *tok_pos,
+                     const int32_t *block_tables, int max_blocks, int n_heads, int n_kv, int head_dim, float scale,
+                     int window, qs_act_order order, float k_scale, float v_scale)
 {
     qs_pdl_wait_then_release();
     int t = blockIdx.x, h = blockIdx.y, split = blockIdx.z, splits = gridDim.z;
@@ -144,7 +151,7 @@ __global__ void __launch_bounds__(kWarps * 32)
         for (int j = 0; j < kPerLane; j++) {
             int d = lane + 32 * j;
             if (d < head_dim)
-                s += qv[j] * __bfloat162float(kc[base + d]);
+                s += qv[j] * Codec::load(kc, base + d, k_scale);
         }
         for (int o = 16; o > 0; o >>= 1)
             s += __shfl_xor_sync(0xffffffffu, s, o);
@@ -154,7 +161,7 @@ __global__ void __launch_bounds__(kWarps * 32)
 #pragma unroll
         for (int j = 0; j < kPerLane; j++) {
             int d = lane + 32 * j;
-            float v = d < head_dim ? __bfloat162float(vc[base + d]) : 0.f;
+            float v = d < head_dim ? Codec::load(vc, base + d, v_scale) : 0.f;
             acc[j] = acc[j] * corr + w * v;
         }
         m = m_new;
@@ -185,12 +192,13 @@ constexpr int grouped_warps(int g, int chunks) { return g * chunks >= 8 ? 4 : 8;
 // splits' states go to the same partial buffers as attention_kernel's (rows t * n_heads + h).
 // kChunks: 128-dimension chunks of a head (1: head_dim <= 128, 2: <= 256), so that a head of 128
 // holds no registers for dimensions it lacks; kW warps: grouped_warps.
-template <int G, int kChunks, int kW = grouped_warps(G, kChunks)>
+template <class Codec, int G, int kChunks, int kW = grouped_warps(G, kChunks)>
 __global__ void __launch_bounds__(kW * 32)
-    attention_grouped_kernel(bf16 *out, float *part_ml, float *part_acc, const bf16 *q, const bf16 *kc,
-                             const bf16 *vc, const int32_t *tok_seq, const int32_t *tok_pos,
-                             const int32_t *block_tables, int max_blocks, int n_heads, int n_kv, int head_dim,
-                             float scale, int window, qs_act_order order)
+    attention_grouped_kernel(bf16 *out, float *part_ml, float *part_acc, const bf16 *q,
+                             const typename Codec::T *kc, const typename Codec::T *vc, const int32_t *tok_seq,
+                             const int32_t *tok_pos, const int32_t *block_tables, int max_blocks, int n_heads,
+                             int n_kv, int head_dim, float scale, int window, qs_act_order order, float k_scale,
+                             float v_scale)
 {
     qs_pdl_wait_then_release();
     int t = blockIdx.x, kvh = blockIdx.y, split = blockIdx.z, splits = gridDim.z;
@@ -217,13 +225,10 @@ __global__ void __launch_bounds__(kW * 32)
         l[g] = 0.f;
     }
     auto row_base = [&](int p) { return qs_kv_pos_row(table, p, n_kv, kvh, head_dim); };
-    auto load4 = [&](const bf16 *cache, int64_t base, int j, float out4[4]) {
+    auto load4 = [&](const typename Codec::T *cache, int64_t base, int j, float cache_scale, float out4[4]) {
         int d = 4 * lane + 128 * j;
         if (d < head_dim) {
-            uint2 raw = *reinterpret_cast<const uint2 *>(cache + base + d);
-            float2 lo = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(&raw.x));
-            float2 hi = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(&raw.y));
-            out4[0] = lo.x, out4[1] = lo.y, out4[2] = hi.x, out4[3] = hi.y;
+            Codec::load4(cache, base + d, cache_scale, out4);
         } else {
             out4[0] = out4[1] = out4[2] = out4[3] = 0.f;
         }
@@ -235,10 +240,10 @@ __global__ void __launch_bounds__(kW * 32)
         float k0[kChunks][4], k1[kChunks][4], v0[kChunks][4], v1[kChunks][4];
 #pragma unroll
         for (int j = 0; j < kChunks; j++) {
-            load4(kc, base0, j, k0[j]);
-            load4(kc, base1, j, k1[j]);
-            load4(vc, base0, j, v0[j]);
-            load4(vc, base1, j, v1[j]);
+            load4(kc, base0, j, k_scale, k0[j]);
+            load4(kc, base1, j, k_scale, k1[j]);
+            load4(vc, base0, j, v_scale, v0[j]);
+            load4(vc, base1, j, v_scale, v1[j]);
         }
 #pragma unroll
         for (int g = 0; g < G; g++) {
@@ -336,18 +341,27 @@ int qs_cuda_kv_write(void *k_cache, void *v_cache, const void *k, const void *v,
     if (count == 0)
         return 0;
     int64_t grid = (count + 255) / 256;
-    kv_write_kernel<<<(unsigned)(grid > 1048576 ? 1048576 : grid), 256, 0, qs_cuda_stream()>>>(
-        (bf16 *)k_cache, (bf16 *)v_cache, (const bf16 *)k, (const bf16 *)v, b->slot_mapping, b->n_tokens, n_kv_heads,
-        head_dim);
+    unsigned blocks = (unsigned)(grid > 1048576 ? 1048576 : grid);
+    if (b->kv_dtype == QS_KV_FP8_E4M3)
+        kv_write_kernel<KvFp8><<<blocks, 256, 0, qs_cuda_stream()>>>(
+            (__nv_fp8_e4m3 *)k_cache, (__nv_fp8_e4m3 *)v_cache, (const bf16 *)k, (const bf16 *)v, b->slot_mapping,
+            b->n_tokens, n_kv_heads, head_dim, 1.0f / b->k_scale, 1.0f / b->v_scale);
+    else
+        kv_write_kernel<KvBf16><<<blocks, 256, 0, qs_cuda_stream()>>>((bf16 *)k_cache, (bf16 *)v_cache, (const bf16 *)k,
+                                                                     (const bf16 *)v, b->slot_mapping, b->n_tokens,
+                                                                     n_kv_heads, head_dim, 1.0f, 1.0f);
     QS_LAUNCH_CHECK(err);
     return 0;
 }
 
-// The CUDA-core kernel (plus the split merge) over every token of b.
-static int attention_cuda_cores(void *out, const void *q, const void *k_cache, const void *v_cache,
-                                const qs_attn_batch *b, int n_heads, int n_kv_heads, int head_dim, float scale,
-                                qs_act_order order, qs_err *err)
+// The CUDA-core kernel (plus the split merge) over every token of b, reading the cache through Codec.
+template <class Codec>
+static int attention_cuda_cores_as(void *out, const void *q, const void *k_cache, const void *v_cache,
+                                   const qs_attn_batch *b, int n_heads, int n_kv_heads, int head_dim, float scale,
+                                   qs_act_order order, qs_err *err)
 {
+    typedef typename Codec::T KT;
+    const float k_scale = b->k_scale, v_scale = b->v_scale;
     // Enough (token, head, split) CTAs for about 16 warps an SM; splits only help when there are
     // few (token, head) pairs, i.e. decode of a handful of sequences (their merge is a kernel more).
     int sm_count = qs_cuda_sm_count();
@@ -382,28 +396,28 @@ static int attention_cuda_cores(void *out, const void *q, const void *k_cache, c
         dim3 grid((unsigned)b->n_tokens, (unsigned)n_kv_heads, (unsigned)splits);
         auto launch = [&](auto kernel) {
             return qs_launch_pdl(kernel, grid, dim3(warps * 32), 0, s, qs_ops_pdl(), (bf16 *)out, part_ml, part_acc,
-                                 (const bf16 *)q, (const bf16 *)k_cache, (const bf16 *)v_cache, b->tok_seq, b->tok_pos,
+                                 (const bf16 *)q, (const KT *)k_cache, (const KT *)v_cache, b->tok_seq, b->tok_pos,
                                  b->block_tables, b->max_blocks, n_heads, n_kv_heads, head_dim, scale,
-                                 b->sliding_window, order);
+                                 b->sliding_window, order, k_scale, v_scale);
         };
         cudaError_t rc;
         switch (group * 10 + chunks) {
-        case 11: rc = launch(attention_grouped_kernel<1, 1>); break;
-        case 21: rc = launch(attention_grouped_kernel<2, 1>); break;
-        case 41: rc = launch(attention_grouped_kernel<4, 1>); break;
-        case 81: rc = launch(attention_grouped_kernel<8, 1>); break;
-        case 12: rc = launch(attention_grouped_kernel<1, 2>); break;
-        case 22: rc = launch(attention_grouped_kernel<2, 2>); break;
-        case 42: rc = launch(attention_grouped_kernel<4, 2>); break;
-        default: rc = launch(attention_grouped_kernel<8, 2>); break;
+        case 11: rc = launch(attention_grouped_kernel<Codec, 1, 1>); break;
+        case 21: rc = launch(attention_grouped_kernel<Codec, 2, 1>); break;
+        case 41: rc = launch(attention_grouped_kernel<Codec, 4, 1>); break;
+        case 81: rc = launch(attention_grouped_kernel<Codec, 8, 1>); break;
+        case 12: rc = launch(attention_grouped_kernel<Codec, 1, 2>); break;
+        case 22: rc = launch(attention_grouped_kernel<Codec, 2, 2>); break;
+        case 42: rc = launch(attention_grouped_kernel<Codec, 4, 2>); break;
+        default: rc = launch(attention_grouped_kernel<Codec, 8, 2>); break;
         }
         QS_CUDA_TRY(rc, err);
     } else {
         dim3 grid((unsigned)b->n_tokens, (unsigned)n_heads, (unsigned)splits);
-        QS_CUDA_TRY(qs_launch_pdl(attention_kernel, grid, dim3(kWarps * 32), 0, s, qs_ops_pdl(), (bf16 *)out, part_ml,
-                                  part_acc, (const bf16 *)q, (const bf16 *)k_cache, (const bf16 *)v_cache, b->tok_seq,
-                                  b->tok_pos, b->block_tables, b->max_blocks, n_heads, n_kv_heads, head_dim, scale,
-                                  b->sliding_window, order),
+        QS_CUDA_TRY(qs_launch_pdl(attention_kernel<Codec>, grid, dim3(kWarps * 32), 0, s, qs_ops_pdl(), (bf16 *)out,
+                                  part_ml, part_acc, (const bf16 *)q, (const KT *)k_cache, (const KT *)v_cache,
+                                  b->tok_seq, b->tok_pos, b->block_tables, b->max_blocks, n_heads, n_kv_heads, head_dim,
+                                  scale, b->sliding_window, order, k_scale, v_scale),
                     err);
     }
     if (splits > 1)
@@ -411,6 +425,17 @@ static int attention_cuda_cores(void *out, const void *q, const void *k_cache, c
                                   (const float *)part_ml, (const float *)part_acc, splits, n_heads, head_dim, order),
                     err);
     return 0;
+}
+
+static int attention_cuda_cores(void *out, const void *q, const void *k_cache, const void *v_cache,
+                                const qs_attn_batch *b, int n_heads, int n_kv_heads, int head_dim, float scale,
+                                qs_act_order order, qs_err *err)
+{
+    if (b->kv_dtype == QS_KV_FP8_E4M3)
+        return attention_cuda_cores_as<KvFp8>(out, q, k_cache, v_cache, b, n_heads, n_kv_heads, head_dim, scale, order,
+                                              err);
+    return attention_cuda_cores_as<KvBf16>(out, q, k_cache, v_cache, b, n_heads, n_kv_heads, head_dim, scale, order,
+                                           err);
 }
 
 int qs_cuda_attention(void *out, const void *q, const void *k_cache, const void *v_cache, const qs_attn_batch *b,
@@ -425,7 +450,9 @@ int qs_cuda_attention(void *out, const void *q, const void *k_cache, const void 
     if (b->n_tokens > 2147483647LL || n_heads > 65535)
         return qs_errf(err, "CUDA attention: %lld tokens x %d heads is too large a grid", (long long)b->n_tokens,
                        n_heads);
-    if (!qs_cuda_attn_prefill_wanted(out, q, k_cache, v_cache, b, n_heads, n_kv_heads, head_dim))
+    // The tensor-core prefill kernel reads bf16 K/V tiles; an FP8 cache's prefill runs on the CUDA cores.
+    if (b->kv_dtype == QS_KV_FP8_E4M3 ||
+        !qs_cuda_attn_prefill_wanted(out, q, k_cache, v_cache, b, n_heads, n_kv_heads, head_dim))
         return attention_cuda_cores(out, q, k_cache, v_cache, b, n_heads, n_kv_heads, head_dim, scale, order, err);
     // Runs of >= QS_ATTN_PREFILL_MIN_RUN tokens of one sequence go to the tensor-core kernel. The
     // host does not know where they are, so the CUDA-core kernel runs over the whole batch with

@@ -8,6 +8,7 @@
 
 #include "cuda_check.h"
 #include "cuda_stream.h"
+#include "kv_codec.cuh"
 #include "kv_layout.cuh"
 #include "launch_pdl.cuh"
 #include "qs_cuda_ops.h"
@@ -81,10 +82,12 @@ __global__ void swiglu_gate_up_pairs_kernel(bf16 *out, const bf16 *gate_up, int6
 // The fused q/k/v GEMM's output row [q heads | k heads | v heads] of token t (grid row): one
 // thread per pair (i, i + head_dim / 2) of one head, in 32-bit index arithmetic. q heads are
 // rotated into q; k heads rotated and v heads copied into the caches at slot_mapping[t] (negative:
-// a dummy row, whose k and v are not kept).
-__global__ void qkv_rope_cache_kernel(bf16 *q, bf16 *kc, bf16 *vc, const bf16 *qkv, const int32_t *tok_pos,
-                                      const int32_t *slots, const float *inv_freq, int64_t n_tokens, int n_heads,
-                                      int n_kv, int head_dim)
+// a dummy row, whose k and v are not kept). An FP8 cache (Codec KvFp8) gets the rotated bf16 k and
+// the bf16 v quantized, as the separate rope and kv_write ops do.
+template <class Codec>
+__global__ void qkv_rope_cache_kernel(bf16 *q, typename Codec::T *kc, typename Codec::T *vc, const bf16 *qkv,
+                                      const int32_t *tok_pos, const int32_t *slots, const float *inv_freq,
+                                      int64_t n_tokens, int n_heads, int n_kv, int head_dim, float k_inv, float v_inv)
 {
     qs_pdl_wait_then_release();
     const int half = head_dim / 2, heads = n_heads + 2 * n_kv;
@@ -105,10 +108,13 @@ __global__ void qkv_rope_cache_kernel(bf16 *q, bf16 *kc, bf16 *vc, const bf16 *q
         const int kvh = (h - n_heads) % n_kv;
         const int64_t off = qs_kv_slot_row(slot, n_kv, kvh, head_dim);
         if (h < n_heads + n_kv) {
-            qs_rope_rotate(&kc[off + i], &kc[off + i + half], src[i], src[i + half], tok_pos[t], inv_freq[i]);
+            bf16 a, b;
+            qs_rope_rotate(&a, &b, src[i], src[i + half], tok_pos[t], inv_freq[i]);
+            Codec::store(kc, off + i, a, k_inv);
+            Codec::store(kc, off + i + half, b, k_inv);
         } else {
-            vc[off + i] = src[i];
-            vc[off + i + half] = src[i + half];
+            Codec::store(vc, off + i, src[i], v_inv);
+            Codec::store(vc, off + i + half, src[i + half], v_inv);
         }
     }
 }
@@ -151,9 +157,17 @@ extern "C" int qs_cuda_qkv_rope_cache(void *q, void *k_cache, void *v_cache, con
         return qs_errf(err, "qkv_rope_cache: head_dim %d is odd", head_dim);
     const int per_token = (n_heads + 2 * n_kv_heads) * (head_dim / 2);
     dim3 grid((unsigned)((per_token + 255) / 256), (unsigned)(b->n_tokens < 65535 ? b->n_tokens : 65535));
-    QS_CUDA_TRY(qs_launch_pdl(qkv_rope_cache_kernel, grid, dim3(256), 0, qs_cuda_stream(), qs_ops_pdl(), (bf16 *)q,
-                              (bf16 *)k_cache, (bf16 *)v_cache, (const bf16 *)qkv, b->tok_pos, b->slot_mapping,
-                              (const float *)inv_freq, b->n_tokens, n_heads, n_kv_heads, head_dim),
-                err);
+    if (b->kv_dtype == QS_KV_FP8_E4M3)
+        QS_CUDA_TRY(qs_launch_pdl(qkv_rope_cache_kernel<KvFp8>, grid, dim3(256), 0, qs_cuda_stream(), qs_ops_pdl(),
+                                  (bf16 *)q, (__nv_fp8_e4m3 *)k_cache, (__nv_fp8_e4m3 *)v_cache, (const bf16 *)qkv,
+                                  b->tok_pos, b->slot_mapping, (const float *)inv_freq, b->n_tokens, n_heads,
+                                  n_kv_heads, head_dim, 1.0f / b->k_scale, 1.0f / b->v_scale),
+                    err);
+    else
+        QS_CUDA_TRY(qs_launch_pdl(qkv_rope_cache_kernel<KvBf16>, grid, dim3(256), 0, qs_cuda_stream(), qs_ops_pdl(),
+                                  (bf16 *)q, (bf16 *)k_cache, (bf16 *)v_cache, (const bf16 *)qkv, b->tok_pos,
+                                  b->slot_mapping, (const float *)inv_freq, b->n_tokens, n_heads, n_kv_heads, head_dim,
+                                  1.0f, 1.0f),
+                    err);
     return 0;
 }

@@ -15,6 +15,7 @@
 #include "cli/commands.h"
 #include "cli/model_source.h"
 #include "engine/generate.h"
+#include "engine/kv_setup.h"
 #include "model/model_config.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
@@ -270,6 +271,7 @@ int qs_cmd_generate(int argc, char **argv)
     qs_err err = {{0}};
     qs_tokenizer *tok = NULL;
     qs_model *model = NULL;
+    qs_kv_setup kvs = {0};
     int32_t *prompt = NULL;
     size_t n_prompt = 0;
     qs_generation gen = {0};
@@ -309,7 +311,14 @@ int qs_cmd_generate(int argc, char **argv)
         fprintf(stderr, "error: %s\n", err.msg);
         goto done;
     }
+    if (qs_kv_setup_resolve(&cfg, qs_model_get_config(model), qs_model_device(model)->platform, &kvs, &err)) {
+        fprintf(stderr, "error: %s\n", err.msg);
+        goto done;
+    }
     qs_generate_request req = {0};
+    req.kv_dtype = (int)kvs.dtype;
+    req.kv_k_scales = kvs.k_scales;
+    req.kv_v_scales = kvs.v_scales;
     sampling_params(&o, &gc, &req.params);
     req.prompt = prompt;
     req.n_prompt = (int)n_prompt;
@@ -351,6 +360,7 @@ int qs_cmd_generate(int argc, char **argv)
             gen.decode_seconds > 0 ? gen.n_tokens / gen.decode_seconds : 0.0);
     status = 0;
 done:
+    qs_kv_setup_free(&kvs);
     qs_generation_free(&gen);
     qs_model_free(model);
     qs_tokenizer_free(tok);

@@ -17,6 +17,7 @@
 #include "config/config.h"
 #include "engine/engine.h"
 #include "engine/kv_cache.h"
+#include "engine/kv_setup.h"
 #include "model/model.h"
 #include "model/model_config.h"
 #include "server/server.h"
@@ -48,11 +49,11 @@ static void add_eos(int32_t *eos, int *n, int id)
 /* How many KV blocks to create: --kv-cache-memory when given, else enough for max_num_seqs
  * full-length sequences, bounded by a memory budget. */
 static int choose_kv_blocks(const qs_config *cfg, const qs_model_config *mc, const qs_device_caps *dev,
-                            int max_model_len)
+                            int max_model_len, qs_kv_dtype dtype)
 {
     int per_seq = (max_model_len + QS_KV_BLOCK_SIZE - 1) / QS_KV_BLOCK_SIZE;
     if (cfg->kv_cache_memory)
-        return qs_kv_cache_blocks_for_bytes(mc, dev->platform, cfg->kv_cache_memory);
+        return qs_kv_cache_blocks_for_bytes_dtype(mc, dev->platform, dtype, cfg->kv_cache_memory);
     long long want = (long long)per_seq * (cfg->max_num_seqs > 0 ? cfg->max_num_seqs : 16);
     size_t budget = CPU_KV_DEFAULT_BYTES;
     if (dev->platform == QS_PLATFORM_CUDA) {
@@ -69,7 +70,7 @@ static int choose_kv_blocks(const qs_config *cfg, const qs_model_config *mc, con
         }
 #endif
     }
-    long long cap = qs_kv_cache_blocks_for_bytes(mc, dev->platform, budget);
+    long long cap = qs_kv_cache_blocks_for_bytes_dtype(mc, dev->platform, dtype, budget);
     if (cap < per_seq)
         cap = per_seq; /* at least one full-length sequence */
     return (int)(want < cap ? want : cap);
@@ -99,11 +100,21 @@ static int load_all(const qs_config *cfg, const char *tok_dir, qs_server_model *
         }
         max_model_len = cfg->max_model_len;
     }
-    int blocks = choose_kv_blocks(cfg, mc, dev, max_model_len);
-    if (qs_kv_cache_create(mc, dev->platform, blocks, &kv, err))
+    qs_kv_setup kvs;
+    if (qs_kv_setup_resolve(cfg, mc, dev->platform, &kvs, err))
         goto fail;
-    qs_info("KV cache: %d blocks of %d tokens (%d tokens) on %s", blocks, QS_KV_BLOCK_SIZE, blocks * QS_KV_BLOCK_SIZE,
-            dev->name);
+    int blocks = choose_kv_blocks(cfg, mc, dev, max_model_len, kvs.dtype);
+    int rc_kv = qs_kv_setup_create_cache(&kvs, mc, dev->platform, blocks, &kv, err);
+    qs_kv_setup_free(&kvs);
+    if (rc_kv)
+        goto fail;
+    const char *kv_dtype = qs_kv_dtype_name(qs_kv_cache_dtype(kv), dev->platform);
+    char per_elem[96] = "";
+    if (qs_kv_cache_dtype(kv) == QS_KV_FP8_E4M3)
+        snprintf(per_elem, sizeof per_elem, " (1 byte an element: twice the %d blocks of bf16 in the same memory)",
+                 blocks / 2);
+    qs_info("KV cache: %d blocks of %d tokens (%d tokens), %s%s, on %s", blocks, QS_KV_BLOCK_SIZE,
+            blocks * QS_KV_BLOCK_SIZE, kv_dtype, per_elem, dev->name);
 
     int32_t eos[3 * QS_MAX_EOS];
     int n_eos = 0;
@@ -143,6 +154,8 @@ static int load_all(const qs_config *cfg, const char *tok_dir, qs_server_model *
         .n_eos = n_eos,
         .tokenizer = tok,
         .start_thread = true,
+        .enable_prefix_caching = cfg->enable_prefix_caching,
+        .kv_cache_dtype = kv_dtype,
     };
     if (opt.max_num_batched_tokens <= 0)
         opt.max_num_batched_tokens = 2048;
@@ -151,8 +164,9 @@ static int load_all(const qs_config *cfg, const char *tok_dir, qs_server_model *
         goto fail;
     }
     qs_info("engine: max_model_len %d, max_num_seqs %d, max_num_batched_tokens %d, %d end-of-sequence ids, "
-            "loaded in %.1f s CPU time",
+            "prefix caching %s, loaded in %.1f s CPU time",
             max_model_len, opt.max_num_seqs, opt.max_num_batched_tokens, n_eos,
+            opt.enable_prefix_caching ? "on" : "off (--no-enable-prefix-caching)",
             (double)clock() / CLOCKS_PER_SEC - t0);
     *out = (qs_server_model){.engine = engine,
                              .tokenizer = tok,

@@ -20,6 +20,10 @@ static const qs_init_shape SHAPES[] = {
      1000000.0, 1e-6, false, false, false, true, 128, 8, 768},
     {"mixtral-8x7b", "MixtralForCausalLM", "mixtral", QS_TOKFAM_MISTRAL, 32000, 4096, 14336, 32, 32, 8, 128, 32768,
      1000000.0, 1e-5, false, false, false, false, 8, 2, 14336},
+    /* big enough that a CPU prefill dominates a request, small enough to run one in seconds
+     * (tools/bench_prefix.c) */
+    {"small-llama", "LlamaForCausalLM", "llama", QS_TOKFAM_LLAMA3, 512, 256, 768, 4, 4, 2, 64, 4096, 500000.0, 1e-5,
+     true, false, false, false, 0, 0, 0},
     {"tiny-llama", "LlamaForCausalLM", "llama", QS_TOKFAM_LLAMA3, 512, 64, 128, 2, 4, 2, 16, 2048, 500000.0, 1e-5,
      true, false, false, false, 0, 0, 0},
     {"tiny-mistral", "MistralForCausalLM", "mistral", QS_TOKFAM_MISTRAL, 512, 64, 128, 2, 4, 2, 16, 2048, 1000000.0,

@@ -48,6 +48,8 @@ typedef struct qs_config {
     char quantization[32];         /* "" or "fp8" (online quantization at load) */
     bool no_fuse_projections;      /* keep q/k/v and gate/up separate (also QSERVE_NO_FUSE=1) */
     bool enforce_eager;            /* no decode-step CUDA graphs (as QSERVE_CUDA_GRAPHS=0) */
+    bool enable_prefix_caching;    /* default true; --no-enable-prefix-caching turns it off */
+    char kv_cache_dtype[16];       /* "auto" (default), "bf16", "fp8" or "fp8_e4m3" */
     int threads;                   /* CPU threads; 0 = all cores */
     int tensor_parallel_size;      /* only 1 is supported */
     qs_kernel_config kernels;
@@ -83,6 +85,8 @@ typedef enum {
     QS_OPT_DOUBLE,        /* double */
     QS_OPT_BYTES,         /* size_t: "4GiB", "512M", "1073741824" */
     QS_OPT_BOOL,          /* bool: a bare flag, or =true/false/1/0/yes/no */
+    QS_OPT_BOOL_OFF,      /* bool, negated: the bare flag (or =true) sets it false (--no-enable-...) */
+    QS_OPT_KV_DTYPE,      /* char[size]: auto|bf16|fp8|fp8_e4m3, normalised */
     QS_OPT_DEVICE,        /* qs_device_choice: auto|cpu|cuda */
     QS_OPT_BACKEND,       /* char[QS_NAME_MAX], normalised kernel/backend name */
     QS_OPT_NAME_LIST,     /* kernel names "a,b" appended to kernels.disabled_kernels */

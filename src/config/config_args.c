@@ -21,6 +21,8 @@ void qs_config_defaults(qs_config *cfg)
     cfg->gpu_memory_utilization = 0.9;
     cfg->device = QS_DEVICE_AUTO;
     cfg->tensor_parallel_size = 1;
+    cfg->enable_prefix_caching = true;
+    snprintf(cfg->kv_cache_dtype, sizeof cfg->kv_cache_dtype, "auto");
     qs_kernel_config_defaults(&cfg->kernels);
 }
 
@@ -69,7 +71,7 @@ static int cli_pass(int argc, char **argv, qs_config *cfg, bool kernel_config_pa
             return qs_errf(err, "unknown option '--%s'; %s", name, hint);
         }
         const char *value = eq ? eq + 1 : NULL;
-        bool bare = opt->type == QS_OPT_BOOL || opt->type == QS_OPT_IGNORED_FLAG;
+        bool bare = opt->type == QS_OPT_BOOL || opt->type == QS_OPT_BOOL_OFF || opt->type == QS_OPT_IGNORED_FLAG;
         if (!value && !bare) {
             if (i + 1 >= argc)
                 return qs_errf(err, "--%s needs a value (%s)", opt->name, opt->metavar ? opt->metavar : "VALUE");
@@ -100,7 +102,8 @@ static int find_config_file(int argc, char **argv, const char **path, qs_err *er
         } else if (a[0] == '-' && a[1] == '-') {
             /* Skip the value of a valued option so `--served-model-name --config` is not misread. */
             const qs_option *opt = qs_config_find_option(a);
-            if (opt && !strchr(a, '=') && opt->type != QS_OPT_BOOL && opt->type != QS_OPT_IGNORED_FLAG)
+            if (opt && !strchr(a, '=') && opt->type != QS_OPT_BOOL && opt->type != QS_OPT_BOOL_OFF &&
+                opt->type != QS_OPT_IGNORED_FLAG)
                 i++;
         }
     }

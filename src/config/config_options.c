@@ -69,16 +69,20 @@ static const qs_option OPTIONS[] = {
      "never use these kernels (added to QSERVE_DISABLED_KERNELS)"},
     {"enforce-eager", QS_OPT_BOOL, F(enforce_eager), NULL,
      "run every step eagerly: no decode-step CUDA graphs (same as QSERVE_CUDA_GRAPHS=0)"},
+    {"enable-prefix-caching", QS_OPT_BOOL, F(enable_prefix_caching), NULL,
+     "reuse the KV blocks of cached prompt prefixes across requests (default on)"},
+    {"no-enable-prefix-caching", QS_OPT_BOOL_OFF, F(enable_prefix_caching), NULL,
+     "turn automatic prefix caching off"},
+    {"kv-cache-dtype", QS_OPT_KV_DTYPE, F(kv_cache_dtype), "auto|bf16|fp8|fp8_e4m3",
+     "KV cache element type: auto = the activation type (BF16 on CUDA, F32 on CPU); fp8 = fp8_e4m3 with "
+     "per-layer scales from the checkpoint (k_scale/v_scale) or 1.0, twice the blocks for the memory"},
     /* vLLM flags that mean nothing here: accepted so vLLM command lines and eval configs run. */
     {"trust-remote-code", QS_OPT_IGNORED_FLAG, NOF, NULL, "vLLM flag, ignored (qserve runs no model code)"},
     {"disable-uvicorn-access-log", QS_OPT_IGNORED_FLAG, NOF, NULL, "vLLM flag, ignored"},
     {"disable-log-requests", QS_OPT_IGNORED_FLAG, NOF, NULL, "vLLM flag, ignored"},
     {"disable-log-stats", QS_OPT_IGNORED_FLAG, NOF, NULL, "vLLM flag, ignored"},
     {"enable-chunked-prefill", QS_OPT_IGNORED_FLAG, NOF, NULL, "vLLM flag, ignored (chunked prefill is always on)"},
-    {"enable-prefix-caching", QS_OPT_IGNORED_FLAG, NOF, NULL, "vLLM flag, ignored"},
-    {"no-enable-prefix-caching", QS_OPT_IGNORED_FLAG, NOF, NULL, "vLLM flag, ignored"},
     {"dtype", QS_OPT_IGNORED, NOF, "auto", "vLLM flag, ignored (activations are BF16 on CUDA, F32 on CPU)"},
-    {"kv-cache-dtype", QS_OPT_IGNORED, NOF, "auto", "vLLM flag, ignored"},
     {"load-format", QS_OPT_IGNORED, NOF, "auto", "vLLM flag, ignored (safetensors only)"},
     {"block-size", QS_OPT_IGNORED, NOF, "N", "vLLM flag, ignored (KV blocks hold 16 tokens)"},
     {"swap-space", QS_OPT_IGNORED, NOF, "GiB", "vLLM flag, ignored"},
@@ -161,7 +165,7 @@ static int parse_int(const char *source, const char *v, long long lo, long long 
 int qs_config_set_option(qs_config *cfg, const qs_option *opt, const char *value, const char *source, qs_err *err)
 {
     char *field = (char *)cfg + opt->offset;
-    if (!value && opt->type != QS_OPT_BOOL && opt->type != QS_OPT_IGNORED_FLAG)
+    if (!value && opt->type != QS_OPT_BOOL && opt->type != QS_OPT_BOOL_OFF && opt->type != QS_OPT_IGNORED_FLAG)
         return qs_errf(err, "%s needs a value (%s)", source, opt->metavar ? opt->metavar : "VALUE");
     switch (opt->type) {
     case QS_OPT_STRING:
@@ -216,6 +220,22 @@ int qs_config_set_option(qs_config *cfg, const qs_option *opt, const char *value
         if (qs_parse_bool(value, (bool *)field))
             return qs_errf(err, "%s: expected true or false, got '%s'", source, value);
         return 0;
+    case QS_OPT_BOOL_OFF: {
+        bool on = true;
+        if (value && qs_parse_bool(value, &on))
+            return qs_errf(err, "%s: expected true or false, got '%s'", source, value);
+        *(bool *)field = !on;
+        return 0;
+    }
+    case QS_OPT_KV_DTYPE: {
+        char d[32];
+        snprintf(d, sizeof d, "%s", value);
+        qs_normalize_name(d);
+        if (strcmp(d, "auto") && strcmp(d, "bf16") && strcmp(d, "fp8") && strcmp(d, "fp8_e4m3"))
+            return qs_errf(err, "%s: unknown KV cache dtype '%s'; expected auto, bf16, fp8 or fp8_e4m3", source, value);
+        snprintf(field, opt->size, "%s", d);
+        return 0;
+    }
     case QS_OPT_DEVICE:
         if (qs_device_choice_from_name(value, (qs_device_choice *)field))
             return qs_errf(err, "%s: unknown device '%s'; expected auto, cpu or cuda", source, value);

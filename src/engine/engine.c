@@ -6,6 +6,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -219,6 +220,24 @@ static int grow_ptrs(void ***arr, int *cap, int need)
 
 static void *engine_main(void *arg);
 
+/* A seed for the prefix cache's hashes that clients cannot guess. */
+static uint64_t random_seed(void)
+{
+    uint64_t x = 0;
+    FILE *f = fopen("/dev/urandom", "rb");
+    if (f) {
+        if (fread(&x, sizeof x, 1, f) != 1)
+            x = 0;
+        fclose(f);
+    }
+    if (!x) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        x = (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ULL ^ (uint64_t)ts.tv_sec ^ (uint64_t)(uintptr_t)&x;
+    }
+    return x | 1;
+}
+
 int qs_engine_create(const qs_engine_options *opt, const qs_engine_backend *backend, qs_engine **out, qs_err *err)
 {
     if (opt->max_model_len <= 0)
@@ -252,12 +271,20 @@ int qs_engine_create(const qs_engine_options *opt, const qs_engine_backend *back
     }
     e->opt.eos_ids = e->eos;
     e->backend = *backend;
-    qs_scheduler_init(&e->sched, e->opt.max_num_seqs, e->opt.max_num_batched_tokens, &e->backend);
+    uint64_t seed = opt->prefix_hash_seed ? opt->prefix_hash_seed : random_seed();
+    if (qs_scheduler_init(&e->sched, e->opt.max_num_seqs, e->opt.max_num_batched_tokens, &e->backend,
+                          opt->enable_prefix_caching, seed)) {
+        free(e->eos);
+        free(e);
+        return qs_errf(err, "out of memory for the KV block pool");
+    }
     pthread_mutex_init(&e->mu, NULL);
     pthread_cond_init(&e->cv, NULL);
     qs_engine_stats_init(&e->stats);
     e->load.num_blocks = backend->num_blocks;
     e->load.num_free_blocks = backend->num_blocks;
+    e->load.prefix_caching = opt->enable_prefix_caching;
+    e->load.kv_cache_dtype = opt->kv_cache_dtype ? opt->kv_cache_dtype : "auto";
     if (opt->start_thread) {
         if (pthread_create(&e->thread, NULL, engine_main, e)) {
             qs_scheduler_destroy(&e->sched);
@@ -421,7 +448,10 @@ static void publish_load(qs_engine *e)
     pthread_mutex_lock(&e->mu);
     e->load.num_running = e->sched.n_running;
     e->load.num_waiting = e->sched.n_waiting + e->n_inbox;
-    e->load.num_free_blocks = e->sched.free_blocks;
+    e->load.num_free_blocks = qs_scheduler_free_blocks(&e->sched);
+    e->load.num_cached_blocks = qs_prefix_cache_num_cached(e->sched.pc);
+    e->stats.prefix_cache_queries_total = e->sched.prefix_queries;
+    e->stats.prefix_cache_hits_total = e->sched.prefix_hits;
     e->load.num_preemptions = e->sched.preemptions;
     e->stats.preemptions_total = (unsigned long long)e->sched.preemptions;
     e->n_waiting_snapshot = e->sched.n_waiting;
@@ -542,6 +572,7 @@ int qs_engine_step(qs_engine *e)
         return 0;
     }
     if (ensure_buffers(e, b->n_items)) {
+        qs_scheduler_step_done(&e->sched, false);
         for (int i = 0; i < b->n_items; i++)
             abort_seq(e, b->items[i].seq, QS_FINISH_ERROR, "out of memory for the forward step");
         publish_load(e);
@@ -585,6 +616,7 @@ int qs_engine_step(qs_engine *e)
     int rc = n_device ? e->backend.forward_sample(e->backend.ctx, e->steps, b->n_items, e->rows, e->tokens, e->logits,
                                                   &err)
                       : e->backend.forward(e->backend.ctx, e->steps, b->n_items, e->logits, &err);
+    qs_scheduler_step_done(&e->sched, rc == 0);
     if (rc) {
         qs_error("engine: forward pass failed: %s", err.msg);
         for (int i = 0; i < b->n_items; i++)
@@ -615,31 +647,52 @@ int qs_engine_step(qs_engine *e)
 }
 
 /* One line every few seconds while there is work, like vLLM's periodic stats line. */
-static void log_throughput(qs_engine *e, double *last_t, unsigned long long *last_prompt, unsigned long long *last_gen)
+typedef struct throughput_mark {
+    double t;
+    unsigned long long prompt, gen, pc_queries, pc_hits;
+} throughput_mark;
+
+static void mark_now(qs_engine *e, throughput_mark *m)
+{
+    m->t = qs_now_seconds();
+    m->prompt = e->stats.prompt_tokens_total;
+    m->gen = e->stats.generation_tokens_total;
+    m->pc_queries = e->stats.prefix_cache_queries_total;
+    m->pc_hits = e->stats.prefix_cache_hits_total;
+}
+
+static void log_throughput(qs_engine *e, throughput_mark *last)
 {
     double t = qs_now_seconds();
-    if (t - *last_t < 5.0)
+    if (t - last->t < 5.0)
         return;
+    throughput_mark now;
     pthread_mutex_lock(&e->mu);
-    unsigned long long p = e->stats.prompt_tokens_total, g = e->stats.generation_tokens_total;
+    mark_now(e, &now);
     qs_engine_load l = e->load;
     pthread_mutex_unlock(&e->mu);
-    if (p != *last_prompt || g != *last_gen)
-        qs_info("engine: prompt %.1f tok/s, generation %.1f tok/s, running %d, waiting %d, KV cache %.1f%%, "
+    if (now.prompt != last->prompt || now.gen != last->gen) {
+        char pc[64] = "";
+        unsigned long long q = now.pc_queries - last->pc_queries, h = now.pc_hits - last->pc_hits;
+        if (l.prefix_caching)
+            snprintf(pc, sizeof pc, ", prefix cache hit rate %.1f%%", q ? 100.0 * (double)h / (double)q : 0.0);
+        qs_info("engine: prompt %.1f tok/s, generation %.1f tok/s, running %d, waiting %d, KV cache %.1f%%%s, "
                 "preemptions %lld",
-                (double)(p - *last_prompt) / (t - *last_t), (double)(g - *last_gen) / (t - *last_t), l.num_running,
-                l.num_waiting, l.num_blocks ? 100.0 * (1.0 - (double)l.num_free_blocks / l.num_blocks) : 0.0,
-                l.num_preemptions);
-    *last_t = t;
-    *last_prompt = p;
-    *last_gen = g;
+                (double)(now.prompt - last->prompt) / (t - last->t), (double)(now.gen - last->gen) / (t - last->t),
+                l.num_running, l.num_waiting,
+                l.num_blocks ? 100.0 * (1.0 - (double)l.num_free_blocks / l.num_blocks) : 0.0, pc, l.num_preemptions);
+    }
+    *last = now;
+    last->t = t;
 }
 
 static void *engine_main(void *arg)
 {
     qs_engine *e = arg;
-    double last_t = qs_now_seconds();
-    unsigned long long last_prompt = 0, last_gen = 0;
+    throughput_mark last;
+    pthread_mutex_lock(&e->mu);
+    mark_now(e, &last);
+    pthread_mutex_unlock(&e->mu);
     for (;;) {
         pthread_mutex_lock(&e->mu);
         bool idled = false;
@@ -648,17 +701,14 @@ static void *engine_main(void *arg)
             pthread_cond_wait(&e->cv, &e->mu);
             idled = true;
         }
-        if (idled) { /* rates are measured over busy time only */
-            last_t = qs_now_seconds();
-            last_prompt = e->stats.prompt_tokens_total;
-            last_gen = e->stats.generation_tokens_total;
-        }
+        if (idled) /* rates are measured over busy time only */
+            mark_now(e, &last);
         bool stop = e->stopping;
         pthread_mutex_unlock(&e->mu);
         if (stop)
             break;
         qs_engine_step(e);
-        log_throughput(e, &last_t, &last_prompt, &last_gen);
+        log_throughput(e, &last);
     }
     return NULL;
 }

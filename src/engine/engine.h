@@ -9,7 +9,9 @@
  * scheduler unit test plugs in a deterministic fake model. Rows whose requests need nothing but
  * temperature, top-k, top-p, min-p and the end-token mask are sampled by the device
  * (forward_sample), so only their token ids come back; the others get their logits and go
- * through qs_sample as before. */
+ * through qs_sample as before. KV blocks go through the scheduler's prefix cache (prefix_cache.h,
+ * enable_prefix_caching): a prompt whose leading blocks another sequence computed reuses them,
+ * and the final event says how many prompt tokens that saved (cached_tokens). */
 #ifndef QS_ENGINE_ENGINE_H
 #define QS_ENGINE_ENGINE_H
 
@@ -46,6 +48,7 @@ typedef struct qs_engine_event {
     qs_finish_reason finish;   /* != NONE on the sequence's last event */
     int prompt_tokens;         /* on the last event */
     int completion_tokens;     /* on the last event */
+    int cached_tokens;         /* on the last event: prompt tokens found in the prefix cache */
     char error[256];           /* on QS_FINISH_ERROR */
     struct qs_engine_event *next;
 } qs_engine_event;
@@ -80,6 +83,7 @@ typedef struct qs_seq_request {
     bool include_stop_str_in_output;
     bool skip_special_tokens;
     int choice;
+    const char *cache_salt;    /* NULL or "": no salt; sequences with different salts share no KV blocks */
 } qs_seq_request;
 
 /* --- The forward pass and KV pool the engine drives --- */
@@ -113,6 +117,9 @@ typedef struct qs_engine_options {
     int n_eos;
     const qs_tokenizer *tokenizer; /* for text and stop strings; NULL = tokens only (tests) */
     bool start_thread;          /* false: the caller drives qs_engine_step (tests) */
+    bool enable_prefix_caching; /* reuse cached KV blocks of shared prefixes (prefix_cache.h) */
+    uint64_t prefix_hash_seed;  /* keys the block hashes; 0 = a random one */
+    const char *kv_cache_dtype; /* what the cache holds, for /metrics (static string; NULL = "auto") */
 } qs_engine_options;
 
 typedef struct qs_engine qs_engine;
@@ -147,6 +154,9 @@ typedef struct qs_engine_load {
     int num_blocks;
     int num_free_blocks;
     long long num_preemptions;
+    int num_cached_blocks;      /* blocks holding prefix-cached content (held or free) */
+    bool prefix_caching;
+    const char *kv_cache_dtype;
 } qs_engine_load;
 void qs_engine_get_load(qs_engine *e, qs_engine_load *out);
 /* Latency histograms and token counters (engine_stats.h); copied under the engine's lock. */

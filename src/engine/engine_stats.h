@@ -25,6 +25,8 @@ typedef struct qs_engine_stats {
     unsigned long long generation_tokens_total;
     unsigned long long finished[QS_STATS_FINISH_KINDS];
     unsigned long long preemptions_total;
+    unsigned long long prefix_cache_queries_total; /* prompt tokens looked up in the prefix cache */
+    unsigned long long prefix_cache_hits_total;    /* of those, tokens found cached */
     qs_histogram ttft, itl, e2e, queue;
 } qs_engine_stats;
 

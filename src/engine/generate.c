@@ -76,7 +76,8 @@ static int setup(gen_run *r, const qs_tokenizer *tok, const qs_generate_request 
     const qs_model_config *mc = qs_model_get_config(r->m);
     int total = req->n_prompt + max_tokens;
     r->n_blocks = (total + QS_KV_BLOCK_SIZE - 1) / QS_KV_BLOCK_SIZE;
-    if (qs_kv_cache_create(mc, qs_model_device(r->m)->platform, r->n_blocks, &r->kv, err))
+    if (qs_kv_cache_create_dtype(mc, qs_model_device(r->m)->platform, r->n_blocks, (qs_kv_dtype)req->kv_dtype,
+                                 req->kv_k_scales, req->kv_v_scales, &r->kv, err))
         return -1;
     r->table = malloc(sizeof(int32_t) * (size_t)r->n_blocks);
     r->logits = malloc(sizeof(float) * (size_t)mc->vocab_size);

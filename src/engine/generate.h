@@ -26,6 +26,10 @@ typedef struct qs_generate_request {
     const char *const *stop_strings;
     int n_stop_strings;
     uint64_t engine_seed;
+    /* KV cache element type (qs_kv_dtype, 0 = the activation type) and, for FP8, per-layer
+     * scales ([num_layers] or NULL = 1.0) */
+    int kv_dtype;
+    const float *kv_k_scales, *kv_v_scales;
     /* called with each piece of text as soon as it is final (may be NULL) */
     void (*on_text)(void *ctx, const char *text, size_t len);
     void *on_text_ctx;

@@ -26,6 +26,8 @@ void qs_seq_free(qs_seq *s)
         return;
     free(s->tokens);
     free(s->blocks);
+    free(s->block_hashes);
+    free(s->cache_salt);
     free(s->logit_bias);
     free(s->stop_token_ids);
     for (int i = 0; i < s->n_stop; i++)
@@ -101,6 +103,11 @@ qs_seq *qs_seq_new(const qs_seq_request *r, uint64_t id, qs_event_sink *sink, co
             if (!s->matcher)
                 goto oom;
         }
+    }
+    if (r->cache_salt && r->cache_salt[0]) {
+        s->cache_salt = strdup(r->cache_salt);
+        if (!s->cache_salt)
+            goto oom;
     }
     s->include_stop_str = r->include_stop_str_in_output;
     s->choice = r->choice;
@@ -222,6 +229,7 @@ static void finish_event(qs_seq *s, qs_engine_event *ev, qs_finish_reason why)
     ev->finish = why;
     ev->prompt_tokens = s->n_prompt;
     ev->completion_tokens = s->n_output;
+    ev->cached_tokens = s->cached_tokens;
 }
 
 qs_engine_event *qs_seq_on_token(qs_seq *s, int32_t token, const qs_token_logprobs *lp, const int32_t *eos,

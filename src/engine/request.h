@@ -26,6 +26,17 @@ typedef struct qs_seq {
     int n_blocks, cap_blocks;
     bool scheduled_before;     /* has run at least once (for queue-time stats) */
 
+    /* prefix caching (prefix_cache.h): the hash of each full block of tokens, chained from
+     * hash_root (seed + cache_salt); the leading n_cached_blocks blocks of the table are in the
+     * cache (hit or registered); cached_tokens is what the first admission found cached */
+    char *cache_salt;
+    uint64_t hash_root;
+    uint64_t *block_hashes;
+    int n_hashes, cap_hashes;
+    int n_cached_blocks;
+    int cached_tokens;
+    bool admitted_before;
+
     /* parameters (owned copies) */
     qs_sampling_params sampling;
     qs_logit_bias *logit_bias;

@@ -174,9 +174,12 @@ static int qkv_rope_cache(qs_model *m, qs_layer *L, void *kc, void *vc, const qs
                : 0;
 }
 
-static int attention_block(qs_model *m, qs_kv_cache *kv, int li, const qs_attn_batch *b, qs_act_order h_order,
+static int attention_block(qs_model *m, qs_kv_cache *kv, int li, const qs_attn_batch *step, qs_act_order h_order,
                            qs_err *err)
 {
+    qs_attn_batch layer_batch = *step; /* the cache's element type and this layer's KV scales */
+    qs_kv_attn_params(kv, li, &layer_batch);
+    const qs_attn_batch *b = &layer_batch;
     const qs_model_config *c = &m->mc;
     const qs_ops *ops = m->ops;
     qs_layer *L = &m->layers[li];

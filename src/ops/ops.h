@@ -33,6 +33,12 @@
 extern "C" {
 #endif
 
+/* What the KV cache stores (src/engine/kv_cache.h). QS_KV_ACT: the device's activation format
+ * (float32 on CPU, bf16 on CUDA). QS_KV_BF16: bf16 (CUDA: the same as QS_KV_ACT). QS_KV_FP8_E4M3:
+ * one byte an element, x / scale rounded to OCP E4M3 (saturating at ±448) on write, code * scale
+ * on read, with one scale for K and one for V per layer (vLLM's --kv-cache-dtype fp8). */
+typedef enum { QS_KV_ACT = 0, QS_KV_BF16 = 1, QS_KV_FP8_E4M3 = 2 } qs_kv_dtype;
+
 /* One forward step's attention layout, all arrays in device memory except the scalars. Token t
  * belongs to sequence tok_seq[t] and sits at absolute position tok_pos[t]; it attends causally to
  * positions [0, tok_pos[t]] of its sequence, whose KV blocks are
@@ -49,6 +55,9 @@ typedef struct qs_attn_batch {
     const int32_t *slot_mapping;  /* [n_tokens]: block * QS_KV_BLOCK_SIZE + slot to write; < 0: not written
                                    * (the dummy rows that pad a decode batch up to its graph's size) */
     int sliding_window;           /* > 0: token t attends only positions > tok_pos[t] - sliding_window */
+    /* the layer's cache element type and, for QS_KV_FP8_E4M3, its K and V scales (set per layer) */
+    qs_kv_dtype kv_dtype;
+    float k_scale, v_scale;
 } qs_attn_batch;
 
 /* Decode-step graphs (src/model/step_graph.c): a device that can record a step's launches once

@@ -23,6 +23,7 @@ typedef struct {
     cJSON *logprobs;
     qs_finish_reason finish;
     int completion_tokens;
+    int cached_tokens;
     bool role_sent;
     char error[256];
 } gen_choice;
@@ -94,6 +95,16 @@ static void gen_free(gen_ctx *g)
 }
 
 static int prompt_of_choice(const gen_ctx *g, int choice) { return choice / g->req.n; }
+
+/* Prompt tokens served from the prefix cache, each prompt counted once (by its first choice, as
+ * prompt_tokens counts it once). */
+static int cached_prompt_tokens(const gen_ctx *g)
+{
+    int n = 0;
+    for (int k = 0; k < g->n_choices; k += g->req.n)
+        n += g->choices[k].cached_tokens;
+    return n;
+}
 
 /* Prompt text for echo: the text as sent, or the decoded ids. */
 static char *echo_text(const gen_ctx *g, int p)
@@ -194,6 +205,7 @@ static int submit(gen_ctx *g, qs_api_error *e)
         q->include_stop_str_in_output = r->include_stop_str_in_output;
         q->skip_special_tokens = r->skip_special_tokens;
         q->choice = k;
+        q->cache_salt = r->cache_salt;
     }
     g->sink = qs_event_sink_new();
     if (!g->sink) {
@@ -227,6 +239,7 @@ static void absorb(gen_ctx *g, qs_engine_event *ev)
     if (ev->finish != QS_FINISH_NONE) {
         c->finish = ev->finish;
         c->completion_tokens = ev->completion_tokens;
+        c->cached_tokens = ev->cached_tokens;
         snprintf(c->error, sizeof c->error, "%s", ev->error);
         g->n_finished++;
     }
@@ -284,7 +297,7 @@ static enum MHD_Result answer_whole(gen_ctx *g, struct MHD_Connection *conn)
             cJSON_AddNullToObject(ch, "stop_reason");
         cJSON_AddItemToArray(choices, ch);
     }
-    cJSON_AddItemToObject(root, "usage", qs_resp_usage(g->total_prompt_tokens, completion_tokens));
+    cJSON_AddItemToObject(root, "usage", qs_resp_usage(g->total_prompt_tokens, completion_tokens, cached_prompt_tokens(g)));
     return qs_send_json(s, conn, 200, root);
 }
 
@@ -341,6 +354,7 @@ static void stream_event(gen_ctx *g, qs_engine_event *ev)
     if (ev->finish != QS_FINISH_NONE) {
         c->finish = ev->finish;
         c->completion_tokens = ev->completion_tokens;
+        c->cached_tokens = ev->cached_tokens;
         g->n_finished++;
     }
     if (ev->finish == QS_FINISH_ERROR) {
@@ -386,7 +400,7 @@ static void stream_end(gen_ctx *g)
         for (int k = 0; k < g->n_choices; k++)
             completion += g->choices[k].completion_tokens;
         cJSON *chunk = qs_resp_base(g->chat, true, g->id, g->created, g->s->model_name);
-        cJSON_AddItemToObject(chunk, "usage", qs_resp_usage(g->total_prompt_tokens, completion));
+        cJSON_AddItemToObject(chunk, "usage", qs_resp_usage(g->total_prompt_tokens, completion, cached_prompt_tokens(g)));
         emit(g, chunk);
     }
     append(&g->out, &g->out_len, &g->out_cap, "data: [DONE]\n\n", 14);

@@ -103,9 +103,20 @@ char *qs_metrics_render(const char *model_name, qs_engine *engine, const qs_http
     double usage = load.num_blocks ? 1.0 - (double)load.num_free_blocks / load.num_blocks : 0.0;
     gauge(&b, "kv_cache_usage_perc", "Fraction of KV-cache blocks in use (1 = full).", labels, usage);
     gauge(&b, "kv_cache_blocks_total", "KV-cache blocks of 16 positions.", labels, load.num_blocks);
+    sb_printf(&b,
+              "# HELP qserve:cache_config_info Information of the KV cache configuration.\n"
+              "# TYPE qserve:cache_config_info gauge\n"
+              "qserve:cache_config_info{%s,block_size=\"16\",cache_dtype=\"%s\",enable_prefix_caching=\"%s\","
+              "num_gpu_blocks=\"%d\"} 1\n",
+              labels, load.kv_cache_dtype ? load.kv_cache_dtype : "auto", load.prefix_caching ? "True" : "False",
+              load.num_blocks);
     counter(&b, "num_preemptions_total", "Sequences preempted (recomputed) because the KV cache was full.", labels,
             st.preemptions_total);
     counter(&b, "prompt_tokens_total", "Prompt tokens processed.", labels, st.prompt_tokens_total);
+    counter(&b, "prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache.", labels,
+            st.prefix_cache_queries_total);
+    counter(&b, "prefix_cache_hits_total", "Prompt tokens found in the prefix cache.", labels,
+            st.prefix_cache_hits_total);
     counter(&b, "generation_tokens_total", "Tokens generated.", labels, st.generation_tokens_total);
     sb_printf(&b, "# HELP qserve:request_success_total Finished sequences by finish reason.\n"
                   "# TYPE qserve:request_success_total counter\n");

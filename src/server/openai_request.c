@@ -151,7 +151,9 @@ static int parse_prompt(qs_openai_request *r, const cJSON *prompt, qs_api_error 
     int count = cJSON_IsArray(prompt) && !flat_ids ? cJSON_GetArraySize(prompt) : 1;
     if (cJSON_IsArray(prompt) && cJSON_GetArraySize(prompt) == 0)
         return qs_api_errorf(e, 400, "prompt", "'prompt' must not be an empty list.");
-    if (count > QS_MAX_PROMPTS)
+    /* a flat list of numbers is one prompt of token ids, however long */
+    bool ids = cJSON_IsArray(prompt) && cJSON_IsNumber(prompt->child);
+    if (count > QS_MAX_PROMPTS && !ids)
         return qs_api_errorf(e, 400, "prompt", "'prompt' holds %d prompts; at most %d are accepted.", count,
                              QS_MAX_PROMPTS);
     r->prompts = calloc((size_t)count, sizeof *r->prompts);
@@ -408,6 +410,14 @@ int qs_openai_request_parse(qs_api_kind kind, const char *body, size_t len, qs_o
             snprintf(e->param, sizeof e->param, "stream_options");
             return -1;
         }
+    }
+    const cJSON *salt = field(root, "cache_salt");
+    if (salt) {
+        if (!cJSON_IsString(salt) || !salt->valuestring[0] || strlen(salt->valuestring) > QS_MAX_CACHE_SALT ||
+            !valid_utf8(salt->valuestring))
+            return qs_api_errorf(e, 400, "cache_salt", "'cache_salt' must be a non-empty string of at most %d bytes.",
+                                 QS_MAX_CACHE_SALT);
+        r->cache_salt = salt->valuestring;
     }
     const cJSON *user = field(root, "user");
     if (user && !cJSON_IsString(user))

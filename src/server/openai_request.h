@@ -20,6 +20,7 @@
 #define QS_MAX_STOP_LEN 256  /* bytes per stop string */
 #define QS_MAX_STOP_IDS 64
 #define QS_MAX_LOGIT_BIAS 1024
+#define QS_MAX_CACHE_SALT 1024 /* bytes */
 
 typedef enum { QS_API_COMPLETIONS, QS_API_CHAT } qs_api_kind;
 
@@ -56,6 +57,7 @@ typedef struct qs_openai_request {
     bool skip_special_tokens;    /* default true */
     bool include_stop_str_in_output;
     bool chat_logprobs;          /* chat: logprobs: true */
+    const char *cache_salt;      /* vLLM's field: a non-empty string or NULL; points into root */
 } qs_openai_request;
 
 /* Parses body[0..len) (not necessarily NUL-terminated). On failure fills e (status 400) and

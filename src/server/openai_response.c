@@ -19,12 +19,14 @@ cJSON *qs_resp_base(bool chat, bool chunk, const char *id, int64_t created, cons
     return o;
 }
 
-cJSON *qs_resp_usage(int prompt_tokens, int completion_tokens)
+cJSON *qs_resp_usage(int prompt_tokens, int completion_tokens, int cached_tokens)
 {
     cJSON *u = cJSON_CreateObject();
     cJSON_AddNumberToObject(u, "prompt_tokens", prompt_tokens);
     cJSON_AddNumberToObject(u, "total_tokens", prompt_tokens + completion_tokens);
     cJSON_AddNumberToObject(u, "completion_tokens", completion_tokens);
+    cJSON *d = cJSON_AddObjectToObject(u, "prompt_tokens_details");
+    cJSON_AddNumberToObject(d, "cached_tokens", cached_tokens);
     return u;
 }
 

@@ -18,7 +18,8 @@ typedef struct qs_tokenizer qs_tokenizer;
 /* {"id", "object", "created", "model", "choices": []}; object is text_completion,
  * chat.completion or chat.completion.chunk. */
 cJSON *qs_resp_base(bool chat, bool chunk, const char *id, int64_t created, const char *model);
-cJSON *qs_resp_usage(int prompt_tokens, int completion_tokens);
+/* usage, with prompt_tokens_details.cached_tokens: prompt tokens the prefix cache supplied. */
+cJSON *qs_resp_usage(int prompt_tokens, int completion_tokens, int cached_tokens);
 /* "stop" / "length" (abort and error pass through as "abort" / "error"); NULL for NONE. */
 const char *qs_resp_finish_reason(qs_finish_reason r);
 void qs_resp_add_finish_reason(cJSON *choice, qs_finish_reason r);

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # test_generate.sh — `qserve generate` end to end on stories260K converted by build/convert-llama2c:
 # the greedy 200 tokens and their text equal llama2.c's goldens; a BF16 copy, FP8 copies made by
-# `qserve quantize` and online --quantization fp8 keep the first sentence; sampling is reproducible
-# per seed; stop strings, logprobs, --chat and bad arguments behave. Prints ok / not ok / skip.
+# `qserve quantize`, online --quantization fp8 and bf16 / FP8 KV caches keep the first sentence;
+# sampling is reproducible per seed; stop strings, logprobs, --chat and bad arguments behave. Prints ok / not ok / skip.
 set -u
 BIN=${QSERVE_BIN:-build/qserve}
 BUILD=${QSERVE_BUILD:-build}
 DATA=${QSERVE_SHARED_DATA:-../shared/data}/tinystories
-names="greedy_ids greedy_text streamed_text bf16_first_sentence fp8_dynamic_first_sentence fp8_block_first_sentence online_fp8_first_sentence seed_reproducible stop_string logprobs chat moe_backend_without_tokenizer bad_args"
+names="greedy_ids greedy_text streamed_text bf16_first_sentence fp8_dynamic_first_sentence fp8_block_first_sentence online_fp8_first_sentence kv_bf16_first_sentence kv_fp8_first_sentence kv_dtype_bad seed_reproducible stop_string logprobs chat moe_backend_without_tokenizer bad_args"
 . "$(dirname "$0")/check_lib.sh"
 [ -f "$DATA/stories260K.bin" ] || skip_all "stories260K not found under $DATA" $names
 M=$TMP/stories260K
@@ -50,6 +50,14 @@ done
 
 first_sentence "$M" --quantization fp8 && grep -q "fp8_w8a8" "$TMP/q.err"
 check online_fp8_first_sentence $? "$(tail -c 300 "$TMP/q.err")"
+# the KV cache in bf16 and in FP8 E4M3 (scales 1.0: stories260K has none, and the log says so)
+first_sentence "$M" --kv-cache-dtype bf16
+check kv_bf16_first_sentence $? "$(tail -c 300 "$TMP/q.err")"
+first_sentence "$M" --kv-cache-dtype fp8 && grep -q "KV cache dtype fp8_e4m3 (--kv-cache-dtype fp8): per-layer K/V scales from 1.0" "$TMP/q.err"
+check kv_fp8_first_sentence $? "$(tail -c 300 "$TMP/q.err")"
+"$BIN" generate "$M" --prompt-ids 1 --max-tokens 4 --kv-cache-dtype fp4 >/dev/null 2>"$TMP/kvbad.err"
+rc=$?; [ $rc -ne 0 ] && grep -q "unknown KV cache dtype 'fp4'" "$TMP/kvbad.err"
+check kv_dtype_bad $? "rc $rc: $(head -c 300 "$TMP/kvbad.err")"
 
 a=$("$BIN" generate "$M" --prompt "Once upon a time" --max-tokens 30 --temperature 1 --top-p 0.9 --seed 11 --json 2>/dev/null)
 b=$("$BIN" generate "$M" --prompt "Once upon a time" --max-tokens 30 --temperature 1 --top-p 0.9 --seed 11 --json 2>/dev/null)

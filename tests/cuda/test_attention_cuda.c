@@ -9,7 +9,10 @@
  * Passes when every output is finite and ||gpu - cpu|| / ||cpu|| <= 2e-2. The mixed batches and
  * the decode-only ones run again with the output rows in each marlin activation order (what o_proj
  * reads; ops/act_order.h), against the CPU op in the same order. Then a timing table
- * (CUDA events), a figure rather than a check. Prints "N passed, N failed, N skipped".
+ * (CUDA events), a figure rather than a check. Every case runs once more over an FP8 E4M3 cache
+ * (--kv-cache-dtype fp8, per-layer scales): kv_write's codes must equal the CPU reference's byte
+ * for byte, and attention over them (CUDA cores: the tensor-core kernel reads bf16 only) must
+ * match the CPU op over the same FP8 cache. Prints "N passed, N failed, N skipped".
  * --self-check runs the host side with the CPU ops on both sides (no GPU needed). */
 #include <math.h>
 #include <stdio.h>
@@ -29,6 +32,10 @@ static const qs_ops *cpu, *gpu;
 static int g_passed, g_failed, g_skipped, g_self_check;
 static qs_act_order g_order; /* of the output rows, for every op call of a case */
 static uint64_t g_rng = 0x13198A2E03707344ull;
+static qs_kv_dtype g_kv = QS_KV_ACT;    /* the cache's element type for every case */
+static float g_k_scale = 1, g_v_scale = 1; /* its FP8 scales */
+
+static size_t kv_elem(const qs_ops *ops) { return g_kv == QS_KV_FP8_E4M3 ? 1 : ops->act_size; }
 
 #define MAX_SEQS 56
 #define TOL 2e-2
@@ -147,8 +154,8 @@ static int dev_setup(dev_step *d, const qs_ops *ops, const attn_case *c, const s
     memset(d, 0, sizeof *d);
     d->ops = ops;
     int64_t cache = (int64_t)s->total_blocks * c->n_kv * QS_KV_BLOCK_SIZE * c->head_dim;
-    d->kc = ops->alloc(ops->act_size * (size_t)cache, err);
-    d->vc = ops->alloc(ops->act_size * (size_t)cache, err);
+    d->kc = ops->alloc(kv_elem(ops) * (size_t)cache, err);
+    d->vc = ops->alloc(kv_elem(ops) * (size_t)cache, err);
     d->d_tables = ids_on(ops, s->tables, (int64_t)s->n_seqs * s->max_blocks);
     int64_t kvw = (int64_t)c->n_kv * c->head_dim;
     if (s->n_hist) {
@@ -157,7 +164,8 @@ static int dev_setup(dev_step *d, const qs_ops *ops, const attn_case *c, const s
              *hv = acts_on(ops, s->hist_v, s->n_hist * kvw);
         qs_attn_batch hb = {.n_tokens = s->n_hist, .n_seqs = s->n_seqs, .max_blocks = s->max_blocks, .tok_seq = hs,
                             .tok_pos = hp, .block_tables = d->d_tables, .slot_mapping = hl,
-                            .sliding_window = c->window};
+                            .sliding_window = c->window, .kv_dtype = g_kv, .k_scale = g_k_scale,
+                            .v_scale = g_v_scale};
         int rc = ops->kv_write(d->kc, d->vc, hk, hv, &hb, c->n_kv, c->head_dim, err);
         ops->free(hs), ops->free(hp), ops->free(hl), ops->free(hk), ops->free(hv);
         if (rc)
@@ -168,7 +176,8 @@ static int dev_setup(dev_step *d, const qs_ops *ops, const attn_case *c, const s
     d->d_tok_slot = ids_on(ops, s->tok_slot, s->n_tok);
     d->b = (qs_attn_batch){.n_tokens = s->n_tok, .n_seqs = s->n_seqs, .max_blocks = s->max_blocks,
                            .tok_seq = d->d_tok_seq, .tok_pos = d->d_tok_pos, .block_tables = d->d_tables,
-                           .slot_mapping = d->d_tok_slot, .sliding_window = c->window};
+                           .slot_mapping = d->d_tok_slot, .sliding_window = c->window, .kv_dtype = g_kv,
+                           .k_scale = g_k_scale, .v_scale = g_v_scale};
     void *k = acts_on(ops, s->k, s->n_tok * kvw), *v = acts_on(ops, s->v, s->n_tok * kvw);
     int rc = ops->kv_write(d->kc, d->vc, k, v, &d->b, c->n_kv, c->head_dim, err);
     ops->free(k), ops->free(v);
@@ -208,7 +217,8 @@ static int *long_run_tokens(const step *s)
 static void case_name(char *buf, size_t n, const attn_case *c)
 {
     static const char *const orders[] = {"", "fp8-order ", "fp4-order "};
-    int off = snprintf(buf, n, "%sd%d h%d/kv%d w%d [", orders[g_order], c->head_dim, c->n_heads, c->n_kv, c->window);
+    int off = snprintf(buf, n, "%s%sd%d h%d/kv%d w%d [", g_kv == QS_KV_FP8_E4M3 ? "kv-fp8 " : "", orders[g_order],
+                       c->head_dim, c->n_heads, c->n_kv, c->window);
     for (int i = 0; i < c->n_seqs && off < (int)n; i++)
         off += snprintf(buf + off, n - (size_t)off, "%s%d+%d", i ? " " : "", c->seqs[i].ctx, c->seqs[i].n);
     if (off < (int)n)
@@ -265,6 +275,18 @@ static void run_case(const attn_case *c)
         g_failed++;
         goto done;
     }
+    if (g_kv == QS_KV_FP8_E4M3) { /* the quantizing write: the same codes as the CPU's */
+        int64_t bytes = (int64_t)s.total_blocks * c->n_kv * QS_KV_BLOCK_SIZE * c->head_dim;
+        unsigned char *gk = malloc((size_t)bytes), *gv = malloc((size_t)bytes);
+        int rc = gpu->copy_to_host(gk, dg.kc, (size_t)bytes, &err) || gpu->copy_to_host(gv, dg.vc, (size_t)bytes, &err);
+        int64_t diff = 0;
+        for (int64_t i = 0; !rc && i < bytes; i++)
+            diff += gk[i] != ((unsigned char *)dc.kc)[i] || gv[i] != ((unsigned char *)dc.vc)[i];
+        printf("%-10s %-58s %lld of %lld codes differ  %s\n", "fp8-write", name, (long long)diff, (long long)bytes,
+               !rc && diff == 0 ? "ok" : "FAIL");
+        !rc && diff == 0 ? g_passed++ : g_failed++;
+        free(gk), free(gv);
+    }
     /* 1. as dispatched (tensor cores for the long runs); 2. CUDA cores only (the grouped kernel
      * where the head grouping has one); 3. CUDA cores, one CTA per query head. */
     for (int pass = 0; pass < 3; pass++) {
@@ -290,7 +312,7 @@ static void run_case(const attn_case *c)
     int any = 0;
     for (int64_t t = 0; t < s.n_tok; t++)
         any |= flag[t];
-    if (any && (c->head_dim == 64 || c->head_dim == 128)) {
+    if (any && (c->head_dim == 64 || c->head_dim == 128) && g_kv != QS_KV_FP8_E4M3) {
         if (g_self_check) {
             g_skipped++;
         } else {
@@ -447,6 +469,13 @@ int main(int argc, char **argv)
         for (size_t i = 12; i < n_cases; i++)
             run_case(&cases[i]);
     g_order = QS_ACT_NATURAL;
+    /* every case again over an FP8 cache (scales such that |k|, |v| <= 1 use E4M3's range) */
+    g_kv = QS_KV_FP8_E4M3;
+    g_k_scale = 1.0f / 256, g_v_scale = 1.0f / 300;
+    for (size_t i = 0; i < n_cases; i++)
+        run_case(&cases[i]);
+    g_kv = QS_KV_ACT;
+    g_k_scale = g_v_scale = 1;
     if (!g_self_check) {
         printf("\ntiming (mean of 20 / 5 calls, CUDA events)     tc us  TFLOP/s    cores us  TFLOP/s  speedup\n");
         static const attn_case t1 = {32, 8, 128, 0, 1, {{0, 2048}}};

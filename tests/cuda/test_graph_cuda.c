@@ -5,7 +5,8 @@
  *  - a decode "layer" over the ops table — embedding, per-head RMSNorm, RoPE, KV write (with a
  *    dummy row of slot -1 in some steps), split-KV paged attention — recorded once, then replayed
  *    with new token ids, positions, slots and block tables: the output and the KV cache equal,
- *    bit for bit, the same steps run eagerly on a twin cache;
+ *    bit for bit, the same steps run eagerly on a twin cache; again over an FP8 E4M3 cache
+ *    (--kv-cache-dtype fp8: the quantizing write and the dequantizing attention in the graph);
  *  - the linear kernels (cublaslt BF16, cublaslt FP8 per-channel x per-token, marlin FP8,
  *    emulation FP8) recorded at m = 1, 4 and 16 and replayed on new activations: equal to eager
  *    calls bit for bit;
@@ -89,11 +90,12 @@ typedef struct {
     void *q, *k, *v, *out, *kc, *vc;
 } side;
 
-static int run_layer(const layer_w *w, side *s, qs_err *err)
+static int run_layer(const layer_w *w, side *s, bool fp8, qs_err *err)
 {
     qs_attn_batch b = {.n_tokens = B, .n_seqs = B, .max_blocks = S, .tok_seq = s->idx + I_SEQ,
                        .tok_pos = s->idx + I_POS, .block_tables = s->idx + I_TABLES,
-                       .slot_mapping = s->idx + I_SLOTS, .sliding_window = 0};
+                       .slot_mapping = s->idx + I_SLOTS, .sliding_window = 0,
+                       .kv_dtype = fp8 ? QS_KV_FP8_E4M3 : QS_KV_ACT, .k_scale = 1.f / 64, .v_scale = 1.f / 32};
     const int32_t *ids = s->idx + I_IDS;
     return gpu->embedding(s->q, w->eq, ids, B, HEADS * HD, err) || gpu->embedding(s->k, w->ek, ids, B, KV * HD, err) ||
                    gpu->embedding(s->v, w->ev, ids, B, KV * HD, err) ||
@@ -123,7 +125,45 @@ static void make_indices(int st, int32_t *h)
     }
 }
 
-static void test_decode_layer(void)
+/* A cache of n elements: random bf16 activations, or random finite E4M3 codes. */
+static void *random_cache(int64_t n, bool fp8)
+{
+    qs_err err;
+    if (!fp8) {
+        float *v = qs_test_rand_bf16(&g_rng, n, 1.f);
+        void *p = acts(v, n);
+        free(v);
+        return p;
+    }
+    unsigned char *c = malloc((size_t)n);
+    for (int64_t i = 0; i < n; i++) {
+        float r = qs_test_frand(&g_rng);
+        c[i] = (unsigned char)((int)((r + 1.f) * 63.f) % 0x7E) | (r < 0 ? 0x80 : 0); /* never 0x7F / 0xFF (NaN) */
+    }
+    void *p = gpu->alloc((size_t)n, &err);
+    gpu->copy_to_device(p, c, (size_t)n, &err);
+    free(c);
+    return p;
+}
+
+/* Whether two device caches of n elements hold the same bytes. */
+static bool same_cache(const void *a, const void *b, int64_t n, bool fp8, char *detail, size_t cap)
+{
+    qs_err err;
+    size_t bytes = (size_t)n * (fp8 ? 1 : gpu->act_size);
+    unsigned char *x = malloc(bytes), *y = malloc(bytes);
+    gpu->copy_to_host(x, a, bytes, &err);
+    gpu->copy_to_host(y, b, bytes, &err);
+    size_t i = 0;
+    while (i < bytes && x[i] == y[i])
+        i++;
+    if (i < bytes)
+        snprintf(detail, cap, "byte %zu differs: %02x vs %02x", i, x[i], y[i]);
+    free(x), free(y);
+    return i == bytes;
+}
+
+static void test_decode_layer(bool fp8)
 {
     qs_err err = {{0}};
     float *eq = qs_test_rand_bf16(&g_rng, VOCAB * HEADS * HD, 1.f), *ek = qs_test_rand_bf16(&g_rng, VOCAB * KV * HD, 1.f),
@@ -135,7 +175,6 @@ static void test_decode_layer(void)
                  upload_f32_weight(ev, VOCAB, KV * HD), upload_f32_weight(nw, HD, 0), gpu->alloc(sizeof inv, &err)};
     gpu->copy_to_device(w.inv_freq, inv, sizeof inv, &err);
     int64_t cache_n = (int64_t)BLOCKS * KV * QS_KV_BLOCK_SIZE * HD;
-    float *kc0 = qs_test_rand_bf16(&g_rng, cache_n, 1.f), *vc0 = qs_test_rand_bf16(&g_rng, cache_n, 1.f);
     side sd[2]; /* 0: replayed graph, 1: eager twin */
     for (int i = 0; i < 2; i++) {
         sd[i].idx = gpu->alloc(sizeof(int32_t) * I_TOTAL, &err);
@@ -143,9 +182,17 @@ static void test_decode_layer(void)
         sd[i].k = gpu->alloc(gpu->act_size * B * KV * HD, &err);
         sd[i].v = gpu->alloc(gpu->act_size * B * KV * HD, &err);
         sd[i].out = gpu->alloc(gpu->act_size * B * HEADS * HD, &err);
-        sd[i].kc = acts(kc0, cache_n);
-        sd[i].vc = acts(vc0, cache_n);
+        sd[i].kc = random_cache(cache_n, fp8);
+        sd[i].vc = random_cache(cache_n, fp8);
     }
+    /* both sides start from the same cache contents */
+    size_t cache_bytes = (size_t)cache_n * (fp8 ? 1 : gpu->act_size);
+    void *tmp = malloc(cache_bytes);
+    gpu->copy_to_host(tmp, sd[0].kc, cache_bytes, &err);
+    gpu->copy_to_device(sd[1].kc, tmp, cache_bytes, &err);
+    gpu->copy_to_host(tmp, sd[0].vc, cache_bytes, &err);
+    gpu->copy_to_device(sd[1].vc, tmp, cache_bytes, &err);
+    free(tmp);
     int32_t *pinned = G->host_alloc(sizeof(int32_t) * I_TOTAL, &err);
     int32_t h[I_TOTAL];
     void *graph = NULL;
@@ -154,7 +201,7 @@ static void test_decode_layer(void)
     for (int st = 0; st < 4 && ok; st++) {
         make_indices(st, h);
         /* eager twin: plain synchronous upload, the ops on the same stream */
-        if (gpu->copy_to_device(sd[1].idx, h, sizeof h, &err) || run_layer(&w, &sd[1], &err)) {
+        if (gpu->copy_to_device(sd[1].idx, h, sizeof h, &err) || run_layer(&w, &sd[1], fp8, &err)) {
             snprintf(detail, sizeof detail, "eager step %d: %s", st, err.msg);
             ok = false;
             break;
@@ -167,7 +214,7 @@ static void test_decode_layer(void)
         }
         if (st == 0) { /* warm-up, then record */
             size_t nodes = 0;
-            if (run_layer(&w, &sd[0], &err) || G->capture_begin(&err) || run_layer(&w, &sd[0], &err) ||
+            if (run_layer(&w, &sd[0], fp8, &err) || G->capture_begin(&err) || run_layer(&w, &sd[0], fp8, &err) ||
                 G->capture_end(&graph, &nodes, &err)) {
                 snprintf(detail, sizeof detail, "warm-up or capture: %s", err.msg);
                 ok = false;
@@ -189,12 +236,13 @@ static void test_decode_layer(void)
         free(a);
         free(e);
     }
-    report("decode layer: replays == eager (outputs)", ok, detail);
-    float *ka = host_of(sd[0].kc, cache_n), *ke = host_of(sd[1].kc, cache_n), *va = host_of(sd[0].vc, cache_n),
-          *ve = host_of(sd[1].vc, cache_n);
-    bool kv_ok = ok && same(ka, ke, cache_n, detail, sizeof detail) && same(va, ve, cache_n, detail, sizeof detail);
-    report("decode layer: replays == eager (KV cache, dummy rows unwritten)", kv_ok, kv_ok ? "" : detail);
-    free(ka), free(ke), free(va), free(ve);
+    report(fp8 ? "decode layer, FP8 KV: replays == eager (outputs)" : "decode layer: replays == eager (outputs)", ok,
+           detail);
+    bool kv_ok = ok && same_cache(sd[0].kc, sd[1].kc, cache_n, fp8, detail, sizeof detail) &&
+                 same_cache(sd[0].vc, sd[1].vc, cache_n, fp8, detail, sizeof detail);
+    report(fp8 ? "decode layer, FP8 KV: replays == eager (KV cache, dummy rows unwritten)"
+               : "decode layer: replays == eager (KV cache, dummy rows unwritten)",
+           kv_ok, kv_ok ? "" : detail);
     G->graph_destroy(graph);
     G->host_free(pinned);
     for (int i = 0; i < 2; i++) {
@@ -205,7 +253,7 @@ static void test_decode_layer(void)
     void *wb[] = {w.eq, w.ek, w.ev, w.norm, w.inv_freq};
     for (size_t j = 0; j < sizeof wb / sizeof *wb; j++)
         gpu->free(wb[j]);
-    free(eq), free(ek), free(ev), free(nw), free(kc0), free(vc0);
+    free(eq), free(ek), free(ev), free(nw);
 }
 
 /* ---------------- linear kernels ---------------- */
@@ -409,7 +457,8 @@ int main(void)
         return 1;
     }
     G->set_stream(g_stream);
-    test_decode_layer();
+    test_decode_layer(false);
+    test_decode_layer(true);
     static const int64_t shapes[][3] = {{1, 4096, 4096}, {4, 1024, 512}, {16, 256, 640}};
     for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
         test_linear(&qs_kernel_cublaslt_bf16, false, shapes[i][0], shapes[i][1], shapes[i][2]);

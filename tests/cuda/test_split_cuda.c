@@ -7,7 +7,11 @@
  * separate gate and up buffers (a fused layer changes no activation). qkv_rope_cache (split,
  * RoPE on q and k, KV-cache write in one op) is checked against the CPU's (its four ops) within
  * 1e-2 and, bit for bit, against the GPU's own four ops (q and both whole caches, dummy rows
- * included).
+ * included). Over an FP8 E4M3 cache (--kv-cache-dtype fp8) the fused op's codes must equal the
+ * GPU's own rope + kv_write byte for byte, V's codes the CPU's byte for byte (V is copied, so both
+ * quantize the same bf16 numbers), K's dequantized values the CPU's within 2e-2 (the CPU ropes in
+ * float32, the GPU in bf16, so a code may land one step away), and no byte outside the written
+ * slots may change.
  * Prints "N passed, N failed, N skipped". */
 #include <math.h>
 #include <stdio.h>
@@ -19,6 +23,7 @@
 #include "engine/kv_cache.h"
 #include "model/safetensors.h"
 #include "ops/ops.h"
+#include "quant/fp8.h"
 #include "qs_cuda.h"
 #include "qs_cuda_ops.h"
 
@@ -230,6 +235,87 @@ static void test_qkv_rope_cache(int64_t T, int n_heads, int n_kv, int head_dim)
         free(kg2), free(vg2);
 }
 
+/* The same op over FP8 caches with per-layer scales (dummy rows every fifth token). */
+static void test_qkv_rope_cache_fp8(int64_t T, int n_heads, int n_kv, int head_dim)
+{
+    qs_err err = {{0}};
+    char name[96];
+    const int64_t w = (int64_t)(n_heads + 2 * n_kv) * head_dim, nq = (int64_t)n_heads * head_dim;
+    const int n_blocks = (int)((T + QS_KV_BLOCK_SIZE - 1) / QS_KV_BLOCK_SIZE) + 2;
+    const int64_t n_slots = (int64_t)n_blocks * QS_KV_BLOCK_SIZE, cache = n_slots * n_kv * head_dim;
+    int32_t *pos = malloc(sizeof(int32_t) * T), *slots = malloc(sizeof(int32_t) * T);
+    for (int64_t t = 0; t < T; t++) {
+        pos[t] = (int32_t)((t * 977 + 13) % 6000);
+        slots[t] = t % 5 == 4 ? -1 : (int32_t)((t * 7 + 3) % n_slots);
+    }
+    for (int64_t t = 0; t < T; t++) /* distinct slots: (7t + 3) mod n_slots is a bijection while gcd(7, n) = 1 */
+        for (int64_t u = 0; u < t; u++)
+            if (slots[t] >= 0 && slots[u] == slots[t])
+                slots[t] = -1;
+    float *inv = malloc(sizeof(float) * head_dim / 2);
+    for (int i = 0; i < head_dim / 2; i++)
+        inv[i] = powf(500000.f, -2.f * i / head_dim);
+    float *x = qs_test_rand_bf16(&g_rng, T * w, 2.f);
+    unsigned char *fill = malloc((size_t)cache);
+    memset(fill, 0xAA, (size_t)cache);
+    const qs_ops *ops[2] = {cpu, gpu};
+    unsigned char *kc[3], *vc[3]; /* host copies: CPU, GPU fused, GPU composed */
+    int rc = 0;
+    for (int i = 0; i < 3; i++) {
+        const qs_ops *o = ops[i ? 1 : 0];
+        void *d_pos = ints_on(o, pos, T), *d_slots = ints_on(o, slots, T);
+        void *d_inv = o->alloc(sizeof(float) * head_dim / 2, &err), *d_x = o->alloc(o->act_size * T * w, &err);
+        void *d_q = o->alloc(o->act_size * T * nq, &err);
+        void *d_kc = o->alloc((size_t)cache, &err), *d_vc = o->alloc((size_t)cache, &err);
+        rc |= o->copy_to_device(d_inv, inv, sizeof(float) * head_dim / 2, &err) ||
+              o->acts_from_host_f32(d_x, x, T * w, &err) || o->copy_to_device(d_kc, fill, (size_t)cache, &err) ||
+              o->copy_to_device(d_vc, fill, (size_t)cache, &err);
+        qs_attn_batch b = {.n_tokens = T, .n_seqs = 1, .tok_pos = d_pos, .slot_mapping = d_slots,
+                           .kv_dtype = QS_KV_FP8_E4M3, .k_scale = 1.0f / 100, .v_scale = 1.0f / 150};
+        rc |= i < 2 ? o->qkv_rope_cache(d_q, d_kc, d_vc, d_x, &b, d_inv, n_heads, n_kv, head_dim, &err)
+                    : qkv_rope_cache_composed(o, d_q, d_kc, d_vc, d_x, &b, d_inv, n_heads, n_kv, head_dim, &err);
+        kc[i] = malloc((size_t)cache), vc[i] = malloc((size_t)cache);
+        rc |= o->copy_to_host(kc[i], d_kc, (size_t)cache, &err) || o->copy_to_host(vc[i], d_vc, (size_t)cache, &err);
+        o->free(d_pos), o->free(d_slots), o->free(d_inv), o->free(d_x), o->free(d_q), o->free(d_kc), o->free(d_vc);
+    }
+    check_rc("qkv_rope_cache fp8", rc, 0, &err);
+    int same = !memcmp(kc[1], kc[2], (size_t)cache) && !memcmp(vc[1], vc[2], (size_t)cache);
+    snprintf(name, sizeof name, "fp8 qkv_rope_cache %lldx%d x%d == rope+kv_write", (long long)T, n_kv, head_dim);
+    printf("%-48s %s\n", name, same ? "ok" : "FAIL");
+    same ? g_passed++ : g_failed++;
+    int v_same = !memcmp(vc[0], vc[1], (size_t)cache);
+    snprintf(name, sizeof name, "fp8 v cache %lldx%d x%d == cpu (bytes)", (long long)T, n_kv, head_dim);
+    printf("%-48s %s\n", name, v_same ? "ok" : "FAIL");
+    v_same ? g_passed++ : g_failed++;
+    unsigned char *written = calloc((size_t)cache, 1);
+    for (int64_t t = 0; t < T; t++)
+        if (slots[t] >= 0) {
+            int64_t block = slots[t] / QS_KV_BLOCK_SIZE, in_block = slots[t] % QS_KV_BLOCK_SIZE;
+            for (int h = 0; h < n_kv; h++)
+                memset(written + ((block * n_kv + h) * QS_KV_BLOCK_SIZE + in_block) * head_dim, 1, (size_t)head_dim);
+        }
+    double num = 0, den = 0;
+    int64_t bad = 0, outside = 0;
+    for (int64_t i = 0; i < cache; i++) {
+        float a = qs_e4m3_to_f32(kc[0][i]) / 100, g = qs_e4m3_to_f32(kc[1][i]) / 100;
+        if (!written[i]) { /* a slot nobody wrote keeps its bytes */
+            outside += kc[1][i] != 0xAA || vc[1][i] != 0xAA;
+            continue;
+        }
+        bad += !isfinite(g);
+        num += ((double)a - g) * ((double)a - g);
+        den += (double)a * a;
+    }
+    double rel = den > 0 ? sqrt(num / den) : sqrt(num);
+    int pass = bad == 0 && outside == 0 && rel <= 2e-2;
+    snprintf(name, sizeof name, "fp8 k cache %lldx%d x%d", (long long)T, n_kv, head_dim);
+    printf("%-48s rel %.2e  %s%s\n", name, rel, pass ? "ok" : "FAIL", outside ? " (bytes outside the slots)" : "");
+    pass ? g_passed++ : g_failed++;
+    for (int i = 0; i < 3; i++)
+        free(kc[i]), free(vc[i]);
+    free(x), free(pos), free(slots), free(inv), free(fill), free(written);
+}
+
 int main(int argc, char **argv)
 {
     if (!ops_pair_setup(argc, argv))
@@ -251,6 +337,9 @@ int main(int argc, char **argv)
     test_qkv_rope_cache(48, 32, 8, 128); /* Llama-3.1-8B, a decode batch */
     test_qkv_rope_cache(37, 16, 16, 64); /* MHA, a prefill chunk */
     test_qkv_rope_cache(5, 4, 1, 256);
+    test_qkv_rope_cache_fp8(1, 8, 4, 8);
+    test_qkv_rope_cache_fp8(48, 32, 8, 128);
+    test_qkv_rope_cache_fp8(37, 16, 16, 64);
     printf("%d passed, %d failed, 0 skipped\n", g_passed, g_failed);
     return g_failed ? 1 : 0;
 }

@@ -156,6 +156,34 @@ static void vllm_flags_are_accepted(void **state)
     assert_true(c.enforce_eager); /* not ignored: it turns the decode graphs off */
 }
 
+static void prefix_caching_and_kv_dtype_flags(void **state)
+{
+    qs_config c;
+    qs_err e;
+    char *def[] = {"serve", "m"};
+    assert_int_equal(qs_config_parse_args(ARGC(def), def, &c, &e), 0);
+    assert_true(c.enable_prefix_caching); /* on by default, as in vLLM */
+    assert_string_equal(c.kv_cache_dtype, "auto");
+    char *off[] = {"serve", "m", "--no-enable-prefix-caching", "--kv-cache-dtype", "FP8-E4M3"};
+    assert_int_equal(qs_config_parse_args(ARGC(off), off, &c, &e), 0);
+    assert_false(c.enable_prefix_caching);
+    assert_string_equal(c.kv_cache_dtype, "fp8_e4m3");
+    char *last[] = {"serve", "m", "--no-enable-prefix-caching", "--enable-prefix-caching", "--kv-cache-dtype=fp8"};
+    assert_int_equal(qs_config_parse_args(ARGC(last), last, &c, &e), 0);
+    assert_true(c.enable_prefix_caching); /* the last one wins */
+    assert_string_equal(c.kv_cache_dtype, "fp8");
+    char *bad[] = {"serve", "m", "--kv-cache-dtype", "int8"};
+    assert_int_equal(qs_config_parse_args(ARGC(bad), bad, &c, &e), -1);
+    assert_non_null(strstr(e.msg, "--kv-cache-dtype: unknown KV cache dtype 'int8'; expected auto, bf16, fp8 or fp8_e4m3"));
+    char path[64];
+    write_yaml(path, "model: m\nno_enable_prefix_caching: true\nkv_cache_dtype: bf16\n");
+    char *yaml[] = {"serve", "--config", path};
+    assert_int_equal(qs_config_parse_args(ARGC(yaml), yaml, &c, &e), 0);
+    unlink(path);
+    assert_false(c.enable_prefix_caching);
+    assert_string_equal(c.kv_cache_dtype, "bf16");
+}
+
 static void value_errors_name_the_flag(void **state)
 {
     qs_config c;
@@ -449,6 +477,7 @@ int main(void)
         cmocka_unit_test_setup(tensor_parallel_is_parsed_but_refused, setup),
         cmocka_unit_test_setup(unknown_flags_suggest_close_matches, setup),
         cmocka_unit_test_setup(vllm_flags_are_accepted, setup),
+        cmocka_unit_test_setup(prefix_caching_and_kv_dtype_flags, setup),
         cmocka_unit_test_setup(value_errors_name_the_flag, setup),
         cmocka_unit_test_setup(unknown_backend_names_are_explained, setup),
         cmocka_unit_test_setup(kernel_config_json_fills_every_key, setup),

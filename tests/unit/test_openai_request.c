@@ -77,6 +77,21 @@ static void test_prompt_shapes(void **state)
     assert_int_equal(r.prompts[1].ids[0], 7);
     qs_openai_request_free(&r);
 
+    /* one token-id prompt longer than the 256-prompt limit is still one prompt (a long cached
+     * system prompt sent as ids); 300 strings are 300 prompts, too many */
+    char body[4096] = "{\"prompt\":[", strs[4096] = "{\"prompt\":[";
+    for (int i = 0; i < 300; i++) {
+        snprintf(body + strlen(body), sizeof body - strlen(body), "%s%d", i ? "," : "", i + 1);
+        snprintf(strs + strlen(strs), sizeof strs - strlen(strs), "%s\"a\"", i ? "," : "");
+    }
+    strcat(body, "]}");
+    strcat(strs, "]}");
+    expect_ok(QS_API_COMPLETIONS, body, &r);
+    assert_int_equal(r.n_prompts, 1);
+    assert_int_equal(r.prompts[0].n_ids, 300);
+    qs_openai_request_free(&r);
+    expect_400(QS_API_COMPLETIONS, strs, "prompt");
+
     expect_400(QS_API_COMPLETIONS, "{}", "prompt");
     expect_400(QS_API_COMPLETIONS, "{\"prompt\":[]}", "prompt");
     expect_400(QS_API_COMPLETIONS, "{\"prompt\":42}", "prompt");
