@@ -1,7 +1,8 @@
 /* cmd_serve.c — `qserve serve MODEL_DIR [flags]` (also `qserve MODEL_DIR [flags]`): parse the
  * serve flags (src/config), bind the HTTP server first so /health answers 503 while loading,
  * load tokenizer, model and KV cache on a loader thread, start the engine, then wait for
- * SIGINT/SIGTERM and shut down gracefully (stop accepting, abort in-flight requests, exit 0). */
+ * SIGINT/SIGTERM and drain (server_drain.c: new requests 503, running ones finish for up to
+ * --shutdown-timeout seconds, the rest end with an error body or event; exit 0). */
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -231,7 +232,11 @@ int qs_cmd_serve(int argc, char **argv)
                               .port = cfg.port,
                               .model_name = cfg.served_model_name,
                               .api_key = cfg.api_key,
-                              .max_body_bytes = 0};
+                              .metrics_require_key = cfg.metrics_require_key,
+                              .max_body_bytes = 0,
+                              .max_connections = cfg.max_connections,
+                              .max_connections_per_client = cfg.max_connections_per_client,
+                              .client_timeout_s = cfg.client_timeout};
     qs_server *server = NULL;
     if (qs_server_start(&sopt, &server, &err)) {
         fprintf(stderr, "error: %s\n", err.msg);
@@ -241,7 +246,8 @@ int qs_cmd_serve(int argc, char **argv)
     qs_info("qserve listening on http://%s:%d (model '%s' loading from %s)", shown_host, qs_server_port(server),
             cfg.served_model_name, cfg.model_dir);
     if (cfg.api_key[0])
-        qs_info("API key required on /v1/* (Authorization: Bearer ...)");
+        qs_info("API key required on /v1/*, /tokenize, /detokenize%s (Authorization: Bearer ...)",
+                cfg.metrics_require_key ? " and /metrics" : "");
 
     loader_args la = {.cfg = &cfg, .server = server};
     pthread_t loader;
@@ -257,8 +263,9 @@ int qs_cmd_serve(int argc, char **argv)
         qs_server_stop(server);
         return 1;
     }
-    qs_info("received %s: refusing new requests, aborting in-flight ones, shutting down",
-            sig == SIGINT ? "SIGINT" : "SIGTERM");
+    qs_info("received %s: draining (new requests get 503, running ones get %g s to finish)",
+            sig == SIGINT ? "SIGINT" : "SIGTERM", cfg.shutdown_timeout);
+    qs_server_drain(server, cfg.shutdown_timeout); /* a load in progress is answered 503 meanwhile */
     pthread_join(loader, NULL); /* a load in progress finishes first; the engine then stops at once */
     qs_server_stop(server);
     qs_info("shutdown complete");
