@@ -84,6 +84,12 @@ static int load_all(const qs_config *cfg, qs_server_model *out, qs_err *err)
     qs_engine *engine = NULL;
     if (qs_tokenizer_load(cfg->model_dir, &tok, err))
         return -1;
+    /* The same loader as `generate`, refused the same way when malformed, before the weights load. */
+    qs_generation_config gen;
+    if (qs_generation_config_load(cfg->model_dir, &gen, err)) {
+        qs_tokenizer_free(tok);
+        return -1;
+    }
     double t0 = (double)clock() / CLOCKS_PER_SEC;
     if (qs_model_load(cfg, &model, err))
         goto fail;
@@ -108,11 +114,8 @@ static int load_all(const qs_config *cfg, qs_server_model *out, qs_err *err)
     int n_eos = 0;
     for (int i = 0; i < mc->n_eos; i++)
         add_eos(eos, &n_eos, mc->eos_token_ids[i]);
-    qs_generation_config gen;
-    qs_err gerr;
-    if (qs_generation_config_load(cfg->model_dir, &gen, &gerr) == 0)
-        for (int i = 0; i < gen.n_eos; i++)
-            add_eos(eos, &n_eos, gen.eos_token_ids[i]);
+    for (int i = 0; i < gen.n_eos; i++)
+        add_eos(eos, &n_eos, gen.eos_token_ids[i]);
     add_eos(eos, &n_eos, qs_tokenizer_eos_id(tok));
 
     const char *src = qs_tokenizer_chat_template(tok);
