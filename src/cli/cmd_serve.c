@@ -49,7 +49,7 @@ static void add_eos(int32_t *eos, int *n, int id)
 static int choose_kv_blocks(const qs_config *cfg, const qs_model_config *mc, const qs_device_caps *dev,
                             int max_model_len)
 {
-    int per_seq = (max_model_len + QS_KV_BLOCK_SIZE - 1) / QS_KV_BLOCK_SIZE;
+    long long per_seq = ((long long)max_model_len + QS_KV_BLOCK_SIZE - 1) / QS_KV_BLOCK_SIZE;
     if (cfg->kv_cache_memory)
         return qs_kv_cache_blocks_for_bytes(mc, dev->platform, cfg->kv_cache_memory);
     long long want = (long long)per_seq * (cfg->max_num_seqs > 0 ? cfg->max_num_seqs : 16);

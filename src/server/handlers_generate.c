@@ -83,6 +83,8 @@ static void gen_free(gen_ctx *g)
 {
     if (!g)
         return;
+    if (g->watched) /* first: the watchdog must not reach the sink once it is released */
+        qs_watch_remove_gen(g->s, &g->watch);
     if (g->sink) {
         qs_event_sink_set_notify(g->sink, NULL, NULL); /* no notify runs past this point */
         if (g->n_finished < g->n_choices && g->m.engine) {
@@ -91,8 +93,6 @@ static void gen_free(gen_ctx *g)
         }
         qs_event_sink_release(g->sink);
     }
-    if (g->watched)
-        qs_watch_remove_gen(g->s, &g->watch);
     pthread_mutex_destroy(&g->wake_mu);
     for (int i = 0; i < g->n_choices && g->choices; i++) {
         free(g->choices[i].text);
