@@ -106,7 +106,7 @@ fuzz:
 	@mkdir -p $(BUILD)/fuzz
 	@set -e; for f in $(FUZZ_SRC); do n=$$(basename $$f .c); \
 	  clang $(STD) -g -O1 -fsanitize=fuzzer,address,undefined $(INCLUDES) $(PKG_CFLAGS) \
-	    -DQS_FUZZING $$f $(FUZZ_LIB_SRC) -o $(BUILD)/fuzz/$$n $(PKG_LIBS) -lm -lpthread; \
+	    -DQS_FUZZING -DQS_SOURCE_DIR='"$(CURDIR)"' $$f $(FUZZ_LIB_SRC) -o $(BUILD)/fuzz/$$n $(PKG_LIBS) -lm -lpthread; \
 	  mkdir -p $(BUILD)/fuzz/$$n-corpus; \
 	  $(BUILD)/fuzz/$$n -max_total_time=$${FUZZ_SECONDS:-20} $(BUILD)/fuzz/$$n-corpus tests/fuzz/corpus/$$n 2>&1 | tail -3; \
 	done
