@@ -108,7 +108,9 @@ fuzz:
 	  clang $(STD) -g -O1 -fsanitize=fuzzer,address,undefined $(INCLUDES) $(PKG_CFLAGS) \
 	    -DQS_FUZZING -DQS_SOURCE_DIR='"$(CURDIR)"' $$f $(FUZZ_LIB_SRC) -o $(BUILD)/fuzz/$$n $(PKG_LIBS) -lm -lpthread; \
 	  mkdir -p $(BUILD)/fuzz/$$n-corpus; \
-	  $(BUILD)/fuzz/$$n -max_total_time=$${FUZZ_SECONDS:-20} $(BUILD)/fuzz/$$n-corpus tests/fuzz/corpus/$$n 2>&1 | tail -3; \
+	  $(BUILD)/fuzz/$$n -max_total_time=$${FUZZ_SECONDS:-20} $(BUILD)/fuzz/$$n-corpus tests/fuzz/corpus/$$n \
+	    >$(BUILD)/fuzz/$$n.log 2>&1 || { tail -40 $(BUILD)/fuzz/$$n.log; echo "fuzz: $$n failed"; exit 1; }; \
+	  tail -1 $(BUILD)/fuzz/$$n.log; \
 	done
 
 demo: all

@@ -394,7 +394,7 @@ static int load_all(qs_model *m, const qs_config *cfg, qs_err *err)
             return qs_errf(err, "--quantization %s: unknown online quantization (supported: fp8)", cfg->quantization);
         online_fp8 = true;
     }
-    if (qs_checkpoint_open(cfg->model_dir, false, &m->ck, err) != 0)
+    if (qs_checkpoint_open_for_model(cfg->model_dir, &m->ck, err) != 0)
         return -1;
     if (check_layer_count(m->ck, c->num_layers, err) != 0)
         return -1;
@@ -451,7 +451,18 @@ int qs_model_load(const qs_config *cfg, qs_model **out, qs_err *err)
     qs_model *m = calloc(1, sizeof(*m));
     if (!m)
         return qs_errf(err, "out of memory loading %s", cfg->model_dir);
-    if (load_all(m, cfg, err) != 0) {
+    int rc = load_all(m, cfg, err);
+    /* Data no tensor claims: after a failure it explains a missing tensor (dropped from the
+     * header); after a success it is still a corrupt file. */
+    const char *gap = qs_checkpoint_gap(m->ck);
+    if (gap && rc != 0) {
+        char first[QS_ERR_MSG_MAX];
+        snprintf(first, sizeof first, "%s", err->msg);
+        qs_errf(err, "%.700s; note: %.600s (was the missing tensor dropped from the header?)", first, gap);
+    }
+    else if (gap)
+        rc = qs_errf(err, "%s", gap);
+    if (rc != 0) {
         qs_model_free(m);
         return -1;
     }

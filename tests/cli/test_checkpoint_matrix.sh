@@ -89,7 +89,7 @@ run_matrix stories "$TMP/stories.list" "$TMP/fx-stories"
 run_matrix qwen "$TMP/qwen.list" "$TMP/fx-qwen"
 echo "# matrix took $(( $(date +%s) - start )) s"
 
-# The specific regressions of issue 44 item 10, by message:
+# The specific regressions of issue 44 items 5 and 10, by message:
 "$BIN" generate "$TMP/fx-stories/config-million-layers" --prompt Hi --max-tokens 1 >"$TMP/ml.log" 2>&1
 grep -q "num_hidden_layers is 1000000 but the checkpoint's tensors stop at layer 4" "$TMP/ml.log"
 check million_layers_refused_from_the_index $? "$(tail -c 300 "$TMP/ml.log")"
@@ -103,3 +103,6 @@ rc=$?
 check generate_refuses_malformed_generation_config $? "rc $rc: $(tail -c 300 "$TMP/gc2.log")"
 "$BIN" generate "$TMP/fx-stories/no-tokenizer-no-eos" --prompt-ids 1,2,3 --max-tokens 3 >"$TMP/nt.log" 2>&1
 check generate_without_tokenizer_or_eos_succeeds $? "$(tail -c 300 "$TMP/nt.log")"
+"$BIN" generate "$TMP/fx-stories/st-tensor-dropped" --prompt Hi --max-tokens 1 >"$TMP/td.log" 2>&1
+grep -q "tensor model.layers.0.mlp.gate_proj.weight .*not found in the checkpoint; note: .*belong to no tensor" "$TMP/td.log"
+check dropped_tensor_named_by_its_name $? "$(tail -c 300 "$TMP/td.log")"
