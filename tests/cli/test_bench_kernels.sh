@@ -10,6 +10,8 @@ TOOL=$BUILD/bench_kernels
 names="unknown_kernel read_rows ring_rows unknown_flag"
 . "$(dirname "$0")/check_lib.sh"
 [ -x "$TOOL" ] || skip_all "$TOOL is not built (a build without CUDA has no bench_kernels)" $names
+# a build without CUDA (NO_CUDA=1) builds a stub that only says so
+"$TOOL" --help 2>&1 | grep -q "this build has no CUDA" && skip_all "$TOOL was built without CUDA" $names
 
 "$TOOL" --kernels marlin-fp8,marlin-fp >/dev/null 2>"$TMP/e1.txt"
 rc=$?; [ $rc = 2 ] && grep -q "unknown kernel 'marlin-fp'" "$TMP/e1.txt" && grep -q "marlin-fp8-ordered" "$TMP/e1.txt"
