@@ -45,9 +45,10 @@ static void add_eos(int32_t *eos, int *n, int id)
 }
 
 /* How many KV blocks to create: --kv-cache-memory when given, else enough for max_num_seqs
- * full-length sequences, bounded by a memory budget. */
+ * full-length sequences, bounded by a memory budget; -1 when one full-length sequence would need
+ * far more than the budget. */
 static int choose_kv_blocks(const qs_config *cfg, const qs_model_config *mc, const qs_device_caps *dev,
-                            int max_model_len)
+                            int max_model_len, qs_err *err)
 {
     long long per_seq = ((long long)max_model_len + QS_KV_BLOCK_SIZE - 1) / QS_KV_BLOCK_SIZE;
     if (cfg->kv_cache_memory)
@@ -69,8 +70,16 @@ static int choose_kv_blocks(const qs_config *cfg, const qs_model_config *mc, con
 #endif
     }
     long long cap = qs_kv_cache_blocks_for_bytes(mc, dev->platform, budget);
-    if (cap < per_seq)
+    if (cap < per_seq) {
+        /* One full-length sequence needs far more (over 4x) than the budget: refused, as vLLM
+         * does, rather than allocating what max_position_embeddings asks (2^31 positions: 256 GB). */
+        if ((long long)QS_KV_BLOCK_SIZE * cap < 1 || per_seq > 4 * cap + 64)
+            return qs_errf(err,
+                           "max_model_len %d needs %lld KV-cache blocks for one sequence, but the KV-cache budget "
+                           "(%.2f GiB) holds %lld; lower --max-model-len or set --kv-cache-memory",
+                           max_model_len, per_seq, (double)budget / (1 << 30), cap);
         cap = per_seq; /* at least one full-length sequence */
+    }
     return (int)(want < cap ? want : cap);
 }
 
@@ -104,8 +113,8 @@ static int load_all(const qs_config *cfg, qs_server_model *out, qs_err *err)
         }
         max_model_len = cfg->max_model_len;
     }
-    int blocks = choose_kv_blocks(cfg, mc, dev, max_model_len);
-    if (qs_kv_cache_create(mc, dev->platform, blocks, &kv, err))
+    int blocks = choose_kv_blocks(cfg, mc, dev, max_model_len, err);
+    if (blocks < 0 || qs_kv_cache_create(mc, dev->platform, blocks, &kv, err))
         goto fail;
     qs_info("KV cache: %d blocks of %d tokens (%d tokens) on %s", blocks, QS_KV_BLOCK_SIZE, blocks * QS_KV_BLOCK_SIZE,
             dev->name);

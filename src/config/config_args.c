@@ -132,6 +132,8 @@ static int validate(qs_config *cfg, qs_err *err)
         return qs_errf(err, "--max-num-queued-reqs: must be at least 1, got %d", cfg->max_num_queued_reqs);
     if (!(cfg->gpu_memory_utilization > 0 && cfg->gpu_memory_utilization <= 1))
         return qs_errf(err, "--gpu-memory-utilization: must be in (0, 1], got %g", cfg->gpu_memory_utilization);
+    if (cfg->metrics_require_key && !cfg->api_key[0])
+        return qs_errf(err, "--metrics-require-key needs an API key (--api-key KEY or QSERVE_API_KEY)");
     if (cfg->max_connections < 1)
         return qs_errf(err, "--max-connections: must be at least 1, got %d", cfg->max_connections);
     if (cfg->max_connections_per_client < 1)

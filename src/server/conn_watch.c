@@ -53,6 +53,7 @@ void qs_watch_notify_connection(void *cls, struct MHD_Connection *c, void **sock
             s->conns->prev = r;
         s->conns = r;
         s->n_conns++;
+        s->n_fresh++;
         pthread_mutex_unlock(&s->watch_mu);
         return;
     }
@@ -67,6 +68,9 @@ void qs_watch_notify_connection(void *cls, struct MHD_Connection *c, void **sock
     if (r->next)
         r->next->prev = r->prev;
     s->n_conns--;
+    if (!r->served)
+        s->n_fresh--;
+    pthread_cond_broadcast(&s->watch_cv);
     pthread_mutex_unlock(&s->watch_mu);
     free(r);
     *socket_context = NULL;
@@ -95,8 +99,12 @@ void qs_watch_request_ends(qs_server *s, struct MHD_Connection *c)
     qs_conn_rec *r = rec_of(c);
     pthread_mutex_lock(&s->watch_mu);
     s->n_busy--;
-    if (r)
+    if (r) {
         r->deadline_ms = now_ms() + (long long)s->client_timeout_s * 1000;
+        if (!r->served)
+            s->n_fresh--;
+        r->served = true;
+    }
     pthread_cond_broadcast(&s->watch_cv);
     pthread_mutex_unlock(&s->watch_mu);
 }

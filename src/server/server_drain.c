@@ -4,7 +4,8 @@
  *  3. the rest are aborted: the engine gives every sequence its final event, so a stream ends
  *     with an error event, `data: [DONE]` and the chunked terminator, and a non-streaming request
  *     gets a 503 body (handlers_generate.c);
- *  4. it waits (briefly) until every response has been written out.
+ *  4. it waits (briefly) until every response has been written out and every connection that
+ *     has not completed a request yet has had the chance to send it (and get its 503).
  * qs_server_stop then closes the listener and the idle connections and frees everything. */
 #include "server/server_internal.h"
 
@@ -19,8 +20,9 @@
 
 #define FLUSH_GRACE_S 5.0 /* after the abort: time for the last bytes to reach the clients */
 
-/* Waits until *count (read under watch_mu) is 0 or timeout_s passed; true if it reached 0. */
-static bool wait_zero(qs_server *s, const int *count, double timeout_s)
+/* Waits until *count and *also (NULL: none; read under watch_mu) are 0 or timeout_s passed;
+ * true if they reached 0. */
+static bool wait_zero2(qs_server *s, const int *count, const int *also, double timeout_s)
 {
     struct timespec until;
     clock_gettime(CLOCK_MONOTONIC, &until);
@@ -32,12 +34,17 @@ static bool wait_zero(qs_server *s, const int *count, double timeout_s)
         until.tv_nsec -= 1000000000L;
     }
     pthread_mutex_lock(&s->watch_mu);
-    while (*count > 0)
+    while (*count > 0 || (also && *also > 0))
         if (pthread_cond_timedwait(&s->watch_cv, &s->watch_mu, &until))
             break;
-    bool zero = *count == 0;
+    bool zero = *count == 0 && (!also || *also == 0);
     pthread_mutex_unlock(&s->watch_mu);
     return zero;
+}
+
+static bool wait_zero(qs_server *s, const int *count, double timeout_s)
+{
+    return wait_zero2(s, count, NULL, timeout_s);
 }
 
 void qs_server_drain(qs_server *s, double timeout_s)
@@ -63,7 +70,10 @@ void qs_server_drain(qs_server *s, double timeout_s)
     }
     if (engine)
         qs_engine_close(engine); /* every sequence left gets its final abort event */
-    if (!wait_zero(s, &s->n_busy, FLUSH_GRACE_S))
+    /* Every response written, and every connection opened before or during the drain that has
+     * not completed a request given the chance to send it and read its 503 (an idle one holds
+     * this up at most FLUSH_GRACE_S). */
+    if (!wait_zero2(s, &s->n_busy, &s->n_fresh, FLUSH_GRACE_S))
         qs_warn("draining: responses still being written after %g s; closing their connections", FLUSH_GRACE_S);
     else
         qs_info("draining: every response was delivered");

@@ -27,6 +27,7 @@ typedef enum {
 typedef struct qs_conn_rec {
     int fd;
     long long deadline_ms;
+    bool served;               /* a response was completed on it (else: a request may be on its way) */
     struct qs_conn_rec *prev, *next;
 } qs_conn_rec;
 
@@ -59,6 +60,7 @@ struct qs_server {
     qs_conn_rec *conns;
     qs_watch_gen *gens;
     int n_conns, n_gens, n_busy; /* open connections, waiting generations, requests in progress */
+    int n_fresh;               /* connections that have not completed a request yet */
     bool watch_stop;
     bool watch_started;
     pthread_t watch_thread;

@@ -39,6 +39,10 @@ timeout 10 "$BIN" serve "$MODEL" --port 0 --api-key "$LONG" >"$TMP/k2" 2>&1; r2=
 [ $r1 = 2 ] && [ $r2 = 2 ] && grep -q "longer than 8191 characters" "$TMP/k1" && grep -q "longer than 8191 characters" "$TMP/k2"
 check over_long_key_refused_alike_everywhere $? "env rc $r1 '$(head -c 120 "$TMP/k1")', flag rc $r2 '$(head -c 120 "$TMP/k2")'"
 
+timeout 10 "$BIN" serve "$MODEL" --port 0 --metrics-require-key >"$TMP/k3" 2>&1; r3=$?
+[ $r3 = 2 ] && grep -q -- "--metrics-require-key needs an API key" "$TMP/k3"
+check metrics_require_key_without_key_refused $? "rc $r3: $(head -c 200 "$TMP/k3")"
+
 # --- 2: the key on every endpoint that does work, before the body is read ---
 for ep in /tokenize /detokenize; do
   [ "$(status_of $ep '{"prompt":"Hi","tokens":[1]}')" = 401 ]
