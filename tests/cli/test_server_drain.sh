@@ -36,11 +36,13 @@ launch() {
   done
 }
 
-# wait_running N: until the server reports N running or waiting requests (or 10 s pass).
+# wait_running N [finished]: until the server reports N running or waiting sequences, counting
+# finished ones too when a second argument is given (or 10 s pass).
 wait_running() {
   for _ in $(seq 1 100); do
     local n
-    n=$(command curl -s "$URL/metrics" | awk '/^qserve:num_requests_(running|waiting)\{/ {s+=$2} END {print s+0}')
+    n=$(command curl -s "$URL/metrics" | awk -v fin="${2:-}" '/^qserve:num_requests_(running|waiting)\{/ {s+=$2}
+      fin && /^qserve:request_success_total\{/ {s+=$2} END {print s+0}')
     [ "${n:-0}" -ge "$1" ] && return 0
     sleep 0.1
   done
@@ -124,7 +126,7 @@ check run2_drain_logged $? "$(grep draining "$TMP/server.log")"
 # --- run 3: everything finishes inside the grace period ---
 start_server "$MODEL" --max-num-seqs 4 --threads 1 --shutdown-timeout 60 || { notok run3_server_starts "$(tail -c 300 "$TMP/server.log")"; exit 0; }
 launch 32 8 400
-wait_running 40 # all of them in before the signal: none may be refused
+wait_running 40 finished # all of them in before the signal: none may be refused
 check run3_requests_in_flight $? "the 40 requests never showed up in /metrics"
 kill -TERM "$SERVER_PID"
 wait "${CLIENTS[@]}" 2>/dev/null
