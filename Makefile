@@ -57,7 +57,7 @@ EVAL_SRC := $(sort $(wildcard evals/*.c))
 
 ALL_CFLAGS = $(STD) $(WARN) $(CFLAGS) $(DEFS) $(INCLUDES) $(PKG_CFLAGS) -MMD -MP
 
-.PHONY: all test fuzz clean demo tests cuda-tests
+.PHONY: all test fuzz fuzz-build clean demo tests cuda-tests
 .SECONDARY:
 all: $(BUILD)/qserve $(TOOL_BIN) $(if $(EVAL_SRC),$(BUILD)/qserve-eval)
 
@@ -99,16 +99,30 @@ $(BUILD)/cuda-tests/%: tests/cuda/%.c $(LIB)
 test: tests
 	@BUILD=$(BUILD) scripts/run-tests.sh
 
-# libFuzzer targets (clang): tests/fuzz/fuzz_*.c, each linked against the library sources it needs.
+# libFuzzer targets (clang): tests/fuzz/fuzz_*.c, each linked against the library objects, which
+# are compiled once for all targets (in parallel under -j) with fuzzer instrumentation. `make fuzz`
+# builds them and runs each for FUZZ_SECONDS (default 20); a crash fails the run with its log.
 FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_LIB_SRC := $(filter-out src/cli/main.c,$(LIB_SRC))
-fuzz:
-	@mkdir -p $(BUILD)/fuzz
+FUZZ_OBJ := $(FUZZ_LIB_SRC:%.c=$(BUILD)/fuzz-obj/%.o)
+FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz/%)
+FUZZ_CFLAGS = $(STD) -g -O1 $(INCLUDES) $(PKG_CFLAGS) -DQS_FUZZING -DQS_SOURCE_DIR='"$(CURDIR)"'
+
+$(BUILD)/fuzz-obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,address,undefined -c $< -o $@
+
+$(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_OBJ)
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer,address,undefined $< $(FUZZ_OBJ) -o $@ $(PKG_LIBS) -lm -lpthread
+
+fuzz-build: $(FUZZ_BIN)
+fuzz: fuzz-build
 	@set -e; for f in $(FUZZ_SRC); do n=$$(basename $$f .c); \
-	  clang $(STD) -g -O1 -fsanitize=fuzzer,address,undefined $(INCLUDES) $(PKG_CFLAGS) \
-	    -DQS_FUZZING $$f $(FUZZ_LIB_SRC) -o $(BUILD)/fuzz/$$n $(PKG_LIBS) -lm -lpthread; \
 	  mkdir -p $(BUILD)/fuzz/$$n-corpus; \
-	  $(BUILD)/fuzz/$$n -max_total_time=$${FUZZ_SECONDS:-20} $(BUILD)/fuzz/$$n-corpus tests/fuzz/corpus/$$n 2>&1 | tail -3; \
+	  $(BUILD)/fuzz/$$n -max_total_time=$${FUZZ_SECONDS:-20} $(BUILD)/fuzz/$$n-corpus tests/fuzz/corpus/$$n \
+	    >$(BUILD)/fuzz/$$n.log 2>&1 || { tail -40 $(BUILD)/fuzz/$$n.log; echo "fuzz: $$n failed"; exit 1; }; \
+	  echo "$$n: $$(tail -1 $(BUILD)/fuzz/$$n.log)"; \
 	done
 
 demo: all

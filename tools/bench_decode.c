@@ -142,6 +142,8 @@ int main(int argc, char **argv)
     int n_rest = 0;
     if (!rest || parse_flags(argc, argv, &o, rest, &n_rest)) {
         usage();
+        free(o.batches);
+        free(rest);
         return 2;
     }
     if (!o.batches) {
@@ -156,6 +158,8 @@ int main(int argc, char **argv)
     if (qs_config_parse_args(n_rest, rest, &cfg, &err)) {
         fprintf(stderr, "error: %s\n", err.msg);
         usage();
+        free(o.batches);
+        free(rest);
         return 2;
     }
     qs_model *m = NULL;

@@ -334,7 +334,7 @@ int qs_cmd_generate(int argc, char **argv)
     } else if (qs_model_get_config(model)->n_eos > 0) {
         memcpy(req.eos_ids, qs_model_get_config(model)->eos_token_ids, sizeof(int) * (size_t)qs_model_get_config(model)->n_eos);
         req.n_eos = qs_model_get_config(model)->n_eos;
-    } else if (qs_tokenizer_eos_id(tok) >= 0) {
+    } else if (tok && qs_tokenizer_eos_id(tok) >= 0) { /* --prompt-ids runs without a tokenizer */
         req.eos_ids[0] = qs_tokenizer_eos_id(tok);
         req.n_eos = 1;
     }

@@ -1,7 +1,8 @@
 /* cmd_serve.c — `qserve serve MODEL [flags]` (also `qserve MODEL [flags]`): parse the
  * serve flags (src/config), bind the HTTP server first so /health answers 503 while loading,
  * load tokenizer, model and KV cache on a loader thread, start the engine, then wait for
- * SIGINT/SIGTERM and shut down gracefully (stop accepting, abort in-flight requests, exit 0). */
+ * SIGINT/SIGTERM and drain (server_drain.c: new requests 503, running ones finish for up to
+ * --shutdown-timeout seconds, the rest end with an error body or event; exit 0). */
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -47,11 +48,12 @@ static void add_eos(int32_t *eos, int *n, int id)
 }
 
 /* How many KV blocks to create: --kv-cache-memory when given, else enough for max_num_seqs
- * full-length sequences, bounded by a memory budget. */
+ * full-length sequences, bounded by a memory budget; -1 when one full-length sequence would need
+ * far more than the budget. */
 static int choose_kv_blocks(const qs_config *cfg, const qs_model_config *mc, const qs_device_caps *dev,
-                            int max_model_len, qs_kv_dtype dtype)
+                            int max_model_len, qs_kv_dtype dtype, qs_err *err)
 {
-    int per_seq = (max_model_len + QS_KV_BLOCK_SIZE - 1) / QS_KV_BLOCK_SIZE;
+    long long per_seq = ((long long)max_model_len + QS_KV_BLOCK_SIZE - 1) / QS_KV_BLOCK_SIZE;
     if (cfg->kv_cache_memory)
         return qs_kv_cache_blocks_for_bytes_dtype(mc, dev->platform, dtype, cfg->kv_cache_memory);
     long long want = (long long)per_seq * (cfg->max_num_seqs > 0 ? cfg->max_num_seqs : 16);
@@ -71,8 +73,16 @@ static int choose_kv_blocks(const qs_config *cfg, const qs_model_config *mc, con
 #endif
     }
     long long cap = qs_kv_cache_blocks_for_bytes_dtype(mc, dev->platform, dtype, budget);
-    if (cap < per_seq)
+    if (cap < per_seq) {
+        /* One full-length sequence needs far more (over 4x) than the budget: refused, as vLLM
+         * does, rather than allocating what max_position_embeddings asks (2^31 positions: 256 GB). */
+        if ((long long)QS_KV_BLOCK_SIZE * cap < 1 || per_seq > 4 * cap + 64)
+            return qs_errf(err,
+                           "max_model_len %d needs %lld KV-cache blocks for one sequence, but the KV-cache budget "
+                           "(%.2f GiB) holds %lld; lower --max-model-len or set --kv-cache-memory",
+                           max_model_len, per_seq, (double)budget / (1 << 30), cap);
         cap = per_seq; /* at least one full-length sequence */
+    }
     return (int)(want < cap ? want : cap);
 }
 
@@ -86,6 +96,12 @@ static int load_all(const qs_config *cfg, const char *tok_dir, qs_server_model *
     qs_engine *engine = NULL;
     if (qs_tokenizer_load(tok_dir, &tok, err))
         return -1;
+    /* The same loader as `generate`, refused the same way when malformed, before the weights load. */
+    qs_generation_config gen;
+    if (qs_generation_config_load(cfg->model_dir, &gen, err)) {
+        qs_tokenizer_free(tok);
+        return -1;
+    }
     double t0 = (double)clock() / CLOCKS_PER_SEC;
     if (qs_model_load(cfg, &model, err))
         goto fail;
@@ -103,8 +119,8 @@ static int load_all(const qs_config *cfg, const char *tok_dir, qs_server_model *
     qs_kv_setup kvs;
     if (qs_kv_setup_resolve(cfg, mc, dev->platform, &kvs, err))
         goto fail;
-    int blocks = choose_kv_blocks(cfg, mc, dev, max_model_len, kvs.dtype);
-    int rc_kv = qs_kv_setup_create_cache(&kvs, mc, dev->platform, blocks, &kv, err);
+    int blocks = choose_kv_blocks(cfg, mc, dev, max_model_len, kvs.dtype, err);
+    int rc_kv = blocks < 0 ? -1 : qs_kv_setup_create_cache(&kvs, mc, dev->platform, blocks, &kv, err);
     qs_kv_setup_free(&kvs);
     if (rc_kv)
         goto fail;
@@ -120,11 +136,8 @@ static int load_all(const qs_config *cfg, const char *tok_dir, qs_server_model *
     int n_eos = 0;
     for (int i = 0; i < mc->n_eos; i++)
         add_eos(eos, &n_eos, mc->eos_token_ids[i]);
-    qs_generation_config gen;
-    qs_err gerr;
-    if (qs_generation_config_load(cfg->model_dir, &gen, &gerr) == 0)
-        for (int i = 0; i < gen.n_eos; i++)
-            add_eos(eos, &n_eos, gen.eos_token_ids[i]);
+    for (int i = 0; i < gen.n_eos; i++)
+        add_eos(eos, &n_eos, gen.eos_token_ids[i]);
     add_eos(eos, &n_eos, qs_tokenizer_eos_id(tok));
 
     const char *src = qs_tokenizer_chat_template(tok);
@@ -249,7 +262,11 @@ int qs_cmd_serve(int argc, char **argv)
                               .port = cfg.port,
                               .model_name = cfg.served_model_name,
                               .api_key = cfg.api_key,
-                              .max_body_bytes = 0};
+                              .metrics_require_key = cfg.metrics_require_key,
+                              .max_body_bytes = 0,
+                              .max_connections = cfg.max_connections,
+                              .max_connections_per_client = cfg.max_connections_per_client,
+                              .client_timeout_s = cfg.client_timeout};
     qs_server *server = NULL;
     if (qs_server_start(&sopt, &server, &err)) {
         fprintf(stderr, "error: %s\n", err.msg);
@@ -259,7 +276,8 @@ int qs_cmd_serve(int argc, char **argv)
     qs_info("qserve listening on http://%s:%d (model '%s' loading from %s)", shown_host, qs_server_port(server),
             cfg.served_model_name, cfg.model_dir);
     if (cfg.api_key[0])
-        qs_info("API key required on /v1/* (Authorization: Bearer ...)");
+        qs_info("API key required on /v1/*, /tokenize, /detokenize%s (Authorization: Bearer ...)",
+                cfg.metrics_require_key ? " and /metrics" : "");
 
     loader_args la = {.cfg = &cfg, .server = server};
     pthread_t loader;
@@ -275,8 +293,9 @@ int qs_cmd_serve(int argc, char **argv)
         qs_server_stop(server);
         return 1;
     }
-    qs_info("received %s: refusing new requests, aborting in-flight ones, shutting down",
-            sig == SIGINT ? "SIGINT" : "SIGTERM");
+    qs_info("received %s: draining (new requests get 503, running ones get %g s to finish)",
+            sig == SIGINT ? "SIGINT" : "SIGTERM", cfg.shutdown_timeout);
+    qs_server_drain(server, cfg.shutdown_timeout); /* a load in progress is answered 503 meanwhile */
     pthread_join(loader, NULL); /* a load in progress finishes first; the engine then stops at once */
     qs_server_stop(server);
     qs_info("shutdown complete");

@@ -14,6 +14,7 @@
 
 #define QS_NAME_MAX 64
 #define QS_MAX_DISABLED 32
+#define QS_API_KEY_MAX 8192 /* bytes of an API key, the same limit on every path */
 
 typedef struct qs_kernel_config {
     char linear_backend[QS_NAME_MAX];                    /* "auto" or a kernel name */
@@ -42,7 +43,12 @@ typedef struct qs_config {
     int max_num_queued_reqs;       /* default 1024 */
     double gpu_memory_utilization; /* default 0.9 */
     size_t kv_cache_memory;        /* bytes; 0 = derive from gpu_memory_utilization / CPU default */
-    char api_key[256];             /* --api-key or QSERVE_API_KEY; "" = open */
+    char api_key[QS_API_KEY_MAX];  /* --api-key, YAML or QSERVE_API_KEY; "" = open */
+    bool metrics_require_key;      /* /metrics needs the key too */
+    int max_connections;           /* default 4096, fitted under the open-file limit */
+    int max_connections_per_client; /* per client address, default 256 */
+    int client_timeout;            /* seconds a connection has to send a whole request, default 10 */
+    double shutdown_timeout;       /* seconds running requests get on SIGTERM/SIGINT, default 5 */
     long long seed;                /* default 0 */
     qs_device_choice device;
     char quantization[32];         /* "" or "fp8" (online quantization at load) */

@@ -18,6 +18,10 @@ void qs_config_defaults(qs_config *cfg)
     cfg->port = 8000;
     cfg->max_num_seqs = 0;
     cfg->max_num_queued_reqs = 1024;
+    cfg->max_connections = 4096;
+    cfg->max_connections_per_client = 256;
+    cfg->client_timeout = 10;
+    cfg->shutdown_timeout = 5;
     cfg->gpu_memory_utilization = 0.9;
     cfg->device = QS_DEVICE_AUTO;
     cfg->tensor_parallel_size = 1;
@@ -131,6 +135,16 @@ static int validate(qs_config *cfg, qs_err *err)
         return qs_errf(err, "--max-num-queued-reqs: must be at least 1, got %d", cfg->max_num_queued_reqs);
     if (!(cfg->gpu_memory_utilization > 0 && cfg->gpu_memory_utilization <= 1))
         return qs_errf(err, "--gpu-memory-utilization: must be in (0, 1], got %g", cfg->gpu_memory_utilization);
+    if (cfg->metrics_require_key && !cfg->api_key[0])
+        return qs_errf(err, "--metrics-require-key needs an API key (--api-key KEY or QSERVE_API_KEY)");
+    if (cfg->max_connections < 1)
+        return qs_errf(err, "--max-connections: must be at least 1, got %d", cfg->max_connections);
+    if (cfg->max_connections_per_client < 1)
+        return qs_errf(err, "--max-connections-per-client: must be at least 1, got %d", cfg->max_connections_per_client);
+    if (cfg->client_timeout < 1)
+        return qs_errf(err, "--client-timeout: must be at least 1 second, got %d", cfg->client_timeout);
+    if (!(cfg->shutdown_timeout >= 0 && cfg->shutdown_timeout <= 86400))
+        return qs_errf(err, "--shutdown-timeout: must be in [0, 86400] seconds, got %g", cfg->shutdown_timeout);
     if (cfg->threads < 0)
         return qs_errf(err, "--threads: must be 0 (every core) or more, got %d", cfg->threads);
     if (cfg->max_num_batched_tokens > 0 && cfg->max_num_batched_tokens < cfg->max_num_seqs)
@@ -149,8 +163,11 @@ int qs_config_parse_args(int argc, char **argv, qs_config *cfg, qs_err *err)
 {
     qs_config_defaults(cfg);
     const char *key = getenv("QSERVE_API_KEY");
-    if (key && *key)
-        snprintf(cfg->api_key, sizeof cfg->api_key, "%s", key);
+    if (key && *key) {
+        if (strlen(key) >= sizeof cfg->api_key)
+            return qs_errf(err, "QSERVE_API_KEY: value is longer than %zu characters", sizeof cfg->api_key - 1);
+        memcpy(cfg->api_key, key, strlen(key) + 1);
+    }
     if (qs_kernel_config_apply_env(&cfg->kernels, err))
         return -1;
     const char *yaml = NULL;

@@ -39,6 +39,8 @@ struct qs_event_sink {
     pthread_cond_t cv;
     int refs;
     qs_engine_event *head, *tail;
+    void (*notify)(void *arg); /* called on every push, under mu (qs_event_sink_set_notify) */
+    void *notify_arg;
 };
 
 qs_event_sink *qs_event_sink_new(void)
@@ -88,6 +90,16 @@ void qs_event_sink_push(qs_event_sink *s, qs_engine_event *ev)
         s->head = ev;
     s->tail = ev;
     pthread_cond_signal(&s->cv);
+    if (s->notify)
+        s->notify(s->notify_arg);
+    pthread_mutex_unlock(&s->mu);
+}
+
+void qs_event_sink_set_notify(qs_event_sink *s, void (*notify)(void *arg), void *arg)
+{
+    pthread_mutex_lock(&s->mu);
+    s->notify = notify;
+    s->notify_arg = arg;
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -306,6 +318,14 @@ qs_submit_status qs_engine_submit(qs_engine *e, const qs_seq_request *reqs, int 
     if (!seqs) {
         qs_errf(err, "out of memory");
         return QS_SUBMIT_INVALID;
+    }
+    if (n > e->opt.max_num_queued_reqs) { /* could never be queued: not a retry-later 429 */
+        qs_errf(err,
+                "This request needs %d sequences (prompts x n) but the server queues at most %d "
+                "(--max-num-queued-reqs); send fewer prompts or a smaller n.",
+                n, e->opt.max_num_queued_reqs);
+        free(seqs);
+        return QS_SUBMIT_TOO_MANY;
     }
     for (int i = 0; i < n; i++) {
         if (reqs[i].n_prompt + reqs[i].max_tokens > e->opt.max_model_len) {

@@ -67,6 +67,10 @@ void qs_event_sink_push(qs_event_sink *s, qs_engine_event *ev);
 /* Takes every queued event in order, waiting up to timeout_ms for the first one (0 = don't wait).
  * Returns NULL when none arrived in time. */
 qs_engine_event *qs_event_sink_take(qs_event_sink *s, int timeout_ms);
+/* Calls notify(arg) after every push, with the sink's lock held (so notify must not call back
+ * into the sink); NULL detaches it, and once set_notify returns no earlier notify is running.
+ * The HTTP server uses it to resume a suspended connection instead of blocking a thread. */
+void qs_event_sink_set_notify(qs_event_sink *s, void (*notify)(void *arg), void *arg);
 
 /* --- What a sequence asks for --- */
 typedef struct qs_seq_request {
@@ -133,7 +137,15 @@ void qs_engine_close(qs_engine *e);
 /* Closes (if not yet) and frees everything, the backend included. */
 void qs_engine_free(qs_engine *e);
 
-typedef enum { QS_SUBMIT_OK = 0, QS_SUBMIT_INVALID = -1, QS_SUBMIT_QUEUE_FULL = -2, QS_SUBMIT_STOPPED = -3 } qs_submit_status;
+/* QUEUE_FULL: retry later (429); TOO_MANY: the group alone exceeds the queue, it can never be
+ * accepted (400). */
+typedef enum {
+    QS_SUBMIT_OK = 0,
+    QS_SUBMIT_INVALID = -1,
+    QS_SUBMIT_QUEUE_FULL = -2,
+    QS_SUBMIT_STOPPED = -3,
+    QS_SUBMIT_TOO_MANY = -4
+} qs_submit_status;
 /* Queues n sequences whose events go to sink. All or none are queued. */
 qs_submit_status qs_engine_submit(qs_engine *e, const qs_seq_request *reqs, int n, qs_event_sink *sink,
                                   qs_err *err);

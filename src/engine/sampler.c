@@ -237,7 +237,7 @@ int32_t qs_sample(const qs_sampling_params *p, qs_sampler_state *s, float *logit
             logits[id] += p->logit_bias[i].bias;
     }
     apply_penalties(p, s, logits, vocab_size);
-    bool greedy = p->temperature <= 0 || !s;
+    bool greedy = p->temperature < QS_SAMPLING_EPS || !s;
     if (!greedy && p->temperature != 1.0)
         for (int i = 0; i < vocab_size; i++)
             logits[i] = (float)(logits[i] / p->temperature);
@@ -255,7 +255,7 @@ bool qs_sampling_device_ok(const qs_sampling_params *p)
 
 void qs_sampler_device_row(const qs_sampling_params *p, qs_sampler_state *s, qs_sample_row *row)
 {
-    bool greedy = p->temperature <= 0 || !s;
+    bool greedy = p->temperature < QS_SAMPLING_EPS || !s;
     row->inv_temperature = greedy ? 0.0f : (p->temperature == 1.0 ? 1.0f : (float)(1.0 / p->temperature));
     row->top_k = p->top_k;
     row->top_p = p->top_p;

@@ -11,6 +11,9 @@
 #include "ops/sample.h"
 
 #define QS_MAX_LOGPROBS 20
+/* Temperatures below this are greedy (as vLLM's _SAMPLING_EPS): dividing logits by a tiny
+ * temperature overflows to inf/NaN and samples garbage. */
+#define QS_SAMPLING_EPS 1e-5
 
 typedef struct qs_logit_bias {
     int32_t token_id;

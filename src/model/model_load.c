@@ -319,6 +319,25 @@ static int check_config(const qs_model_config *c, qs_err *err)
     return 0;
 }
 
+/* config.json's layer count against the tensor index, before any weight is read: a config that
+ * claims more layers than the checkpoint holds fails at once instead of after loading them all. */
+static int check_layer_count(const qs_checkpoint *ck, int num_layers, qs_err *err)
+{
+    char name[128];
+    int have = 0;
+    for (; have < num_layers; have++) {
+        snprintf(name, sizeof name, "model.layers.%d.input_layernorm.weight", have);
+        if (!qs_checkpoint_find(ck, name))
+            break;
+    }
+    if (have < num_layers)
+        return qs_errf(err,
+                       "config.json: num_hidden_layers is %d but the checkpoint's tensors stop at layer %d "
+                       "(tensor model.layers.%d.input_layernorm.weight is missing)",
+                       num_layers, have - 1, have);
+    return 0;
+}
+
 static int pick_device(const qs_config *cfg, qs_model *m, qs_err *err)
 {
     if (cfg->threads > 0)
@@ -375,7 +394,9 @@ static int load_all(qs_model *m, const qs_config *cfg, qs_err *err)
             return qs_errf(err, "--quantization %s: unknown online quantization (supported: fp8)", cfg->quantization);
         online_fp8 = true;
     }
-    if (qs_checkpoint_open(cfg->model_dir, false, &m->ck, err) != 0)
+    if (qs_checkpoint_open_for_model(cfg->model_dir, &m->ck, err) != 0)
+        return -1;
+    if (check_layer_count(m->ck, c->num_layers, err) != 0)
         return -1;
     int64_t H = c->hidden_size, V = c->vocab_size;
     if (!(m->embed = qs_weights_upload(m->ops, m->ck, "model.embed_tokens.weight", V, H, err)))
@@ -430,7 +451,18 @@ int qs_model_load(const qs_config *cfg, qs_model **out, qs_err *err)
     qs_model *m = calloc(1, sizeof(*m));
     if (!m)
         return qs_errf(err, "out of memory loading %s", cfg->model_dir);
-    if (load_all(m, cfg, err) != 0) {
+    int rc = load_all(m, cfg, err);
+    /* Data no tensor claims: after a failure it explains a missing tensor (dropped from the
+     * header); after a success it is still a corrupt file. */
+    const char *gap = qs_checkpoint_gap(m->ck);
+    if (gap && rc != 0) {
+        char first[QS_ERR_MSG_MAX];
+        snprintf(first, sizeof first, "%s", err->msg);
+        qs_errf(err, "%.700s; note: %.600s (was the missing tensor dropped from the header?)", first, gap);
+    }
+    else if (gap)
+        rc = qs_errf(err, "%s", gap);
+    if (rc != 0) {
         qs_model_free(m);
         return -1;
     }

@@ -48,6 +48,8 @@ struct qs_safetensors_file {
     char **meta_keys, **meta_vals;
     size_t n_meta;
     qs_name_index index;
+    bool allow_gaps;            /* record data no tensor claims in gap_note instead of failing */
+    char *gap_note;
 };
 
 struct qs_checkpoint {
@@ -57,6 +59,7 @@ struct qs_checkpoint {
     const qs_tensor **tensors;  /* file order, then offset order within a file */
     size_t n;
     qs_name_index index;
+    bool allow_gaps;            /* qs_checkpoint_open_for_model */
 };
 
 /* ---- name index ----------------------------------------------------------------------------- */
@@ -432,6 +435,14 @@ static int parse_header(const uint8_t *h, uint64_t n, uint64_t data_len, const u
     char a[512], b[512];
     for (size_t i = 0; i < nt; i++) {
         const qs_tensor *t = &f->tensors[spans[i].idx];
+        if (spans[i].begin > pos && f->allow_gaps) {
+            if (!f->gap_note && asprintf(&f->gap_note,
+                                         "%s: bytes [%llu, %llu) of the data belong to no tensor (before tensor '%s')",
+                                         fname, (unsigned long long)pos, (unsigned long long)spans[i].begin,
+                                         qs_printable(a, sizeof a, t->name, strlen(t->name))) < 0)
+                f->gap_note = NULL;
+            pos = spans[i].begin;
+        }
         if (spans[i].begin > pos) {
             qs_errf(err, "%s: tensor '%s': data_offsets [%llu, %llu] leave a gap: bytes [%llu, %llu) of the data belong to no tensor",
                     fname, qs_printable(a, sizeof a, t->name, strlen(t->name)), (unsigned long long)spans[i].begin,
@@ -447,6 +458,12 @@ static int parse_header(const uint8_t *h, uint64_t n, uint64_t data_len, const u
             goto out;
         }
         pos = spans[i].end;
+    }
+    if (pos < data_len && nt && f->allow_gaps) {
+        if (!f->gap_note && asprintf(&f->gap_note, "%s: the last %llu bytes of the data belong to no tensor", fname,
+                                     (unsigned long long)(data_len - pos)) < 0)
+            f->gap_note = NULL;
+        pos = data_len;
     }
     if (pos != data_len) {
         if (nt)
@@ -514,6 +531,7 @@ void qs_safetensors_close(qs_safetensors_file *f)
     free(f->meta_keys);
     free(f->meta_vals);
     qs_name_index_free(&f->index);
+    free(f->gap_note);
     if (f->map)
         munmap((void *)f->map, f->map_len);
     free(f->path);
@@ -568,7 +586,7 @@ static int pread_full(int fd, void *buf, size_t n, off_t off)
 
 /* Reads the header with pread (no page faults on a mapping just to parse it); unless headers_only,
  * then maps the whole file read-only for the tensor data. */
-static int open_file(const char *path, bool headers_only, qs_safetensors_file **out, qs_err *err)
+static int open_file(const char *path, bool headers_only, bool allow_gaps, qs_safetensors_file **out, qs_err *err)
 {
     *out = NULL;
     int fd;
@@ -583,6 +601,7 @@ static int open_file(const char *path, bool headers_only, qs_safetensors_file **
         qs_errf(err, "%s: out of memory", path);
         goto out;
     }
+    f->allow_gaps = allow_gaps;
     if (size >= 8 && pread_full(fd, first8, 8, 0)) {
         qs_errf(err, "%s: read error: %s", path, errno ? strerror(errno) : "short read");
         goto out;
@@ -624,12 +643,12 @@ out:
 
 int qs_safetensors_open(const char *path, qs_safetensors_file **out, qs_err *err)
 {
-    return open_file(path, false, out, err);
+    return open_file(path, false, false, out, err);
 }
 
 int qs_safetensors_open_headers(const char *path, qs_safetensors_file **out, qs_err *err)
 {
-    return open_file(path, true, out, err);
+    return open_file(path, true, false, out, err);
 }
 
 size_t qs_safetensors_count(const qs_safetensors_file *f) { return f ? f->n : 0; }
@@ -677,9 +696,10 @@ void qs_checkpoint_close(qs_checkpoint *ck)
     free(ck);
 }
 
-static int open_one(const char *path, bool headers_only, qs_safetensors_file **f, qs_err *err)
+static int open_one(const qs_checkpoint *ck, const char *path, bool headers_only, qs_safetensors_file **f,
+                    qs_err *err)
 {
-    return headers_only ? qs_safetensors_open_headers(path, f, err) : qs_safetensors_open(path, f, err);
+    return open_file(path, headers_only, ck->allow_gaps, f, err);
 }
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
@@ -783,7 +803,7 @@ static int open_sharded(qs_checkpoint *ck, const char *index_path, bool headers_
                     path);
             goto out;
         }
-        if (open_one(path, headers_only, &ck->files[i], err))
+        if (open_one(ck, path, headers_only, &ck->files[i], err))
             goto out;
         ck->n_files++;
     }
@@ -825,7 +845,8 @@ out:
     return rc;
 }
 
-int qs_checkpoint_open(const char *model_dir, bool headers_only, qs_checkpoint **out, qs_err *err)
+static int checkpoint_open(const char *model_dir, bool headers_only, bool allow_gaps, qs_checkpoint **out,
+                           qs_err *err)
 {
     *out = NULL;
     struct stat st;
@@ -838,13 +859,15 @@ int qs_checkpoint_open(const char *model_dir, bool headers_only, qs_checkpoint *
         free(ck);
         return qs_errf(err, "%s: out of memory", model_dir);
     }
+    ck->allow_gaps = allow_gaps;
     char single[4096], index[4096];
     qs_path_join(single, sizeof single, model_dir, "model.safetensors");
     qs_path_join(index, sizeof index, model_dir, "model.safetensors.index.json");
     int rc;
     if (qs_file_exists(single)) {
         ck->files = calloc(1, sizeof *ck->files);
-        rc = ck->files ? open_one(single, headers_only, &ck->files[0], err) : qs_errf(err, "%s: out of memory", single);
+        rc = ck->files ? open_one(ck, single, headers_only, &ck->files[0], err)
+                       : qs_errf(err, "%s: out of memory", single);
         if (!rc) {
             ck->n_files = 1;
             rc = index_checkpoint(ck, err);
@@ -860,6 +883,24 @@ int qs_checkpoint_open(const char *model_dir, bool headers_only, qs_checkpoint *
     }
     *out = ck;
     return 0;
+}
+
+int qs_checkpoint_open(const char *model_dir, bool headers_only, qs_checkpoint **out, qs_err *err)
+{
+    return checkpoint_open(model_dir, headers_only, false, out, err);
+}
+
+int qs_checkpoint_open_for_model(const char *model_dir, qs_checkpoint **out, qs_err *err)
+{
+    return checkpoint_open(model_dir, false, true, out, err);
+}
+
+const char *qs_checkpoint_gap(const qs_checkpoint *ck)
+{
+    for (size_t i = 0; ck && i < ck->n_files; i++)
+        if (ck->files[i]->gap_note)
+            return ck->files[i]->gap_note;
+    return NULL;
 }
 
 const qs_tensor *qs_checkpoint_find(const qs_checkpoint *ck, const char *name)

@@ -71,6 +71,13 @@ int qs_safetensors_metadata_at(const qs_safetensors_file *f, size_t i, const cha
  * is an error naming both). headers_only=true validates headers without keeping data mapped
  * beyond the header (for `qserve backends`); tensor data pointers are then NULL. */
 int qs_checkpoint_open(const char *model_dir, bool headers_only, qs_checkpoint **out, qs_err *err);
+/* For the model loader: as qs_checkpoint_open(dir, false), but data bytes that no tensor claims
+ * are recorded (qs_checkpoint_gap) instead of refused, so that a tensor dropped from a header is
+ * reported by the name the loader expects rather than as the next tensor's gap; the loader then
+ * refuses a checkpoint that still has a gap once everything it needs was found. */
+int qs_checkpoint_open_for_model(const char *model_dir, qs_checkpoint **out, qs_err *err);
+/* The first unclaimed data range ("FILE: bytes [a, b) ... belong to no tensor"), or NULL. */
+const char *qs_checkpoint_gap(const qs_checkpoint *ck);
 void qs_checkpoint_close(qs_checkpoint *ck);
 const qs_tensor *qs_checkpoint_find(const qs_checkpoint *ck, const char *name);
 size_t qs_checkpoint_count(const qs_checkpoint *ck);

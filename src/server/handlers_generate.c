@@ -1,8 +1,14 @@
 /* handlers_generate.c — POST /v1/completions and /v1/chat/completions: validate, build token
- * ids, submit one engine sequence per (prompt, choice), then either wait for every sequence and
- * answer one JSON object, or stream SSE chunks from a content reader as tokens arrive. Both
- * paths watch the client's socket while they wait: a client that goes away has its sequences
- * aborted at once, which frees their KV blocks at the engine's next step. */
+ * ids, submit one engine sequence per (prompt, choice), then either collect every sequence and
+ * answer one JSON object, or stream SSE chunks from a content reader as tokens arrive. Neither
+ * blocks a thread: when no event is ready the connection is suspended, and the sink's notify
+ * (called by the engine on every event) resumes it; libmicrohttpd then calls the access handler
+ * (qs_generate_resume) or the content reader again. The watchdog (conn_watch.c) polls the
+ * sockets of waiting generations: a client that goes away has its sequences aborted at once,
+ * which frees their KV blocks at the engine's next step. A sequence aborted by a drain ends a
+ * stream with an error event and [DONE], and a non-streaming request with a 503. */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +21,6 @@
 #include "tokenizer/tokenizer.h"
 #include "util/log.h"
 
-#define WAIT_SLICE_MS 50
 
 typedef struct {
     char *text;
@@ -28,7 +33,7 @@ typedef struct {
     char error[256];
 } gen_choice;
 
-typedef struct {
+struct qs_gen {
     qs_server *s;
     qs_server_model m;
     qs_openai_request req;
@@ -42,13 +47,19 @@ typedef struct {
     int n_prompt_slots;
     int total_prompt_tokens;
     qs_event_sink *sink;
-    int fd;
     int n_finished;
     /* streaming output not yet handed to MHD */
     char *out;
     size_t out_len, out_off, out_cap;
     bool stream_done;
-} gen_ctx;
+    /* suspension: wake_mu orders the engine's notify against the handler going to sleep */
+    struct MHD_Connection *conn;
+    pthread_mutex_t wake_mu;
+    bool suspended, pending;
+    qs_watch_gen watch;
+    bool watched;
+};
+typedef struct qs_gen gen_ctx;
 
 static int append(char **buf, size_t *len, size_t *cap, const char *data, size_t n)
 {
@@ -73,13 +84,17 @@ static void gen_free(gen_ctx *g)
 {
     if (!g)
         return;
+    if (g->watched) /* first: the watchdog must not reach the sink once it is released */
+        qs_watch_remove_gen(g->s, &g->watch);
     if (g->sink) {
+        qs_event_sink_set_notify(g->sink, NULL, NULL); /* no notify runs past this point */
         if (g->n_finished < g->n_choices && g->m.engine) {
             qs_engine_abort_sink(g->m.engine, g->sink);
             qs_server_count_disconnect(g->s);
         }
         qs_event_sink_release(g->sink);
     }
+    pthread_mutex_destroy(&g->wake_mu);
     for (int i = 0; i < g->n_choices && g->choices; i++) {
         free(g->choices[i].text);
         cJSON_Delete(g->choices[i].logprobs);
@@ -92,6 +107,42 @@ static void gen_free(gen_ctx *g)
     free(g->out);
     qs_openai_request_free(&g->req);
     free(g);
+}
+
+/* The sink's notify (engine thread, sink lock held): resume the connection if it sleeps, else
+ * remember that there is news so the handler does not go to sleep. */
+static void gen_wake(void *arg)
+{
+    gen_ctx *g = arg;
+    pthread_mutex_lock(&g->wake_mu);
+    g->pending = true;
+    if (g->suspended) {
+        g->suspended = false;
+        MHD_resume_connection(g->conn);
+    }
+    pthread_mutex_unlock(&g->wake_mu);
+}
+
+/* Takes the queued events; clears the news flag first so that anything pushed later is seen. */
+static qs_engine_event *gen_take(gen_ctx *g)
+{
+    pthread_mutex_lock(&g->wake_mu);
+    g->pending = false;
+    pthread_mutex_unlock(&g->wake_mu);
+    return qs_event_sink_take(g->sink, 0);
+}
+
+/* Suspends the connection unless news arrived since gen_take; true when suspended. */
+static bool gen_sleep(gen_ctx *g)
+{
+    pthread_mutex_lock(&g->wake_mu);
+    bool sleep = !g->pending;
+    if (sleep) {
+        g->suspended = true;
+        MHD_suspend_connection(g->conn);
+    }
+    pthread_mutex_unlock(&g->wake_mu);
+    return sleep;
 }
 
 static int prompt_of_choice(const gen_ctx *g, int choice) { return choice / g->req.n; }
@@ -220,6 +271,8 @@ static int submit(gen_ctx *g, qs_api_error *e)
     g->n_finished = g->n_choices; /* nothing to abort */
     if (st == QS_SUBMIT_QUEUE_FULL)
         return qs_api_errorf(e, 429, NULL, "%s", err.msg);
+    if (st == QS_SUBMIT_TOO_MANY)
+        return qs_api_errorf(e, 400, g->req.n > 1 ? "n" : "prompt", "%s", err.msg);
     if (st == QS_SUBMIT_STOPPED)
         return qs_api_errorf(e, 503, NULL, "%s", err.msg);
     return qs_api_errorf(e, 400, g->chat ? "messages" : "prompt", "%s", err.msg);
@@ -357,9 +410,13 @@ static void stream_event(gen_ctx *g, qs_engine_event *ev)
         c->cached_tokens = ev->cached_tokens;
         g->n_finished++;
     }
-    if (ev->finish == QS_FINISH_ERROR) {
+    if (ev->finish == QS_FINISH_ERROR || ev->finish == QS_FINISH_ABORT) {
+        /* An error event the OpenAI clients raise; [DONE] and the terminator follow. */
         qs_api_error e;
-        qs_api_errorf(&e, 500, NULL, "Generation failed: %s", ev->error);
+        if (ev->finish == QS_FINISH_ERROR)
+            qs_api_errorf(&e, 500, NULL, "Generation failed: %s", ev->error);
+        else
+            qs_api_errorf(&e, 503, NULL, "The request was aborted because the server is shutting down.");
         char *body = qs_api_error_json(&e);
         if (body) {
             append(&g->out, &g->out_len, &g->out_cap, "data: ", 6);
@@ -414,15 +471,17 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
     while (g->out_off == g->out_len) {
         if (g->stream_done)
             return MHD_CONTENT_READER_END_OF_STREAM;
+        if (atomic_load(&g->watch.gone))
+            return MHD_CONTENT_READER_END_WITH_ERROR; /* gen_free aborts what is left */
         g->out_off = g->out_len = 0;
-        qs_engine_event *list = qs_event_sink_take(g->sink, WAIT_SLICE_MS);
+        qs_engine_event *list = gen_take(g);
         for (qs_engine_event *ev = list; ev; ev = ev->next)
             stream_event(g, ev);
         qs_engine_event_free_list(list);
         if (g->n_finished == g->n_choices && !g->stream_done)
             stream_end(g);
-        if (!list && qs_client_gone(g->fd))
-            return MHD_CONTENT_READER_END_WITH_ERROR; /* gen_free aborts the sequences */
+        if (g->out_off == g->out_len && !g->stream_done && gen_sleep(g))
+            return 0; /* suspended until the engine has news */
     }
     size_t n = g->out_len - g->out_off;
     if (n > max)
@@ -452,13 +511,51 @@ static enum MHD_Result answer_stream(gen_ctx *g, struct MHD_Connection *conn)
 
 /* ---------------- entry ---------------- */
 
-enum MHD_Result qs_handle_generate(qs_server *s, struct MHD_Connection *conn, bool chat, const char *body, size_t len)
+/* Non-streaming: absorbs what the engine produced; answers once every sequence finished, else
+ * suspends the connection and parks g in *pending until the engine resumes it. */
+static enum MHD_Result collect(gen_ctx *g, struct MHD_Connection *conn, qs_gen **pending)
 {
+    for (;;) {
+        if (atomic_load(&g->watch.gone)) {
+            *pending = NULL;
+            gen_free(g); /* aborts the sequences */
+            return MHD_NO;
+        }
+        qs_engine_event *list = gen_take(g);
+        for (qs_engine_event *ev = list; ev; ev = ev->next)
+            absorb(g, ev);
+        qs_engine_event_free_list(list);
+        if (g->n_finished == g->n_choices) {
+            *pending = NULL;
+            enum MHD_Result r = answer_whole(g, conn);
+            gen_free(g);
+            return r;
+        }
+        if (gen_sleep(g)) {
+            *pending = g;
+            return MHD_YES;
+        }
+    }
+}
+
+enum MHD_Result qs_generate_resume(qs_gen *g, struct MHD_Connection *conn, qs_gen **pending)
+{
+    return collect(g, conn, pending);
+}
+
+void qs_generate_cancel(qs_gen *g) { gen_free(g); }
+
+enum MHD_Result qs_handle_generate(qs_server *s, struct MHD_Connection *conn, bool chat, const char *body, size_t len,
+                                   qs_gen **pending)
+{
+    *pending = NULL;
     gen_ctx *g = calloc(1, sizeof *g);
     if (!g)
         return MHD_NO;
+    pthread_mutex_init(&g->wake_mu, NULL);
     g->s = s;
     g->chat = chat;
+    g->conn = conn;
     qs_api_error e;
     if (qs_openai_request_parse(chat ? QS_API_CHAT : QS_API_COMPLETIONS, body, len, &g->req, &e))
         goto fail;
@@ -472,28 +569,19 @@ enum MHD_Result qs_handle_generate(qs_server *s, struct MHD_Connection *conn, bo
         gen_free(g);
         return MHD_YES;
     }
-    if (build_prompts(g, &e) || submit(g, &e))
+    if (qs_check_logit_bias(&g->m, &g->req, &e) || build_prompts(g, &e) || submit(g, &e))
         goto fail;
     qs_server_new_id(s, chat ? "chatcmpl-" : "cmpl-", g->id, sizeof g->id);
     g->created = (int64_t)time(NULL);
-    g->fd = qs_connection_fd(conn);
+    g->watch.fd = qs_connection_fd(conn);
+    g->watch.engine = g->m.engine;
+    g->watch.sink = g->sink;
+    qs_watch_add_gen(s, &g->watch);
+    g->watched = true;
+    qs_event_sink_set_notify(g->sink, gen_wake, g);
     if (g->req.stream)
         return answer_stream(g, conn);
-    while (g->n_finished < g->n_choices) {
-        qs_engine_event *list = qs_event_sink_take(g->sink, WAIT_SLICE_MS);
-        for (qs_engine_event *ev = list; ev; ev = ev->next)
-            absorb(g, ev);
-        qs_engine_event_free_list(list);
-        /* Checked after every slice, busy or not: a request whose tokens keep coming would
-         * otherwise run to the end for a client that has gone. */
-        if (g->n_finished < g->n_choices && qs_client_gone(g->fd)) {
-            gen_free(g); /* aborts the sequences */
-            return MHD_NO;
-        }
-    }
-    enum MHD_Result r = answer_whole(g, conn);
-    gen_free(g);
-    return r;
+    return collect(g, conn, pending);
 fail:;
     enum MHD_Result ret = qs_send_error(s, conn, &e);
     gen_free(g);

@@ -1,7 +1,11 @@
-/* http.c — libmicrohttpd plumbing: binding, one thread per connection, reading request bodies
- * under a size cap (413 as soon as Content-Length or the data read says too much), routing,
- * API-key checks on the /v1 routes, response helpers and client-disconnect detection. */
+/* http.c — libmicrohttpd plumbing: binding (epoll threads in a pool, connection caps fitted to
+ * the open-file limit), the request life cycle (the gate's checks on the headers before any body
+ * is read, the body under a size cap that stops reading at the limit, routing, the re-entry of a
+ * resumed generation), response helpers and client-disconnect detection. */
 #include "server/server_internal.h"
+
+#include "server/fd_limit.h"
+#include "server/request_gate.h"
 
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -23,8 +27,8 @@
 typedef struct {
     char *body;
     size_t len, cap;
-    bool too_large;
-    bool started;
+    bool started;       /* routed: the whole request was read */
+    qs_gen *gen;        /* a non-streaming generation waiting on the engine */
 } conn_ctx;
 
 void qs_server_count(qs_server *s, int status)
@@ -67,6 +71,12 @@ static enum MHD_Result queue(qs_server *s, struct MHD_Connection *c, int status,
         return MHD_NO;
     }
     MHD_add_response_header(r, "Content-Type", ctype);
+    if (status == 429)
+        MHD_add_response_header(r, "Retry-After", "1");
+    else if (status == 503)
+        MHD_add_response_header(r, "Retry-After", "5");
+    if (qs_server_draining(s))
+        MHD_add_response_header(r, "Connection", "close");
     enum MHD_Result ret = MHD_queue_response(c, (unsigned)status, r);
     MHD_destroy_response(r);
     qs_server_count(s, status);
@@ -121,6 +131,14 @@ int qs_connection_fd(struct MHD_Connection *c)
     return info ? info->connect_fd : -1;
 }
 
+bool qs_server_draining(qs_server *s)
+{
+    pthread_mutex_lock(&s->mu);
+    bool d = s->state == QS_STATE_DRAINING || s->state == QS_STATE_STOPPING;
+    pthread_mutex_unlock(&s->mu);
+    return d;
+}
+
 bool qs_server_get_model(qs_server *s, struct MHD_Connection *c, qs_server_model *out)
 {
     pthread_mutex_lock(&s->mu);
@@ -131,81 +149,51 @@ bool qs_server_get_model(qs_server *s, struct MHD_Connection *c, qs_server_model
         return true;
     qs_api_error e;
     qs_api_errorf(&e, 503, NULL, "%s",
-                  st == QS_STATE_LOADING    ? "The model is still loading; retry when /health answers 200."
-                  : st == QS_STATE_STOPPING ? "The server is shutting down."
-                                            : "The model failed to load; see the server log.");
+                  st == QS_STATE_LOADING ? "The model is still loading; retry when /health answers 200."
+                  : st == QS_STATE_DRAINING || st == QS_STATE_STOPPING
+                      ? "The server is shutting down and accepts no new requests."
+                      : "The model failed to load; see the server log.");
     qs_send_error(s, c, &e);
     return false;
 }
 
-/* Constant-time comparison of the bearer token with the key. */
-static bool key_matches(const char *given, const char *key)
-{
-    size_t a = strlen(given), b = strlen(key);
-    unsigned char diff = (unsigned char)(a != b);
-    for (size_t i = 0; i < b; i++)
-        diff |= (unsigned char)(given[i < a ? i : 0] ^ key[i]);
-    return diff == 0 && a > 0;
-}
-
-static bool authorized(qs_server *s, struct MHD_Connection *c)
-{
-    if (!s->api_key[0])
-        return true;
-    const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
-    if (!h || strncasecmp(h, "Bearer ", 7) != 0)
-        return false;
-    h += 7;
-    while (*h == ' ')
-        h++;
-    return key_matches(h, s->api_key);
-}
-
-static enum MHD_Result route(qs_server *s, struct MHD_Connection *c, const char *url, const char *method,
+static enum MHD_Result route(qs_server *s, struct MHD_Connection *c, int r, const char *body, size_t len,
                              conn_ctx *cc)
 {
-    bool get = !strcmp(method, "GET"), post = !strcmp(method, "POST");
+    switch (r) {
+    case QS_ROUTE_COMPLETIONS: return qs_handle_generate(s, c, false, body, len, &cc->gen);
+    case QS_ROUTE_CHAT: return qs_handle_generate(s, c, true, body, len, &cc->gen);
+    case QS_ROUTE_MODELS: return qs_handle_models(s, c);
+    case QS_ROUTE_HEALTH: return qs_handle_health(s, c);
+    case QS_ROUTE_METRICS: return qs_handle_metrics(s, c);
+    case QS_ROUTE_TOKENIZE: return qs_handle_tokenize(s, c, body, len);
+    case QS_ROUTE_DETOKENIZE: return qs_handle_detokenize(s, c, body, len);
+    default: {
+        cJSON *v = cJSON_CreateObject();
+        cJSON_AddStringToObject(v, "version", "0.1.0");
+        return qs_send_json(s, c, 200, v);
+    }
+    }
+}
+
+static void send_raw_413(qs_server *s, struct MHD_Connection *c)
+{
     qs_api_error e;
-    if (!strncmp(url, "/v1/", 4) && !authorized(s, c)) {
-        qs_api_errorf(&e, 401, NULL, "Missing or invalid API key: send 'Authorization: Bearer <key>'.");
-        qs_api_error_code(&e, "invalid_api_key");
-        return qs_send_error(s, c, &e);
+    qs_api_errorf(&e, 413, NULL, "The request body exceeds %zu bytes; the rest was not read.", s->max_body_bytes);
+    char *body = qs_api_error_json(&e);
+    int fd = qs_connection_fd(c);
+    if (body && fd >= 0) {
+        char head[256];
+        int n = snprintf(head, sizeof head,
+                         "HTTP/1.1 413 Payload Too Large\r\nContent-Type: application/json\r\n"
+                         "Content-Length: %zu\r\nConnection: close\r\n\r\n",
+                         strlen(body));
+        if (send(fd, head, (size_t)n, MSG_NOSIGNAL) == n)
+            (void)!send(fd, body, strlen(body), MSG_NOSIGNAL);
+        shutdown(fd, SHUT_WR); /* the response ends here; the client sees it before the close */
     }
-    struct {
-        const char *path;
-        bool is_post;
-    } routes[] = {{"/v1/completions", true}, {"/v1/chat/completions", true}, {"/v1/models", false},
-                  {"/health", false},        {"/metrics", false},            {"/tokenize", true},
-                  {"/detokenize", true},     {"/ping", false},               {"/version", false}};
-    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
-        if (strcmp(url, routes[i].path))
-            continue;
-        if ((routes[i].is_post && !post) || (!routes[i].is_post && !get)) {
-            qs_api_errorf(&e, 405, NULL, "Method %s is not allowed on %s; use %s.", method, url,
-                          routes[i].is_post ? "POST" : "GET");
-            return qs_send_error(s, c, &e);
-        }
-        if (cc->too_large) {
-            qs_api_errorf(&e, 413, NULL, "The request body exceeds %zu bytes.", s->max_body_bytes);
-            return qs_send_error(s, c, &e);
-        }
-        switch (i) {
-        case 0: return qs_handle_generate(s, c, false, cc->body, cc->len);
-        case 1: return qs_handle_generate(s, c, true, cc->body, cc->len);
-        case 2: return qs_handle_models(s, c);
-        case 3: case 7: return qs_handle_health(s, c);
-        case 4: return qs_handle_metrics(s, c);
-        case 5: return qs_handle_tokenize(s, c, cc->body, cc->len);
-        case 6: return qs_handle_detokenize(s, c, cc->body, cc->len);
-        default: {
-            cJSON *v = cJSON_CreateObject();
-            cJSON_AddStringToObject(v, "version", "0.1.0");
-            return qs_send_json(s, c, 200, v);
-        }
-        }
-    }
-    qs_api_errorf(&e, 404, NULL, "No route for %s %s.", method, url);
-    return qs_send_error(s, c, &e);
+    free(body);
+    qs_server_count(s, 413);
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
@@ -219,30 +207,40 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         if (!cc)
             return MHD_NO;
         *con_cls = cc;
+        qs_watch_request_begins(s, c);
         /* Streamed tokens are small writes: without TCP_NODELAY, Nagle's algorithm and the
          * client's delayed ACK hold each one back for ~40 ms. */
         int fd = qs_connection_fd(c), one = 1;
         if (fd >= 0)
             setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        /* Refuse an announced oversize body before reading any of it. */
-        const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
-        if (cl) {
-            char *end;
-            unsigned long long n = strtoull(cl, &end, 10);
-            if (*end == '\0' && n > s->max_body_bytes) {
-                qs_api_error e;
-                qs_api_errorf(&e, 413, NULL, "The request body (%llu bytes) exceeds %zu bytes.", n, s->max_body_bytes);
-                return qs_send_error(s, c, &e);
-            }
+        /* Everything that can be refused from the headers is refused before any body is read:
+         * route and method, the API key, the content type and length. */
+        qs_api_error e;
+        if (qs_gate_check_headers(s, c, url, method, &e)) {
+            cc->started = true;
+            return qs_send_error(s, c, &e);
         }
+        return MHD_YES;
+    }
+    if (cc->started) {
+        if (*upload_size > 0) { /* the rest of a body that was already refused */
+            *upload_size = 0;
+            return MHD_YES;
+        }
+        if (cc->gen) /* resumed: the engine has news for a waiting generation */
+            return qs_generate_resume(cc->gen, c, &cc->gen);
         return MHD_YES;
     }
     if (*upload_size > 0) {
         size_t n = *upload_size;
         *upload_size = 0;
-        if (cc->too_large || cc->len + n > s->max_body_bytes) {
-            cc->too_large = true; /* keep reading and dropping; answer 413 at the end */
-            return MHD_YES;
+        if (cc->len + n > s->max_body_bytes) {
+            /* A chunked body past the cap: stop reading here. libmicrohttpd 0.9 cannot queue a
+             * response in the middle of an upload, so the 413 is written to the socket directly
+             * (a final response after "100 Continue" is valid HTTP) and the connection closes. */
+            cc->started = true;
+            send_raw_413(s, c);
+            return MHD_NO;
         }
         if (cc->len + n + 1 > cc->cap) {
             size_t cap = cc->cap ? cc->cap : 4096;
@@ -259,23 +257,24 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         cc->body[cc->len] = '\0';
         return MHD_YES;
     }
-    if (cc->started)
-        return MHD_YES;
     cc->started = true;
-    return route(s, c, url, method, cc);
+    qs_watch_request_read(s, c);
+    return route(s, c, qs_gate_route(url), cc->body ? cc->body : "", cc->len, cc);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)
 {
-    (void)cls;
-    (void)c;
     (void)toe;
+    qs_server *s = cls;
     conn_ctx *cc = *con_cls;
-    if (cc) {
-        free(cc->body);
-        free(cc);
-        *con_cls = NULL;
-    }
+    if (!cc)
+        return;
+    if (cc->gen)
+        qs_generate_cancel(cc->gen);
+    free(cc->body);
+    free(cc);
+    *con_cls = NULL;
+    qs_watch_request_ends(s, c);
 }
 
 static void log_mhd(void *cls, const char *fmt, va_list ap)
@@ -287,6 +286,13 @@ static void log_mhd(void *cls, const char *fmt, va_list ap)
     while (n && line[n - 1] == '\n')
         line[--n] = '\0';
     qs_debug("http: %s", line);
+}
+
+static void free_server(qs_server *s)
+{
+    pthread_mutex_destroy(&s->mu);
+    free(s->api_key);
+    free(s);
 }
 
 int qs_server_start(const qs_server_options *opt, qs_server **out, qs_err *err)
@@ -302,73 +308,89 @@ int qs_server_start(const qs_server_options *opt, qs_server **out, qs_err *err)
     if (rc)
         return qs_errf(err, "--host %s: %s", host, gai_strerror(rc));
     qs_server *s = calloc(1, sizeof *s);
-    if (!s) {
+    if (!s || !(s->api_key = strdup(opt->api_key ? opt->api_key : ""))) {
+        free(s);
         freeaddrinfo(ai);
         return qs_errf(err, "out of memory");
     }
     pthread_mutex_init(&s->mu, NULL);
     snprintf(s->model_name, sizeof s->model_name, "%s", opt->model_name ? opt->model_name : "model");
-    snprintf(s->api_key, sizeof s->api_key, "%s", opt->api_key ? opt->api_key : "");
+    s->metrics_require_key = opt->metrics_require_key;
     s->max_body_bytes = opt->max_body_bytes ? opt->max_body_bytes : QS_MAX_BODY_BYTES;
+    s->client_timeout_s = opt->client_timeout_s > 0 ? opt->client_timeout_s : QS_DEFAULT_CLIENT_TIMEOUT_S;
     s->state = QS_STATE_LOADING;
     s->next_id = (unsigned long long)time(NULL) << 20;
-    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG;
+    int max_conn = qs_fit_connections_to_fd_limit(opt->max_connections > 0 ? opt->max_connections
+                                                                           : QS_DEFAULT_MAX_CONNECTIONS);
+    unsigned per_client =
+        (unsigned)(opt->max_connections_per_client > 0 ? opt->max_connections_per_client : QS_DEFAULT_MAX_CONN_PER_CLIENT);
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    unsigned threads = (unsigned)(opt->http_threads > 0 ? opt->http_threads : cores < 4 ? 4 : cores > 16 ? 16 : cores);
+    if (qs_watch_start(s)) {
+        freeaddrinfo(ai);
+        free_server(s);
+        return qs_errf(err, "cannot start the connection watchdog thread");
+    }
+    /* Internal epoll threads in a pool: a connection costs a descriptor and a few hundred bytes,
+     * never a thread; generations suspend their connection while they wait for the engine. */
+    unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
     if (ai->ai_family == AF_INET6)
         flags |= MHD_USE_IPv6;
-    s->daemon = MHD_start_daemon(flags, (uint16_t)opt->port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR,
-                                 ai->ai_addr, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-                                 MHD_OPTION_CONNECTION_TIMEOUT, 600u, MHD_OPTION_CONNECTION_LIMIT, 2048u,
-                                 MHD_OPTION_EXTERNAL_LOGGER, log_mhd, s, MHD_OPTION_END);
+    unsigned idle_timeout = (unsigned)(s->client_timeout_s > 60 ? s->client_timeout_s : 60);
+    s->daemon = MHD_start_daemon(
+        flags, (uint16_t)opt->port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
+        MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+        MHD_OPTION_NOTIFY_CONNECTION, qs_watch_notify_connection, s, MHD_OPTION_CONNECTION_TIMEOUT, idle_timeout,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)max_conn, MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_client,
+        MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_EXTERNAL_LOGGER, log_mhd, s, MHD_OPTION_END);
     freeaddrinfo(ai);
     if (!s->daemon) {
-        pthread_mutex_destroy(&s->mu);
-        free(s);
+        qs_watch_stop(s);
+        free_server(s);
         return qs_errf(err, "cannot listen on %s:%d (address in use, or not an address of this machine)", host,
                        opt->port);
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
     s->port = info && info->port ? info->port : opt->port;
+    qs_info("http: %u epoll threads, at most %d connections (%u per client address), %d s to send a request",
+            threads, max_conn, per_client, s->client_timeout_s);
     *out = s;
     return 0;
 }
 
 int qs_server_port(const qs_server *s) { return s->port; }
 
+/* The longest token's bytes: a prompt of B bytes is at least B / that many tokens. */
+static size_t longest_token_bytes(const qs_tokenizer *tok)
+{
+    size_t longest = 1;
+    size_t n = tok ? qs_tokenizer_vocab_size(tok) : 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *t = qs_tokenizer_id_to_token(tok, (int32_t)i);
+        size_t l = t ? strlen(t) : 0;
+        if (l > longest)
+            longest = l;
+    }
+    return longest;
+}
+
 void qs_server_set_ready(qs_server *s, const qs_server_model *m)
 {
+    qs_server_model copy = *m;
+    /* Normalisation may shrink text (NFC composes, accents are stripped), so 4x of slack. */
+    copy.max_prompt_bytes = QS_PROMPT_BYTES_SLACK * longest_token_bytes(m->tokenizer) * (size_t)m->max_model_len;
     pthread_mutex_lock(&s->mu);
-    s->model = *m;
-    s->state = QS_STATE_READY;
+    s->model = copy;
+    if (s->state == QS_STATE_LOADING) /* a drain that began while loading stays a drain */
+        s->state = QS_STATE_READY;
     pthread_mutex_unlock(&s->mu);
 }
 
 void qs_server_set_failed(qs_server *s, const char *why)
 {
     pthread_mutex_lock(&s->mu);
-    s->state = QS_STATE_FAILED;
+    if (s->state == QS_STATE_LOADING)
+        s->state = QS_STATE_FAILED;
     snprintf(s->failure, sizeof s->failure, "%s", why);
     pthread_mutex_unlock(&s->mu);
-}
-
-void qs_server_stop(qs_server *s)
-{
-    if (!s)
-        return;
-    MHD_socket listen_fd = MHD_quiesce_daemon(s->daemon);
-    if (listen_fd != MHD_INVALID_SOCKET)
-        close(listen_fd);
-    pthread_mutex_lock(&s->mu);
-    s->state = QS_STATE_STOPPING;
-    qs_server_model m = s->model;
-    pthread_mutex_unlock(&s->mu);
-    if (m.engine)
-        qs_engine_close(m.engine); /* in-flight requests get their final events and return */
-    MHD_stop_daemon(s->daemon);
-    qs_engine_free(m.engine);
-    if (m.chat_template)
-        qs_chat_template_free(m.chat_template);
-    if (m.tokenizer)
-        qs_tokenizer_free(m.tokenizer);
-    pthread_mutex_destroy(&s->mu);
-    free(s);
 }

@@ -13,6 +13,28 @@
 
 static bool valid_utf8(const char *s) { return u8_check((const uint8_t *)s, strlen(s)) == NULL; }
 
+/* Offset of the first \u0000 escape inside a JSON string of valid JSON text, or -1. cJSON's
+ * strings are NUL-terminated, so such a string would silently end at the NUL. */
+static long nul_escape_at(const char *body, size_t len)
+{
+    bool in_string = false;
+    for (size_t i = 0; i < len; i++) {
+        char ch = body[i];
+        if (!in_string) {
+            in_string = ch == '"';
+            continue;
+        }
+        if (ch == '"') {
+            in_string = false;
+        } else if (ch == '\\' && i + 1 < len) {
+            if (body[i + 1] == 'u' && i + 5 < len && !memcmp(body + i + 2, "0000", 4))
+                return (long)i;
+            i++; /* the escaped character */
+        }
+    }
+    return -1;
+}
+
 cJSON *qs_json_parse_body(const char *body, size_t len, qs_api_error *e)
 {
     if (!body || len == 0) {
@@ -37,6 +59,15 @@ cJSON *qs_json_parse_body(const char *body, size_t len, qs_api_error *e)
                           (size_t)(p - body));
             return NULL;
         }
+    long nul = nul_escape_at(body, (size_t)(end - body));
+    if (nul >= 0) {
+        cJSON_Delete(root);
+        qs_api_errorf(e, 400, NULL,
+                      "A string in the request holds a NUL character (\\u0000, byte %ld), which this server does not "
+                      "accept: it would cut the string short.",
+                      nul);
+        return NULL;
+    }
     if (!cJSON_IsObject(root)) {
         cJSON_Delete(root);
         qs_api_errorf(e, 400, NULL, "The request body must be a JSON object.");

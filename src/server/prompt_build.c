@@ -25,9 +25,14 @@ int qs_render_chat(const qs_server_model *m, const cJSON *messages, const cJSON 
 int qs_encode_text(const qs_server_model *m, const char *text, bool add_special_tokens, int32_t **ids, int *n,
                    qs_api_error *e)
 {
-    size_t count = 0;
+    size_t count = 0, bytes = strlen(text);
     qs_err err = {{0}};
-    if (qs_tokenizer_encode(m->tokenizer, text, strlen(text), add_special_tokens, ids, &count, &err))
+    if (m->max_prompt_bytes && bytes > m->max_prompt_bytes)
+        return qs_api_errorf(e, 400, "prompt",
+                             "The prompt is %zu bytes, more than any prompt that fits this model's maximum context "
+                             "length of %d tokens can be (%zu bytes); it was not tokenized.",
+                             bytes, m->max_model_len, m->max_prompt_bytes);
+    if (qs_tokenizer_encode(m->tokenizer, text, bytes, add_special_tokens, ids, &count, &err))
         return qs_api_errorf(e, 400, "prompt", "The prompt cannot be tokenized: %s", err.msg);
     if (count > (size_t)1 << 30) {
         free(*ids);
@@ -44,5 +49,17 @@ int qs_check_token_ids(const qs_server_model *m, const int32_t *ids, int n, cons
         if (ids[i] < 0 || ids[i] >= m->vocab_size)
             return qs_api_errorf(e, 400, param, "Token id %d is outside the vocabulary [0, %d).", ids[i],
                                  m->vocab_size);
+    return 0;
+}
+
+int qs_check_logit_bias(const qs_server_model *m, const qs_openai_request *r, qs_api_error *e)
+{
+    for (int i = 0; i < r->sampling.n_logit_bias; i++) {
+        int32_t id = r->sampling.logit_bias[i].token_id;
+        if (id < 0 || id >= m->vocab_size)
+            return qs_api_errorf(e, 400, "logit_bias",
+                                 "'logit_bias' key \"%d\" is not a token id of this model (vocabulary [0, %d)).", id,
+                                 m->vocab_size);
+    }
     return 0;
 }

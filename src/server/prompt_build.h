@@ -11,15 +11,19 @@
 #include <cJSON.h>
 
 #include "server/api_error.h"
+#include "server/openai_request.h"
 #include "server/server.h"
 
 /* Renders messages with the model's template; *text malloc'd. */
 int qs_render_chat(const qs_server_model *m, const cJSON *messages, const cJSON *tools, bool add_generation_prompt,
                    const cJSON *kwargs, char **text, qs_api_error *e);
-/* Encodes text; *ids malloc'd. */
+/* Encodes text; *ids malloc'd. Text longer than m->max_prompt_bytes is refused untokenized. */
 int qs_encode_text(const qs_server_model *m, const char *text, bool add_special_tokens, int32_t **ids, int *n,
                    qs_api_error *e);
 /* Checks ids against the vocabulary. */
 int qs_check_token_ids(const qs_server_model *m, const int32_t *ids, int n, const char *param, qs_api_error *e);
+
+/* logit_bias keys must be ids of the model's vocabulary (400 naming the key). */
+int qs_check_logit_bias(const qs_server_model *m, const qs_openai_request *r, qs_api_error *e);
 
 #endif

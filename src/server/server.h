@@ -1,7 +1,11 @@
-/* server.h — the HTTP server: libmicrohttpd with a thread per connection (a handler may block
- * while its request generates; a streaming response blocks in its content reader), routes for
- * the OpenAI endpoints, API-key checks, and the hand-off to the engine. The server binds before
- * the model loads so /health can answer 503 while loading, then 200 once qs_server_set_ready. */
+/* server.h — the HTTP server: libmicrohttpd with a small pool of epoll threads (no thread per
+ * connection, no select() ceiling), routes for the OpenAI endpoints, API-key checks, per-client
+ * and total connection caps, a deadline for connections that owe a request, and the hand-off to
+ * the engine: a request waiting for tokens suspends its connection and the engine's event sink
+ * resumes it, so thousands of idle or slow connections cost no threads. The server binds before
+ * the model loads so /health can answer 503 while loading, then 200 once qs_server_set_ready.
+ * Shutdown drains: qs_server_drain refuses new work, lets running requests finish for a while,
+ * then ends the rest with proper error bodies / events before qs_server_stop frees it all. */
 #ifndef QS_SERVER_SERVER_H
 #define QS_SERVER_SERVER_H
 
@@ -16,14 +20,26 @@
 typedef struct qs_tokenizer qs_tokenizer;
 typedef struct qs_chat_template qs_chat_template;
 
-#define QS_MAX_BODY_BYTES (8u << 20) /* larger request bodies get 413 */
+#define QS_MAX_BODY_BYTES (8u << 20)      /* larger request bodies get 413 */
+#define QS_DEFAULT_MAX_CONNECTIONS 4096   /* also bounded by the open-file limit */
+#define QS_DEFAULT_MAX_CONN_PER_CLIENT 256
+#define QS_DEFAULT_CLIENT_TIMEOUT_S 10
+#define QS_DEFAULT_SHUTDOWN_TIMEOUT_S 5
+/* A prompt longer than SLACK x max_model_len x the longest token's bytes cannot fit the context:
+ * refused before tokenizing (normalisation may shrink text, hence the slack). */
+#define QS_PROMPT_BYTES_SLACK 4
 
 typedef struct qs_server_options {
     const char *host;          /* "0.0.0.0", "127.0.0.1", "::", a name */
     int port;                  /* 0 = any free port (see qs_server_port) */
     const char *model_name;    /* served model name */
-    const char *api_key;       /* "" or NULL = open */
+    const char *api_key;       /* "" or NULL = open; any length */
+    bool metrics_require_key;  /* /metrics needs the key too */
     size_t max_body_bytes;     /* 0 = QS_MAX_BODY_BYTES */
+    int max_connections;       /* 0 = QS_DEFAULT_MAX_CONNECTIONS */
+    int max_connections_per_client; /* 0 = QS_DEFAULT_MAX_CONN_PER_CLIENT */
+    int client_timeout_s;      /* 0 = QS_DEFAULT_CLIENT_TIMEOUT_S: seconds to deliver a whole request */
+    int http_threads;          /* 0 = automatic */
 } qs_server_options;
 
 typedef struct qs_server qs_server;
@@ -36,6 +52,7 @@ typedef struct qs_server_model {
     int max_model_len;
     int vocab_size;
     int64_t created;           /* unix time the model was loaded */
+    size_t max_prompt_bytes;   /* set by qs_server_set_ready: longer prompt text cannot fit */
 } qs_server_model;
 
 /* Binds and starts answering (/health = 503 until ready). */
@@ -44,7 +61,12 @@ int qs_server_port(const qs_server *s);
 void qs_server_set_ready(qs_server *s, const qs_server_model *m);
 /* Loading failed: /health answers 500 with this message. */
 void qs_server_set_failed(qs_server *s, const char *why);
-/* Graceful stop: refuse new connections, abort in-flight requests, wait for handlers, free all. */
+/* Graceful drain (server_drain.c): new requests get 503 from now on; running generations get up
+ * to timeout_s seconds to finish (0 = none), then every remaining one is aborted: streams end with
+ * an error event, `data: [DONE]` and the chunked terminator, non-streaming requests get a 503
+ * body. Returns once every response has been handed over (or a last grace period ran out). */
+void qs_server_drain(qs_server *s, double timeout_s);
+/* Stop: close the listener and every connection, abort what is left, free all. */
 void qs_server_stop(qs_server *s);
 
 #endif

@@ -57,6 +57,17 @@ start_server() {
   return 1
 }
 
+# The server answers 415 to a body that is not declared JSON, and curl's -d declares
+# application/x-www-form-urlencoded: every curl here that sends data says JSON unless it names a
+# Content-Type itself (the 415 tests call `command curl`).
+curl() {
+  local a
+  for a in "$@"; do
+    case "$a" in -d|--data|--data-binary|--data-raw) command curl -H 'Content-Type: application/json' "$@"; return;; esac
+  done
+  command curl "$@"
+}
+
 # post PATH JSON: prints the body, then the status on the last line.
 post() { curl -s --max-time 60 -w '\n%{http_code}' -H 'Content-Type: application/json' "${@:3}" -d "$2" "$URL$1"; }
 # status_of PATH JSON [curl args]: the HTTP status only.

@@ -1,5 +1,6 @@
 /* fuzz_tokenizer.c — libFuzzer target for the tokenizer's encode, decode and streaming decode:
- * a small committed Metaspace/byte-fallback tokenizer (tests/data/tokenizer/llama2_style, or
+ * a small committed Metaspace/byte-fallback tokenizer (tests/data/tokenizer/llama2_style of the
+ * source tree the target was built from, so it runs from any directory, or
  * $QS_FUZZ_TOKENIZER_DIR) is loaded once; each input is encoded as text (invalid UTF-8 must be a
  * clean error) and, read as little int32 ids, decoded in one go and through qs_decode_stream
  * (unknown ids must be clean errors). Prompts and client-sent token ids are untrusted input.
@@ -11,6 +12,10 @@
 #include <string.h>
 
 #include "tokenizer/tokenizer.h"
+
+#ifndef QS_SOURCE_DIR
+#define QS_SOURCE_DIR "." /* the Makefile passes the source tree's absolute path */
+#endif
 
 static qs_tokenizer *tok;
 
@@ -26,7 +31,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     (void)argv;
     const char *dir = getenv("QS_FUZZ_TOKENIZER_DIR");
     if (!dir)
-        dir = "tests/data/tokenizer/llama2_style";
+        dir = QS_SOURCE_DIR "/tests/data/tokenizer/llama2_style";
     qs_err err;
     if (qs_tokenizer_load(dir, &tok, &err) != 0) {
         fprintf(stderr, "fuzz_tokenizer: %s\n", err.msg);

@@ -158,9 +158,13 @@ static void test_queue_bound_and_length_check(void **state)
     qs_seq_request r[4];
     for (int i = 0; i < 4; i++)
         r[i] = greedy_request(prompt, 8, 4, i);
-    assert_int_equal(qs_engine_submit(e, r, 4, sink, &err), QS_SUBMIT_QUEUE_FULL);
-    assert_non_null(strstr(err.msg, "--max-num-queued-reqs 3"));
+    /* 4 sequences can never fit a queue of 3: refused as invalid (400), not "retry later" */
+    assert_int_equal(qs_engine_submit(e, r, 4, sink, &err), QS_SUBMIT_TOO_MANY);
+    assert_non_null(strstr(err.msg, "needs 4 sequences"));
+    assert_non_null(strstr(err.msg, "at most 3"));
     assert_int_equal(qs_engine_submit(e, r, 3, sink, &err), QS_SUBMIT_OK);
+    assert_int_equal(qs_engine_submit(e, r, 1, sink, &err), QS_SUBMIT_QUEUE_FULL);
+    assert_non_null(strstr(err.msg, "--max-num-queued-reqs 3"));
     assert_int_equal(qs_engine_submit(e, r, 1, sink, &err), QS_SUBMIT_QUEUE_FULL);
     qs_seq_request too_long = greedy_request(prompt, 8, 121, 0);
     assert_int_equal(qs_engine_submit(e, &too_long, 1, sink, &err), QS_SUBMIT_INVALID);

@@ -1,0 +1,128 @@
+/* request_gate.c — the checks made on the request line and headers before any body is read:
+ * route and method, the API key on every endpoint that does work, the Content-Length (one value,
+ * within the cap) and the Content-Type (JSON or none). A refused request costs no body read and
+ * no parsing, so an unauthenticated client cannot make the server tokenize or buffer anything. */
+#include "server/request_gate.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static const struct {
+    const char *path;
+    bool is_post;
+    bool needs_key;     /* with --api-key */
+} ROUTES[] = {
+    [QS_ROUTE_COMPLETIONS] = {"/v1/completions", true, true},
+    [QS_ROUTE_CHAT] = {"/v1/chat/completions", true, true},
+    [QS_ROUTE_MODELS] = {"/v1/models", false, true},
+    [QS_ROUTE_HEALTH] = {"/health", false, false},
+    [QS_ROUTE_METRICS] = {"/metrics", false, false}, /* true with --metrics-require-key */
+    [QS_ROUTE_TOKENIZE] = {"/tokenize", true, true},
+    [QS_ROUTE_DETOKENIZE] = {"/detokenize", true, true},
+    [QS_ROUTE_VERSION] = {"/version", false, false},
+};
+#define N_ROUTES ((int)(sizeof ROUTES / sizeof ROUTES[0]))
+
+qs_route qs_gate_route(const char *url)
+{
+    if (!strcmp(url, "/ping"))
+        return QS_ROUTE_HEALTH;
+    for (int i = 0; i < N_ROUTES; i++)
+        if (!strcmp(url, ROUTES[i].path))
+            return (qs_route)i;
+    return QS_ROUTE_NONE;
+}
+
+bool qs_gate_key_matches(const char *given, const char *key)
+{
+    size_t a = strlen(given), b = strlen(key);
+    unsigned char diff = (unsigned char)(a != b);
+    for (size_t i = 0; i < b; i++)
+        diff |= (unsigned char)(given[i < a ? i : 0] ^ key[i]);
+    return diff == 0 && a > 0;
+}
+
+static bool authorized(qs_server *s, struct MHD_Connection *c)
+{
+    const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+    if (!h || strncasecmp(h, "Bearer ", 7) != 0)
+        return false;
+    h += 7;
+    while (*h == ' ')
+        h++;
+    return qs_gate_key_matches(h, s->api_key);
+}
+
+typedef struct {
+    const char *first;
+    bool conflict;
+    int count;
+} length_headers;
+
+static enum MHD_Result each_header(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+    (void)kind;
+    length_headers *lh = cls;
+    if (strcasecmp(key, "Content-Length") != 0 || !value)
+        return MHD_YES;
+    if (lh->count++ == 0)
+        lh->first = value;
+    else if (strcmp(lh->first, value) != 0)
+        lh->conflict = true;
+    return MHD_YES;
+}
+
+/* application/json, optionally with parameters ("; charset=utf-8"), or any +json type. */
+static bool json_content_type(const char *ct)
+{
+    size_t n = strcspn(ct, ";");
+    while (n && (ct[n - 1] == ' ' || ct[n - 1] == '\t'))
+        n--;
+    while (n && (*ct == ' ' || *ct == '\t')) {
+        ct++;
+        n--;
+    }
+    if (n == 16 && !strncasecmp(ct, "application/json", 16))
+        return true;
+    return n > 5 && !strncasecmp(ct + n - 5, "+json", 5);
+}
+
+int qs_gate_check_headers(qs_server *s, struct MHD_Connection *c, const char *url, const char *method,
+                          qs_api_error *e)
+{
+    qs_route r = qs_gate_route(url);
+    if (r == QS_ROUTE_NONE)
+        return qs_api_errorf(e, 404, NULL, "No route for %.16s %.200s.", method, url);
+    bool post = !strcmp(method, "POST"), get = !strcmp(method, "GET");
+    if ((ROUTES[r].is_post && !post) || (!ROUTES[r].is_post && !get))
+        return qs_api_errorf(e, 405, NULL, "Method %.16s is not allowed on %s; use %s.", method, url,
+                             ROUTES[r].is_post ? "POST" : "GET");
+    bool needs_key = ROUTES[r].needs_key || (r == QS_ROUTE_METRICS && s->metrics_require_key);
+    if (s->api_key[0] && needs_key && !authorized(s, c)) {
+        qs_api_errorf(e, 401, NULL, "Missing or invalid API key: send 'Authorization: Bearer <key>'.");
+        return qs_api_error_code(e, "invalid_api_key");
+    }
+    length_headers lh = {0};
+    MHD_get_connection_values(c, MHD_HEADER_KIND, each_header, &lh);
+    if (lh.conflict)
+        return qs_api_errorf(e, 400, NULL, "The request has conflicting Content-Length headers (%.40s, ...).",
+                             lh.first);
+    if (lh.first) {
+        char *end;
+        unsigned long long n = strtoull(lh.first, &end, 10);
+        if (end == lh.first || *end != '\0')
+            return qs_api_errorf(e, 400, NULL, "Content-Length '%.40s' is not a byte count.", lh.first);
+        if (n > s->max_body_bytes)
+            return qs_api_errorf(e, 413, NULL, "The request body (%llu bytes) exceeds %zu bytes.", n,
+                                 s->max_body_bytes);
+    }
+    if (post) {
+        const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
+        if (ct && !json_content_type(ct)) {
+            qs_api_errorf(e, 415, NULL, "The body must be JSON (Content-Type: application/json), not '%.80s'.", ct);
+            return qs_api_error_code(e, "unsupported_media_type");
+        }
+    }
+    return 0;
+}
