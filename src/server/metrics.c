@@ -65,10 +65,18 @@ static void gauge(strbuf *b, const char *name, const char *help, const char *lab
     sb_printf(b, "# HELP qserve:%s %s\n# TYPE qserve:%s gauge\nqserve:%s{%s} %.17g\n", name, help, name, name, labels, v);
 }
 
+/* prefix: "qserve" for qserve's own metrics, "vllm" where qserve exports vLLM's metric under vLLM's
+ * name so dashboards written for vLLM read it unchanged */
+static void counter_named(strbuf *b, const char *prefix, const char *name, const char *help, const char *labels,
+                          unsigned long long v)
+{
+    sb_printf(b, "# HELP %s:%s %s\n# TYPE %s:%s counter\n%s:%s{%s} %llu\n", prefix, name, help, prefix, name, prefix,
+              name, labels, v);
+}
+
 static void counter(strbuf *b, const char *name, const char *help, const char *labels, unsigned long long v)
 {
-    sb_printf(b, "# HELP qserve:%s %s\n# TYPE qserve:%s counter\nqserve:%s{%s} %llu\n", name, help, name, name, labels,
-              v);
+    counter_named(b, "qserve", name, help, labels, v);
 }
 
 static void histogram(strbuf *b, const char *name, const char *help, const char *labels, const qs_histogram *h)
@@ -113,10 +121,10 @@ char *qs_metrics_render(const char *model_name, qs_engine *engine, const qs_http
     counter(&b, "num_preemptions_total", "Sequences preempted (recomputed) because the KV cache was full.", labels,
             st.preemptions_total);
     counter(&b, "prompt_tokens_total", "Prompt tokens processed.", labels, st.prompt_tokens_total);
-    counter(&b, "prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache.", labels,
-            st.prefix_cache_queries_total);
-    counter(&b, "prefix_cache_hits_total", "Prompt tokens found in the prefix cache.", labels,
-            st.prefix_cache_hits_total);
+    counter_named(&b, "vllm", "prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache.", labels,
+                  st.prefix_cache_queries_total);
+    counter_named(&b, "vllm", "prefix_cache_hits_total", "Prompt tokens found in the prefix cache.", labels,
+                  st.prefix_cache_hits_total);
     counter(&b, "generation_tokens_total", "Tokens generated.", labels, st.generation_tokens_total);
     sb_printf(&b, "# HELP qserve:request_success_total Finished sequences by finish reason.\n"
                   "# TYPE qserve:request_success_total counter\n");

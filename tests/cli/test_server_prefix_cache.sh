@@ -60,8 +60,8 @@ su=$(grep '^data: {' "$TMP/stream" | tail -1 | sed 's/^data: //' | json '.usage.
 check stream_usage_cached_tokens $? "$su"
 
 curl -s "$URL/metrics" >"$TMP/metrics"
-q=$(awk '/^qserve:prefix_cache_queries_total/ {print $2}' "$TMP/metrics")
-h=$(awk '/^qserve:prefix_cache_hits_total/ {print $2}' "$TMP/metrics")
+q=$(awk '/^vllm:prefix_cache_queries_total/ {print $2}' "$TMP/metrics")
+h=$(awk '/^vllm:prefix_cache_hits_total/ {print $2}' "$TMP/metrics")
 # queries: 5 single requests x 200 prompt tokens + 3 choices x 200; hits: 192 each for the 2nd, 4th and
 # streamed request, and 2 x 192 for the two choices of the n=3 request that shared the first's
 [ "$q" = $((8 * 200)) ] && [ "$h" = $((5 * 192)) ]
