@@ -12,7 +12,9 @@
 #             marlin: decode step time with graph replays at batch 1/16/64/256 and eager at 1/16
 #             (bench_decode), the per-kernel GPU time of one eager step at batch 1 and 16 (Nsight
 #             Compute, scripts/ncu_step_summary.py): kernel sum against step time = the gaps
-#   moe       Qwen3-30B-A3B shape cut to MOE_LAYERS layers (scripts/init_model_cut.py), FP8
+#   moe       (with $D/bench_decode_base in the bundle: the first backend also from that baseline
+#             build, same checkpoints, same call)
+#             Qwen3-30B-A3B shape cut to MOE_LAYERS layers (scripts/init_model_cut.py), FP8
 #             fp8-block and NVFP4 nvfp4-w4a16: bench_decode at 1/16/64/256 with --moe-backend
 #             marlin and emulation (same call), beside the roofline of bytes read per step
 #             (scripts/decode_roofline.py, the copy bandwidth of the same call); the prefill of a
@@ -158,7 +160,7 @@ from bench_torch_kernels import copy_bandwidth; print(f"{copy_bandwidth():.0f}")
 decode() {
   local log=$1 t=$2; shift 2
   local s=$(date +%s)
-  timeout "$t" "$D/bench_decode" "$@" --device "$DEVICE" >"$L/$log.txt" 2>"$L/$log.err"
+  timeout "$t" "${BENCH:-$D/bench_decode}" "$@" --device "$DEVICE" >"$L/$log.txt" 2>"$L/$log.err"
   local rc=$?
   say "  $log: rc $rc, $(( $(date +%s) - s )) s; $(grep -h '^batch' "$L/$log.txt" | awk '{printf "b%s %s ms %s tok/s; ", $2, $3, $5}' | sed 's/: / /g')"
   [ $rc -ne 0 ] && say "    $(grep -v '^INFO' "$L/$log.err" | tail -3 | tr '\n' ' ')"
@@ -268,6 +270,12 @@ step_moe() {
     done
     local meas=()
     for be in $MOE_BACKENDS; do meas+=(--measured "$be=$L/moe-$ck-$be.txt"); done
+    # the same backend from the baseline build (an A/B of a kernel change on one card, one call)
+    if [ -x "$D/bench_decode_base" ] && [ "$(limit 999)" -gt 40 ]; then
+      BENCH="$D/bench_decode_base" decode "moe-$ck-base" "$(limit 150)" "$(moe_dir "$ck")" --linear-backend "$LINEAR_BACKEND" \
+        --moe-backend "${MOE_BACKENDS%% *}" --batches "$b" --steps "$st" --prompt 32
+      meas+=(--measured "${MOE_BACKENDS%% *}-base=$L/moe-$ck-base.txt")
+    fi
     python3 scripts/decode_roofline.py "$(moe_dir "$ck")" --scheme "$ck" --bw-gbps "$BW" --context $(( 32 + 3 + st / 2 )) \
       --batches "$b" "${meas[@]}" 2>&1 | tee -a "$SUM"
   done
