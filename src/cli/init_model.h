@@ -11,7 +11,7 @@
 #include "model/safetensors.h"
 #include "util/error.h"
 
-typedef enum { QS_TOKFAM_LLAMA3, QS_TOKFAM_QWEN, QS_TOKFAM_MISTRAL } qs_token_family;
+typedef enum { QS_TOKFAM_LLAMA3, QS_TOKFAM_QWEN, QS_TOKFAM_MISTRAL, QS_TOKFAM_LLAMA4 } qs_token_family;
 
 typedef struct qs_init_shape {
     const char *name;          /* "llama-3.1-8b", "tiny-qwen3-moe" */
@@ -23,6 +23,12 @@ typedef struct qs_init_shape {
     bool llama3_rope;          /* rope_scaling {"rope_type": "llama3", factor 8, ...} */
     bool tie, qkv_bias, qk_norm;
     int experts, top_k, moe_inter;  /* 0 experts: dense MLP */
+    /* Llama 4 (Llama4ForConditionalGeneration, text_config; fused 3-D experts as transformers saves):
+     * dense layers' intermediate_size_mlp (inter is the experts' and shared expert's width), every
+     * moe_step-th layer MoE, RoPE layers chunked by chunk, every fourth layer NoPE, NoPE floor_scale. */
+    bool llama4;
+    int inter_mlp, moe_step, chunk;
+    double floor_scale;
 } qs_init_shape;
 
 const qs_init_shape *qs_init_shape_find(const char *name);
@@ -40,7 +46,7 @@ typedef enum { QS_INIT_NORMAL, QS_INIT_ONES, QS_INIT_ZEROS } qs_init_kind;
 typedef struct qs_init_tensor {
     char name[128];
     int ndim;
-    int64_t shape[2];
+    int64_t shape[3];
     qs_init_kind kind;
 } qs_init_tensor;
 
