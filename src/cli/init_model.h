@@ -29,6 +29,7 @@ typedef struct qs_init_shape {
     bool llama4;
     int inter_mlp, moe_step, chunk;
     double floor_scale;
+    bool l2_qk_norm;           /* use_qk_norm (Scout: true; Maverick: false) */
 } qs_init_shape;
 
 const qs_init_shape *qs_init_shape_find(const char *name);

@@ -13,32 +13,32 @@ static const qs_init_shape SHAPES[] = {
     /* name, arch, model_type, tokens, vocab, hidden, inter, layers, heads, kv, head_dim, max_pos, theta, eps,
        llama3_rope, tie, qkv_bias, qk_norm, experts, top_k, moe_inter */
     {"llama-3.1-8b", "LlamaForCausalLM", "llama", QS_TOKFAM_LLAMA3, 128256, 4096, 14336, 32, 32, 8, 128, 131072,
-     500000.0, 1e-5, true, false, false, false, 0, 0, 0, false, 0, 0, 0, 0.0},
+     500000.0, 1e-5, true, false, false, false, 0, 0, 0, false, 0, 0, 0, 0.0, false},
     {"qwen3-8b", "Qwen3ForCausalLM", "qwen3", QS_TOKFAM_QWEN, 151936, 4096, 12288, 36, 32, 8, 128, 40960, 1000000.0,
-     1e-6, false, false, false, true, 0, 0, 0, false, 0, 0, 0, 0.0},
+     1e-6, false, false, false, true, 0, 0, 0, false, 0, 0, 0, 0.0, false},
     {"qwen3-30b-a3b", "Qwen3MoeForCausalLM", "qwen3_moe", QS_TOKFAM_QWEN, 151936, 2048, 6144, 48, 32, 4, 128, 40960,
-     1000000.0, 1e-6, false, false, false, true, 128, 8, 768, false, 0, 0, 0, 0.0},
+     1000000.0, 1e-6, false, false, false, true, 128, 8, 768, false, 0, 0, 0, 0.0, false},
     {"mixtral-8x7b", "MixtralForCausalLM", "mixtral", QS_TOKFAM_MISTRAL, 32000, 4096, 14336, 32, 32, 8, 128, 32768,
-     1000000.0, 1e-5, false, false, false, false, 8, 2, 14336, false, 0, 0, 0, 0.0},
+     1000000.0, 1e-5, false, false, false, false, 8, 2, 14336, false, 0, 0, 0, 0.0, false},
     {"tiny-llama", "LlamaForCausalLM", "llama", QS_TOKFAM_LLAMA3, 512, 64, 128, 2, 4, 2, 16, 2048, 500000.0, 1e-5,
-     true, false, false, false, 0, 0, 0, false, 0, 0, 0, 0.0},
+     true, false, false, false, 0, 0, 0, false, 0, 0, 0, 0.0, false},
     {"tiny-mistral", "MistralForCausalLM", "mistral", QS_TOKFAM_MISTRAL, 512, 64, 128, 2, 4, 2, 16, 2048, 1000000.0,
-     1e-5, false, false, false, false, 0, 0, 0, false, 0, 0, 0, 0.0},
+     1e-5, false, false, false, false, 0, 0, 0, false, 0, 0, 0, 0.0, false},
     {"tiny-qwen2", "Qwen2ForCausalLM", "qwen2", QS_TOKFAM_QWEN, 512, 64, 128, 2, 4, 2, 16, 2048, 1000000.0, 1e-6,
-     false, true, true, false, 0, 0, 0, false, 0, 0, 0, 0.0},
+     false, true, true, false, 0, 0, 0, false, 0, 0, 0, 0.0, false},
     {"tiny-qwen3", "Qwen3ForCausalLM", "qwen3", QS_TOKFAM_QWEN, 512, 64, 128, 2, 4, 2, 32, 2048, 1000000.0, 1e-6,
-     false, true, false, true, 0, 0, 0, false, 0, 0, 0, 0.0},
+     false, true, false, true, 0, 0, 0, false, 0, 0, 0, 0.0, false},
     {"tiny-qwen3-moe", "Qwen3MoeForCausalLM", "qwen3_moe", QS_TOKFAM_QWEN, 512, 64, 128, 2, 4, 2, 16, 2048,
-     1000000.0, 1e-6, false, false, false, true, 8, 2, 32, false, 0, 0, 0, 0.0},
+     1000000.0, 1e-6, false, false, false, true, 8, 2, 32, false, 0, 0, 0, 0.0, false},
     {"tiny-mixtral", "MixtralForCausalLM", "mixtral", QS_TOKFAM_MISTRAL, 512, 64, 128, 2, 4, 2, 16, 2048, 1000000.0,
-     1e-5, false, false, false, false, 4, 2, 128, false, 0, 0, 0, 0.0},
+     1e-5, false, false, false, false, 4, 2, 128, false, 0, 0, 0, 0.0, false},
     /* Llama 4: inter = intermediate_size (experts, shared expert), inter_mlp = dense layers' width */
     {"llama-4-scout", "Llama4ForConditionalGeneration", "llama4", QS_TOKFAM_LLAMA4, 202048, 5120, 8192, 48, 40, 8,
-     128, 10485760, 500000.0, 1e-5, true, false, false, false, 16, 1, 8192, true, 16384, 1, 8192, 8192.0},
+     128, 10485760, 500000.0, 1e-5, true, false, false, false, 16, 1, 8192, true, 16384, 1, 8192, 8192.0, true},
     {"tiny-llama4-scout", "Llama4ForConditionalGeneration", "llama4", QS_TOKFAM_LLAMA4, 512, 64, 64, 4, 4, 2, 16, 2048,
-     500000.0, 1e-5, true, false, false, false, 4, 1, 64, true, 128, 1, 16, 4.0},
+     500000.0, 1e-5, true, false, false, false, 4, 1, 64, true, 128, 1, 16, 4.0, true},
     {"tiny-llama4-maverick", "Llama4ForConditionalGeneration", "llama4", QS_TOKFAM_LLAMA4, 512, 64, 64, 4, 4, 2, 16,
-     2048, 500000.0, 1e-5, false, false, false, false, 8, 1, 64, true, 128, 2, 16, 4.0},
+     2048, 500000.0, 1e-5, false, false, false, false, 8, 1, 64, true, 128, 2, 16, 4.0, false},
 };
 #define N_SHAPES (sizeof SHAPES / sizeof SHAPES[0])
 
@@ -107,7 +107,7 @@ static cJSON *llama4_config(const qs_init_shape *s, qs_dtype dtype)
     cJSON *nr = cJSON_AddArrayToObject(t, "no_rope_layers");
     for (int i = 0; i < s->layers; i++)
         cJSON_AddItemToArray(nr, cJSON_CreateNumber((i + 1) % 4 != 0));
-    cJSON_AddBoolToObject(t, "use_qk_norm", true);
+    cJSON_AddBoolToObject(t, "use_qk_norm", s->l2_qk_norm);
     cJSON_AddBoolToObject(t, "attn_temperature_tuning", true);
     cJSON_AddNumberToObject(t, "floor_scale", s->floor_scale);
     cJSON_AddNumberToObject(t, "attn_scale", 0.1);

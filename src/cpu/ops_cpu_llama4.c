@@ -32,7 +32,7 @@ int qs_cpu_attn_temperature(void *x, const int32_t *pos, int64_t n_tokens, int64
     (void)err;
     float *v = x;
     for (int64_t t = 0; t < n_tokens; t++) {
-        float scale = logf(floorf(((float)pos[t] + 1.0f) / floor_scale) + 1.0f) * attn_scale + 1.0f;
+        float scale = log1pf(floorf(((float)pos[t] + 1.0f) / floor_scale)) * attn_scale + 1.0f;
         for (int64_t i = 0; i < n; i++)
             v[t * n + i] *= scale;
     }

@@ -367,9 +367,10 @@ static void plain_forward(const char *dir, const int32_t *toks, int n, double *l
                         r[2 * i] = re * cos(a) - im * sin(a);
                         r[2 * i + 1] = re * sin(a) + im * cos(a);
                     }
-                    rms(r, NULL, r, hd, c.rms_norm_eps); /* the L2 norm */
+                    if (c.l2_qk_norm)
+                        rms(r, NULL, r, hd, c.rms_norm_eps); /* the L2 norm */
                 } else if (head < nh) {
-                    double s = log(floor((t + 1.0) / c.floor_scale) + 1.0) * c.attn_scale + 1.0;
+                    double s = log1p(floor((t + 1.0) / c.floor_scale)) * c.attn_scale + 1.0;
                     for (int i = 0; i < hd; i++)
                         r[i] *= s;
                 }
