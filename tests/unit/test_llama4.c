@@ -9,7 +9,9 @@
  *    layers alternating) written by init-model, whose prefill logits over a prompt three chunks
  *    long must match a plain-loop forward pass written from the checkpoint tensors, and whose
  *    decode steps must match the prefill; the per-expert layout loads to the same logits as the
- *    fused 3-D one; online FP8 stays within FP8's precision of BF16. */
+ *    fused 3-D one; online FP8 and `qserve quantize`'s per-expert forms (ModelOpt FP8 static and
+ *    NVFP4, compressed-tensors FP8 dynamic and NVFP4 weight-only) stay within their precision of
+ *    BF16, and the quantized checkpoints hold per-expert tensors with their scales. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -29,6 +31,7 @@
 #include "model/safetensors.h"
 #include "model/safetensors_writer.h"
 #include "ops/ops.h"
+#include "quant/quantize_checkpoint.h"
 #include "test_helpers.h"
 
 /* ---- config ---------------------------------------------------------------------------------- */
@@ -631,6 +634,51 @@ static void whole_model(const char *shape)
     printf("%s: --quantization fp8 vs bf16 %.3g (|logits| %.3g)\n", shape, e8, max_abs(got, V));
     assert_true(e8 > 0 && e8 < 0.1 * scale);
     qs_model_free(m);
+
+    /* qserve quantize: per-expert quantized layouts with their scales, within precision of BF16 */
+    struct {
+        qs_quant_target t;
+        qs_quant_format f;
+        const char *scale_tensor; /* of expert 0 of layer 0 (Scout, Maverick: layer 1) */
+        double tol;
+    } forms[] = {
+        {QS_QTARGET_FP8_STATIC, QS_QFORMAT_MODELOPT, "gate_proj.input_scale", 0.1},
+        {QS_QTARGET_NVFP4, QS_QFORMAT_MODELOPT, "gate_proj.weight_scale_2", 0.35},
+        {QS_QTARGET_FP8_DYNAMIC, QS_QFORMAT_COMPRESSED_TENSORS, "down_proj.weight_scale", 0.1},
+        {QS_QTARGET_NVFP4_W4A16, QS_QFORMAT_COMPRESSED_TENSORS, "up_proj.weight_global_scale", 0.35},
+    };
+    int moe_layer = qs_init_shape_find(shape)->moe_step - 1;
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+        char qdir[64];
+        snprintf(qdir, sizeof qdir, "/tmp/qs_llama4_q_XXXXXX");
+        assert_non_null(mkdtemp(qdir));
+        qs_quantize_options opt = {.target = forms[i].t, .format = forms[i].f, .calib_tokens = 32};
+        qs_err err;
+        if (qs_quantize_checkpoint(g_dir, qdir, &opt, &err))
+            fail_msg("quantize %s %s: %s", qs_quant_target_name(forms[i].t), qs_quant_format_name(forms[i].f), err.msg);
+        qs_checkpoint *ck;
+        assert_int_equal(qs_checkpoint_open(qdir, false, &ck, &err), 0);
+        char nm[200];
+        snprintf(nm, sizeof nm, "language_model.model.layers.%d.feed_forward.experts.0.%s", moe_layer,
+                 forms[i].scale_tensor);
+        if (!qs_checkpoint_find(ck, nm))
+            fail_msg("%s: no %s", qs_quant_target_name(forms[i].t), nm);
+        snprintf(nm, sizeof nm, "language_model.model.layers.%d.feed_forward.experts.gate_up_proj", moe_layer);
+        assert_null(qs_checkpoint_find(ck, nm));
+        qs_checkpoint_close(ck);
+        m = load(qdir, "");
+        model_logits(m, PROMPT, fp8);
+        qs_model_free(m);
+        double eq = 0;
+        for (int v = 0; v < V; v++)
+            eq = fmax(eq, fabs(fp8[v] - got[v]));
+        printf("%s: quantize %s (%s) vs bf16 %.3g\n", shape, qs_quant_target_name(forms[i].t),
+               qs_quant_format_name(forms[i].f), eq);
+        assert_true(eq > 0 && eq < forms[i].tol * scale);
+        char cmd[128];
+        snprintf(cmd, sizeof cmd, "rm -rf %s", qdir);
+        assert_int_equal(system(cmd), 0);
+    }
     free(got), free(dec), free(per), free(fp8), free(want);
 }
 
