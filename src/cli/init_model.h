@@ -23,14 +23,21 @@ typedef struct qs_init_shape {
     bool llama3_rope;          /* rope_scaling {"rope_type": "llama3", factor 8, ...} */
     bool tie, qkv_bias, qk_norm;
     int experts, top_k, moe_inter;  /* 0 experts: dense MLP */
-    /* Llama 4 (Llama4ForConditionalGeneration, text_config; fused 3-D experts as transformers saves):
-     * dense layers' intermediate_size_mlp (inter is the experts' and shared expert's width), every
-     * moe_step-th layer MoE, RoPE layers chunked by chunk, every fourth layer NoPE, NoPE floor_scale. */
-    bool llama4;
+} qs_init_shape;
+
+/* What a Llama 4 shape adds (Llama4ForConditionalGeneration, text_config; fused 3-D experts as
+ * transformers saves them): dense layers' intermediate_size_mlp (the shape's inter is the experts'
+ * and shared expert's width), every moe_step-th layer MoE, RoPE layers chunked by chunk, every
+ * fourth layer NoPE with floor_scale, use_qk_norm. */
+typedef struct qs_init_llama4 {
+    const char *name;
     int inter_mlp, moe_step, chunk;
     double floor_scale;
-    bool l2_qk_norm;           /* use_qk_norm (Scout: true; Maverick: false) */
-} qs_init_shape;
+    bool l2_qk_norm;           /* Scout: true; Maverick: false */
+} qs_init_llama4;
+
+/* The Llama 4 part of shape s, or NULL for the other architectures. */
+const qs_init_llama4 *qs_init_shape_llama4(const qs_init_shape *s);
 
 const qs_init_shape *qs_init_shape_find(const char *name);
 const char *qs_init_shape_names(void);      /* "llama-3.1-8b, qwen3-8b, ..." */

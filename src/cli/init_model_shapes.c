@@ -13,34 +13,49 @@ static const qs_init_shape SHAPES[] = {
     /* name, arch, model_type, tokens, vocab, hidden, inter, layers, heads, kv, head_dim, max_pos, theta, eps,
        llama3_rope, tie, qkv_bias, qk_norm, experts, top_k, moe_inter */
     {"llama-3.1-8b", "LlamaForCausalLM", "llama", QS_TOKFAM_LLAMA3, 128256, 4096, 14336, 32, 32, 8, 128, 131072,
-     500000.0, 1e-5, true, false, false, false, 0, 0, 0, false, 0, 0, 0, 0.0, false},
+     500000.0, 1e-5, true, false, false, false, 0, 0, 0},
     {"qwen3-8b", "Qwen3ForCausalLM", "qwen3", QS_TOKFAM_QWEN, 151936, 4096, 12288, 36, 32, 8, 128, 40960, 1000000.0,
-     1e-6, false, false, false, true, 0, 0, 0, false, 0, 0, 0, 0.0, false},
+     1e-6, false, false, false, true, 0, 0, 0},
     {"qwen3-30b-a3b", "Qwen3MoeForCausalLM", "qwen3_moe", QS_TOKFAM_QWEN, 151936, 2048, 6144, 48, 32, 4, 128, 40960,
-     1000000.0, 1e-6, false, false, false, true, 128, 8, 768, false, 0, 0, 0, 0.0, false},
+     1000000.0, 1e-6, false, false, false, true, 128, 8, 768},
     {"mixtral-8x7b", "MixtralForCausalLM", "mixtral", QS_TOKFAM_MISTRAL, 32000, 4096, 14336, 32, 32, 8, 128, 32768,
-     1000000.0, 1e-5, false, false, false, false, 8, 2, 14336, false, 0, 0, 0, 0.0, false},
+     1000000.0, 1e-5, false, false, false, false, 8, 2, 14336},
     {"tiny-llama", "LlamaForCausalLM", "llama", QS_TOKFAM_LLAMA3, 512, 64, 128, 2, 4, 2, 16, 2048, 500000.0, 1e-5,
-     true, false, false, false, 0, 0, 0, false, 0, 0, 0, 0.0, false},
+     true, false, false, false, 0, 0, 0},
     {"tiny-mistral", "MistralForCausalLM", "mistral", QS_TOKFAM_MISTRAL, 512, 64, 128, 2, 4, 2, 16, 2048, 1000000.0,
-     1e-5, false, false, false, false, 0, 0, 0, false, 0, 0, 0, 0.0, false},
+     1e-5, false, false, false, false, 0, 0, 0},
     {"tiny-qwen2", "Qwen2ForCausalLM", "qwen2", QS_TOKFAM_QWEN, 512, 64, 128, 2, 4, 2, 16, 2048, 1000000.0, 1e-6,
-     false, true, true, false, 0, 0, 0, false, 0, 0, 0, 0.0, false},
+     false, true, true, false, 0, 0, 0},
     {"tiny-qwen3", "Qwen3ForCausalLM", "qwen3", QS_TOKFAM_QWEN, 512, 64, 128, 2, 4, 2, 32, 2048, 1000000.0, 1e-6,
-     false, true, false, true, 0, 0, 0, false, 0, 0, 0, 0.0, false},
+     false, true, false, true, 0, 0, 0},
     {"tiny-qwen3-moe", "Qwen3MoeForCausalLM", "qwen3_moe", QS_TOKFAM_QWEN, 512, 64, 128, 2, 4, 2, 16, 2048,
-     1000000.0, 1e-6, false, false, false, true, 8, 2, 32, false, 0, 0, 0, 0.0, false},
+     1000000.0, 1e-6, false, false, false, true, 8, 2, 32},
     {"tiny-mixtral", "MixtralForCausalLM", "mixtral", QS_TOKFAM_MISTRAL, 512, 64, 128, 2, 4, 2, 16, 2048, 1000000.0,
-     1e-5, false, false, false, false, 4, 2, 128, false, 0, 0, 0, 0.0, false},
+     1e-5, false, false, false, false, 4, 2, 128},
     /* Llama 4: inter = intermediate_size (experts, shared expert), inter_mlp = dense layers' width */
     {"llama-4-scout", "Llama4ForConditionalGeneration", "llama4", QS_TOKFAM_LLAMA4, 202048, 5120, 8192, 48, 40, 8,
-     128, 10485760, 500000.0, 1e-5, true, false, false, false, 16, 1, 8192, true, 16384, 1, 8192, 8192.0, true},
+     128, 10485760, 500000.0, 1e-5, true, false, false, false, 16, 1, 8192},
     {"tiny-llama4-scout", "Llama4ForConditionalGeneration", "llama4", QS_TOKFAM_LLAMA4, 512, 64, 64, 4, 4, 2, 16, 2048,
-     500000.0, 1e-5, true, false, false, false, 4, 1, 64, true, 128, 1, 16, 4.0, true},
+     500000.0, 1e-5, true, false, false, false, 4, 1, 64},
     {"tiny-llama4-maverick", "Llama4ForConditionalGeneration", "llama4", QS_TOKFAM_LLAMA4, 512, 64, 64, 4, 4, 2, 16,
-     2048, 500000.0, 1e-5, false, false, false, false, 8, 1, 64, true, 128, 2, 16, 4.0, false},
+     2048, 500000.0, 1e-5, false, false, false, false, 8, 1, 64},
 };
 #define N_SHAPES (sizeof SHAPES / sizeof SHAPES[0])
+
+static const qs_init_llama4 LLAMA4[] = {
+    /* name, intermediate_size_mlp, interleave_moe_layer_step, attention_chunk_size, floor_scale, use_qk_norm */
+    {"llama-4-scout", 16384, 1, 8192, 8192.0, true},
+    {"tiny-llama4-scout", 128, 1, 16, 4.0, true},
+    {"tiny-llama4-maverick", 128, 2, 16, 4.0, false},
+};
+
+const qs_init_llama4 *qs_init_shape_llama4(const qs_init_shape *s)
+{
+    for (size_t i = 0; s && i < sizeof LLAMA4 / sizeof LLAMA4[0]; i++)
+        if (!strcmp(LLAMA4[i].name, s->name))
+            return &LLAMA4[i];
+    return NULL;
+}
 
 const qs_init_shape *qs_init_shape_find(const char *name)
 {
@@ -64,7 +79,7 @@ const char *qs_init_shape_names(void)
 
 /* Llama 4: the top level of Llama4ForConditionalGeneration with the text model in text_config
  * (vision_config is left out: qserve serves the text model and reads none of it). */
-static cJSON *llama4_config(const qs_init_shape *s, qs_dtype dtype)
+static cJSON *llama4_config(const qs_init_shape *s, const qs_init_llama4 *l4, qs_dtype dtype)
 {
     cJSON *c = cJSON_CreateObject();
     cJSON_AddItemToArray(cJSON_AddArrayToObject(c, "architectures"), cJSON_CreateString(s->arch));
@@ -85,7 +100,7 @@ static cJSON *llama4_config(const qs_init_shape *s, qs_dtype dtype)
     cJSON_AddNumberToObject(t, "vocab_size", s->vocab);
     cJSON_AddNumberToObject(t, "hidden_size", s->hidden);
     cJSON_AddNumberToObject(t, "intermediate_size", s->inter);
-    cJSON_AddNumberToObject(t, "intermediate_size_mlp", s->inter_mlp);
+    cJSON_AddNumberToObject(t, "intermediate_size_mlp", l4->inter_mlp);
     cJSON_AddNumberToObject(t, "num_hidden_layers", s->layers);
     cJSON_AddNumberToObject(t, "num_attention_heads", s->heads);
     cJSON_AddNumberToObject(t, "num_key_value_heads", s->kv_heads);
@@ -103,17 +118,17 @@ static cJSON *llama4_config(const qs_init_shape *s, qs_dtype dtype)
     } else {
         cJSON_AddNullToObject(t, "rope_scaling");
     }
-    cJSON_AddNumberToObject(t, "attention_chunk_size", s->chunk);
+    cJSON_AddNumberToObject(t, "attention_chunk_size", l4->chunk);
     cJSON *nr = cJSON_AddArrayToObject(t, "no_rope_layers");
     for (int i = 0; i < s->layers; i++)
         cJSON_AddItemToArray(nr, cJSON_CreateNumber((i + 1) % 4 != 0));
-    cJSON_AddBoolToObject(t, "use_qk_norm", s->l2_qk_norm);
+    cJSON_AddBoolToObject(t, "use_qk_norm", l4->l2_qk_norm);
     cJSON_AddBoolToObject(t, "attn_temperature_tuning", true);
-    cJSON_AddNumberToObject(t, "floor_scale", s->floor_scale);
+    cJSON_AddNumberToObject(t, "floor_scale", l4->floor_scale);
     cJSON_AddNumberToObject(t, "attn_scale", 0.1);
     cJSON_AddNumberToObject(t, "num_local_experts", s->experts);
     cJSON_AddNumberToObject(t, "num_experts_per_tok", s->top_k);
-    cJSON_AddNumberToObject(t, "interleave_moe_layer_step", s->moe_step);
+    cJSON_AddNumberToObject(t, "interleave_moe_layer_step", l4->moe_step);
     cJSON_AddBoolToObject(t, "attention_bias", false);
     cJSON_AddBoolToObject(t, "tie_word_embeddings", false);
     cJSON_AddNumberToObject(t, "router_aux_loss_coef", 0.001);
@@ -124,10 +139,11 @@ static cJSON *llama4_config(const qs_init_shape *s, qs_dtype dtype)
 
 int qs_init_write_config(const char *dir, const qs_init_shape *s, qs_dtype dtype, qs_err *err)
 {
-    if (s->llama4) {
-        cJSON *l4 = llama4_config(s, dtype);
-        char *text = cJSON_Print(l4);
-        cJSON_Delete(l4);
+    const qs_init_llama4 *l4 = qs_init_shape_llama4(s);
+    if (l4) {
+        cJSON *lc = llama4_config(s, l4, dtype);
+        char *text = cJSON_Print(lc);
+        cJSON_Delete(lc);
         if (!text)
             return qs_errf(err, "config.json: out of memory");
         char path[2048];

@@ -39,7 +39,7 @@ static void add(qs_init_tensor *list, int *n, qs_init_kind kind, int ndim, int64
 
 /* Llama 4 (Llama4ForConditionalGeneration): language_model.* with feed_forward.* blocks, MoE
  * layers holding router, shared expert and the fused 3-D experts transformers saves. */
-static int llama4_list(const qs_init_shape *s, qs_init_tensor *L)
+static int llama4_list(const qs_init_shape *s, const qs_init_llama4 *l4, qs_init_tensor *L)
 {
     int c = 0;
     int64_t H = s->hidden, qd = (int64_t)s->heads * s->head_dim, kvd = (int64_t)s->kv_heads * s->head_dim;
@@ -53,7 +53,7 @@ static int llama4_list(const qs_init_shape *s, qs_init_tensor *L)
         add(L, &c, QS_INIT_NORMAL, 2, kvd, H, "%s.%d.self_attn.v_proj.weight", P, i);
         add(L, &c, QS_INIT_NORMAL, 2, H, qd, "%s.%d.self_attn.o_proj.weight", P, i);
         add(L, &c, QS_INIT_ONES, 1, H, 0, "%s.%d.post_attention_layernorm.weight", P, i);
-        if ((i + 1) % s->moe_step == 0) {
+        if ((i + 1) % l4->moe_step == 0) {
             add(L, &c, QS_INIT_NORMAL, 2, E, H, "%s.%d.feed_forward.router.weight", P, i);
             add(L, &c, QS_INIT_NORMAL, 3, E, H, "%s.%d.feed_forward.experts.gate_up_proj", P, i);
             L[c - 1].shape[2] = 2 * I;
@@ -63,9 +63,9 @@ static int llama4_list(const qs_init_shape *s, qs_init_tensor *L)
             add(L, &c, QS_INIT_NORMAL, 2, I, H, "%s.%d.feed_forward.shared_expert.up_proj.weight", P, i);
             add(L, &c, QS_INIT_NORMAL, 2, H, I, "%s.%d.feed_forward.shared_expert.down_proj.weight", P, i);
         } else {
-            add(L, &c, QS_INIT_NORMAL, 2, s->inter_mlp, H, "%s.%d.feed_forward.gate_proj.weight", P, i);
-            add(L, &c, QS_INIT_NORMAL, 2, s->inter_mlp, H, "%s.%d.feed_forward.up_proj.weight", P, i);
-            add(L, &c, QS_INIT_NORMAL, 2, H, s->inter_mlp, "%s.%d.feed_forward.down_proj.weight", P, i);
+            add(L, &c, QS_INIT_NORMAL, 2, l4->inter_mlp, H, "%s.%d.feed_forward.gate_proj.weight", P, i);
+            add(L, &c, QS_INIT_NORMAL, 2, l4->inter_mlp, H, "%s.%d.feed_forward.up_proj.weight", P, i);
+            add(L, &c, QS_INIT_NORMAL, 2, H, l4->inter_mlp, "%s.%d.feed_forward.down_proj.weight", P, i);
         }
     }
     add(L, &c, QS_INIT_ONES, 1, H, 0, "language_model.model.norm.weight");
@@ -75,11 +75,12 @@ static int llama4_list(const qs_init_shape *s, qs_init_tensor *L)
 
 int qs_init_tensor_list(const qs_init_shape *s, qs_init_tensor **out, int *n, qs_err *err)
 {
-    if (s->llama4) {
+    const qs_init_llama4 *l4 = qs_init_shape_llama4(s);
+    if (l4) {
         qs_init_tensor *L4 = calloc((size_t)(4 + s->layers * 12), sizeof *L4);
         if (!L4)
             return qs_errf(err, "init-model: out of memory for the tensor descriptions");
-        *n = llama4_list(s, L4);
+        *n = llama4_list(s, l4, L4);
         *out = L4;
         return 0;
     }

@@ -647,7 +647,7 @@ static void whole_model(const char *shape)
         {QS_QTARGET_FP8_DYNAMIC, QS_QFORMAT_COMPRESSED_TENSORS, "down_proj.weight_scale", 0.1},
         {QS_QTARGET_NVFP4_W4A16, QS_QFORMAT_COMPRESSED_TENSORS, "up_proj.weight_global_scale", 0.35},
     };
-    int moe_layer = qs_init_shape_find(shape)->moe_step - 1;
+    int moe_layer = qs_init_shape_llama4(qs_init_shape_find(shape))->moe_step - 1;
     for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
         char qdir[64];
         snprintf(qdir, sizeof qdir, "/tmp/qs_llama4_q_XXXXXX");
