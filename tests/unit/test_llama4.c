@@ -23,6 +23,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "cli/init_model.h"
 #include "config/config.h"
 #include "engine/kv_cache.h"
@@ -33,6 +35,7 @@
 #include "ops/ops.h"
 #include "quant/quantize_checkpoint.h"
 #include "test_helpers.h"
+#include "tokenizer/chat_template.h"
 
 /* ---- config ---------------------------------------------------------------------------------- */
 
@@ -682,6 +685,31 @@ static void whole_model(const char *shape)
     free(got), free(dec), free(per), free(fp8), free(want);
 }
 
+/* The chat template init-model writes for Llama 4, through the Jinja engine: header tokens, <|eot|>
+ * after each turn, list content's text parts joined; the expected bytes are jinja2 3.1's. */
+static void chat_template(void **state)
+{
+    write_shape("tiny-llama4-scout");
+    qs_chat_template *t;
+    qs_err err;
+    if (qs_chat_template_load_from_dir(g_dir, &t, &err))
+        fail_msg("%s", err.msg);
+    cJSON *msgs = cJSON_Parse("[{\"role\":\"system\",\"content\":\"Be brief.\"},{\"role\":\"user\",\"content\":"
+                              "[{\"type\":\"text\",\"text\":\"Hi \"},{\"type\":\"text\",\"text\":\"there\"}]},"
+                              "{\"role\":\"assistant\",\"content\":\"Hello\"},{\"role\":\"user\",\"content\":\"Bye\"}]");
+    char *out = NULL;
+    if (qs_chat_template_render(t, msgs, NULL, true, qs_chat_template_bos_token(t), qs_chat_template_eos_token(t), NULL,
+                                &out, &err))
+        fail_msg("%s", err.msg);
+    assert_string_equal(out, "<|begin_of_text|><|header_start|>system<|header_end|>\n\nBe brief.<|eot|>"
+                             "<|header_start|>user<|header_end|>\n\nHi there<|eot|><|header_start|>assistant"
+                             "<|header_end|>\n\nHello<|eot|><|header_start|>user<|header_end|>\n\nBye<|eot|>"
+                             "<|header_start|>assistant<|header_end|>\n\n");
+    free(out);
+    cJSON_Delete(msgs);
+    qs_chat_template_free(t);
+}
+
 static void tiny_scout(void **state) { whole_model("tiny-llama4-scout"); }
 static void tiny_maverick(void **state) { whole_model("tiny-llama4-maverick"); }
 
@@ -704,7 +732,7 @@ int main(void)
         cmocka_unit_test(config_defaults),      cmocka_unit_test(config_refusals),
         cmocka_unit_test(chunked_attention),    cmocka_unit_test(temperature_and_rope),
         cmocka_unit_test(routing_scales_input), cmocka_unit_test(tiny_scout),
-        cmocka_unit_test(tiny_maverick),
+        cmocka_unit_test(tiny_maverick),        cmocka_unit_test(chat_template),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
