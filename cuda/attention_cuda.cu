@@ -54,12 +54,13 @@ __global__ void kv_write_kernel(bf16 *kc, bf16 *vc, const bf16 *k, const bf16 *v
 }
 
 // The positions [begin, end) that split `split` of `splits` covers for token t: a contiguous
-// share of [first, pos], first being where a sliding window starts.
+// share of [first, pos], first being where a sliding window starts (window > 0) or the token's
+// chunk starts (window < 0: Llama 4's chunked attention of -window positions, see window_of).
 __device__ __forceinline__ void split_positions(const int32_t *tok_pos, int t, int window, int split, int splits,
                                                 int *begin, int *end)
 {
     int pos = tok_pos[t];
-    int first = (window > 0 && pos + 1 > window) ? pos + 1 - window : 0;
+    int first = window > 0 ? (pos + 1 > window ? pos + 1 - window : 0) : window < 0 ? pos / -window * -window : 0;
     int share = (pos + 1 - first + splits - 1) / splits;
     *begin = first + split * share;
     *end = min(pos + 1, *begin + share);
@@ -384,7 +385,7 @@ static int attention_cuda_cores(void *out, const void *q, const void *k_cache, c
             return qs_launch_pdl(kernel, grid, dim3(warps * 32), 0, s, qs_ops_pdl(), (bf16 *)out, part_ml, part_acc,
                                  (const bf16 *)q, (const bf16 *)k_cache, (const bf16 *)v_cache, b->tok_seq, b->tok_pos,
                                  b->block_tables, b->max_blocks, n_heads, n_kv_heads, head_dim, scale,
-                                 b->sliding_window, order);
+                                 qs_cuda_attn_window(b), order);
         };
         cudaError_t rc;
         switch (group * 10 + chunks) {
@@ -403,7 +404,7 @@ static int attention_cuda_cores(void *out, const void *q, const void *k_cache, c
         QS_CUDA_TRY(qs_launch_pdl(attention_kernel, grid, dim3(kWarps * 32), 0, s, qs_ops_pdl(), (bf16 *)out, part_ml,
                                   part_acc, (const bf16 *)q, (const bf16 *)k_cache, (const bf16 *)v_cache, b->tok_seq,
                                   b->tok_pos, b->block_tables, b->max_blocks, n_heads, n_kv_heads, head_dim, scale,
-                                  b->sliding_window, order),
+                                  qs_cuda_attn_window(b), order),
                     err);
     }
     if (splits > 1)
