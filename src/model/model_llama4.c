@@ -157,12 +157,8 @@ int qs_llama4_check_device(const qs_model *m, qs_err *err)
                           : !o->add                                  ? "add"
                                                                      : NULL;
     if (missing)
-        return qs_errf(err, "%s: Llama 4 needs the op %s, which the %s device does not have yet (run with --device "
-                            "cpu)", m->mc.arch_name, missing, o->name);
-    /* the CPU attention honours attention_chunk; another device must say so before it runs Llama 4 */
-    if (m->mc.attention_chunk_size > 0 && o->platform != QS_PLATFORM_CPU)
-        return qs_errf(err, "%s: chunked local attention (attention_chunk_size %d) runs on the CPU only in this "
-                            "build (run with --device cpu)", m->mc.arch_name, m->mc.attention_chunk_size);
+        return qs_errf(err, "%s: Llama 4 needs the op %s, which the %s device does not have (run with --device cpu)",
+                       m->mc.arch_name, missing, o->name);
     size_t vision = 0;
     for (size_t t = 0; t < qs_checkpoint_count(m->ck); t++) {
         const char *n = qs_checkpoint_tensor(m->ck, t)->name;
