@@ -48,6 +48,25 @@ static int parse_layers(qs_cfg_ctx *c, const cJSON *t, qs_model_config *cfg)
         for (int i = 0; i < L; i++)
             cfg->layer_rope[i] = (i + 1) % interval != 0;
     }
+    /* layer_types (newer transformers writes it): must agree with no_rope_layers, RoPE layers being
+     * "chunked_attention" (when there is a chunk) and NoPE ones "full_attention" */
+    const cJSON *lt = qs_cfg_field(t, "layer_types");
+    if (lt) {
+        if (!cJSON_IsArray(lt) || cJSON_GetArraySize(lt) != L)
+            return qs_errf(c->err, "%s: field 'layer_types' must be a list of %d layer types", c->fname, L);
+        int i = 0;
+        for (const cJSON *e = lt->child; e; e = e->next, i++) {
+            bool chunked = cJSON_IsString(e) && !strcmp(e->valuestring, "chunked_attention");
+            bool full = cJSON_IsString(e) && !strcmp(e->valuestring, "full_attention");
+            if (!chunked && !full)
+                return qs_errf(c->err, "%s: field 'layer_types[%d]' must be \"chunked_attention\" or "
+                                       "\"full_attention\"", c->fname, i);
+            if (chunked != (cfg->layer_rope[i] && cfg->attention_chunk_size > 0))
+                return qs_errf(c->err, "%s: field 'layer_types[%d]' is \"%s\" but no_rope_layers and "
+                                       "attention_chunk_size make layer %d %s", c->fname, i, e->valuestring, i,
+                               chunked ? "full attention" : "chunked");
+        }
+    }
     /* moe_layers, else every interleave_moe_layer_step-th layer (step - 1, 2 step - 1, ...). */
     int step = 1;
     if (qs_cfg_get_pos_int(c, t, "interleave_moe_layer_step", false, &step) < 0)
@@ -127,6 +146,8 @@ static int parse_text(qs_cfg_ctx *c, const cJSON *root, const cJSON *t, qs_model
         cfg->attention_chunk_size = 0; /* written as null: no chunking */
     else if (qs_cfg_get_pos_int(c, t, "attention_chunk_size", false, &cfg->attention_chunk_size) < 0)
         return -1;
+    if (parse_layers(c, t, cfg))
+        return -1;
     cfg->l2_qk_norm = true;
     if (qs_cfg_get_bool(c, t, "use_qk_norm", &cfg->l2_qk_norm) < 0)
         return -1;
@@ -155,8 +176,6 @@ static int parse_text(qs_cfg_ctx *c, const cJSON *root, const cJSON *t, qs_model
     if (cfg->num_experts_per_tok != 1)
         return qs_errf(c->err, "%s: field 'num_experts_per_tok' is %d; Llama 4 is implemented for top-1 routing "
                                "(Scout and Maverick) only", c->fname, cfg->num_experts_per_tok);
-    if (parse_layers(c, t, cfg))
-        return -1;
 
     cfg->bos_token_id = -1;
     const cJSON *ids_from = qs_cfg_field(t, "eos_token_id") ? t : root;

@@ -85,6 +85,13 @@ static void config_defaults(void **state)
     assert_true(mc.attn_temperature_tuning);
     assert_int_equal(mc.intermediate_size, 64);
     qs_model_config_free(&mc);
+    /* layer_types agreeing with no_rope_layers is accepted */
+    if (parse(", \"no_rope_layers\": [1,1,1,0,1,1,1,0], \"layer_types\": [\"chunked_attention\", "
+              "\"chunked_attention\", \"chunked_attention\", \"full_attention\", \"chunked_attention\", "
+              "\"chunked_attention\", \"chunked_attention\", \"full_attention\"]", &mc, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(mc.layer_rope[3], 0);
+    qs_model_config_free(&mc);
     /* Llama4ForCausalLM: the text config at the top level, no prefix */
     const char *causal = "{\"architectures\": [\"Llama4ForCausalLM\"], \"vocab_size\": 100, \"hidden_size\": 32, "
                          "\"num_hidden_layers\": 2, \"num_attention_heads\": 8, \"moe_layers\": [1]}";
@@ -108,6 +115,9 @@ static void config_refusals(void **state)
         {", \"no_rope_layers\": [1,1,1,2,1,1,1,1]", "no_rope_layers[3]"},
         {", \"moe_layers\": [9]", "moe_layers[0]"},
         {", \"floor_scale\": 0", "floor_scale"},
+        {", \"no_rope_layers\": [1,1,1,0,1,1,1,0], \"layer_types\": [\"chunked_attention\", \"chunked_attention\", "
+         "\"chunked_attention\", \"chunked_attention\", \"chunked_attention\", \"chunked_attention\", "
+         "\"chunked_attention\", \"full_attention\"]", "layer_types[3]"},
         {", \"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 2}", "yarn"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
