@@ -4,6 +4,8 @@
  * frequencies), the NoPE attention temperature across floor_scale boundaries, top-1 routing whose
  * sigmoid scales the expert input (ids must match exactly, the scaled rows within 1e-2), and the
  * shared expert's add. The chunked attention mask is covered by test_attention_cuda's chunk cases.
+ * Then the whole tiny Scout and Maverick (init-model, BF16) on the GPU against the CPU: the logits
+ * of a 44-token prefill (three chunks of 16) and of decode steps after it, within 3e-2.
  * Prints "N passed, N failed, N skipped". */
 #include <math.h>
 #include <stdio.h>
@@ -12,7 +14,12 @@
 
 #include "cuda_test_util.h"
 #include "ops_pair.h"
+#include "cli/init_model.h"
+#include "config/config.h"
+#include "engine/kv_cache.h"
+#include "model/model.h"
 #include "ops/ops.h"
+#include <unistd.h>
 
 static int g_passed, g_failed;
 static uint64_t g_rng = 0x243F6A8885A308D3ull;
@@ -122,6 +129,101 @@ static void test_route_and_add(int64_t T, int E, int64_t d)
     free(logits), free(x), free(hc), free(hg), free(whc), free(whg);
 }
 
+/* the files init-model wrote, then the folder */
+static void remove_dir(const char *dir)
+{
+    const char *names[] = {"config.json", "tokenizer.json", "tokenizer_config.json", "generation_config.json",
+                           "model.safetensors"};
+    char p[256];
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        snprintf(p, sizeof p, "%s/%s", dir, names[i]);
+        unlink(p);
+    }
+    rmdir(dir);
+}
+
+static qs_model *load_on(const char *dir, qs_device_choice dev)
+{
+    qs_config cfg;
+    qs_config_defaults(&cfg);
+    snprintf(cfg.model_dir, sizeof cfg.model_dir, "%s", dir);
+    cfg.device = dev;
+    qs_model *m = NULL;
+    qs_err err;
+    if (qs_model_load(&cfg, &m, &err)) {
+        printf("%-52s error: %s\n", dir, err.msg);
+        g_failed++;
+        return NULL;
+    }
+    return m;
+}
+
+/* logits of the last token after a prefill of n_prefill tokens and decode steps up to 44 */
+static int model_logits(qs_model *m, int n_prefill, float *logits)
+{
+    enum { P = 44 };
+    const qs_model_config *mc = qs_model_get_config(m);
+    int32_t toks[P], table[4];
+    for (int i = 0; i < P; i++)
+        toks[i] = (int32_t)((i * 37 + 11) % 500);
+    qs_kv_cache *kv;
+    qs_err err;
+    if (qs_kv_cache_create(mc, qs_model_device(m)->platform, 4, &kv, &err))
+        return -1;
+    for (int i = 0; i < 3; i++)
+        table[i] = qs_kv_cache_alloc(kv);
+    qs_seq_step s = {.tokens = toks, .n_tokens = n_prefill, .block_table = table, .n_blocks = 3, .want_logits = true};
+    int rc = qs_model_forward(m, kv, &s, 1, logits, &err);
+    for (int p = n_prefill; rc == 0 && p < P; p++) {
+        qs_seq_step d = {.tokens = &toks[p], .n_tokens = 1, .start_pos = p, .block_table = table, .n_blocks = 3,
+                         .want_logits = true};
+        rc = qs_model_forward(m, kv, &d, 1, logits, &err);
+    }
+    if (rc)
+        printf("forward: %s\n", err.msg);
+    qs_kv_cache_free(kv);
+    return rc;
+}
+
+static void test_model(const char *shape)
+{
+    char dir[64];
+    snprintf(dir, sizeof dir, "/tmp/qs_l4cuda_XXXXXX");
+    if (!mkdtemp(dir))
+        return;
+    const qs_init_shape *s = qs_init_shape_find(shape);
+    qs_err err;
+    if (qs_init_write_config(dir, s, QS_DT_BF16, &err) || qs_init_write_tokenizer(dir, s, &err) ||
+        qs_init_write_weights(dir, s, 5, QS_DT_BF16, 0, &err)) {
+        printf("%-52s error: %s\n", shape, err.msg);
+        g_failed++;
+        return;
+    }
+    qs_model *mc = load_on(dir, QS_DEVICE_CPU), *mg = gpu == cpu ? load_on(dir, QS_DEVICE_CPU) : load_on(dir, QS_DEVICE_CUDA);
+    int V = 512;
+    float *a = malloc(sizeof(float) * V), *b = malloc(sizeof(float) * V);
+    for (int n_prefill = 44; mc && mg && n_prefill >= 20; n_prefill -= 24) {
+        char name[96];
+        snprintf(name, sizeof name, "%s prefill %d + decode", shape, n_prefill);
+        if (model_logits(mc, n_prefill, a) || model_logits(mg, n_prefill, b)) {
+            printf("%-52s error\n", name);
+            g_failed++;
+            continue;
+        }
+        double num = 0, den = 0;
+        for (int i = 0; i < V; i++)
+            num += ((double)a[i] - b[i]) * ((double)a[i] - b[i]), den += (double)a[i] * a[i];
+        double rel = sqrt(num / den);
+        int pass = isfinite(rel) && rel <= 3e-2;
+        printf("%-52s rel %.2e  %s\n", name, rel, pass ? "ok" : "FAIL");
+        pass ? g_passed++ : g_failed++;
+    }
+    qs_model_free(mc);
+    qs_model_free(mg);
+    free(a), free(b);
+    remove_dir(dir);
+}
+
 int main(int argc, char **argv)
 {
     if (!ops_pair_setup(argc, argv))
@@ -136,6 +238,8 @@ int main(int argc, char **argv)
     test_route_and_add(1, 16, 5120);         /* Scout, decode */
     test_route_and_add(64, 128, 5120);       /* Maverick, a batch */
     test_route_and_add(7, 4, 64);            /* the tiny shapes */
+    test_model("tiny-llama4-scout");
+    test_model("tiny-llama4-maverick");
     printf("%d passed, %d failed, 0 skipped\n", g_passed, g_failed);
     return g_failed ? 1 : 0;
 }
