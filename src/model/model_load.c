@@ -414,10 +414,13 @@ static int load_all(qs_model *m, const qs_config *cfg, qs_err *err)
             return qs_errf(err, "out of memory");
         for (int i = 0; i < c->head_dim; i++)
             ones[i] = 1.0f;
-        m->ones_head = m->ops->alloc(sizeof(float) * (size_t)c->head_dim, err);
-        int orc = m->ones_head ? m->ops->copy_to_device(m->ones_head, ones, sizeof(float) * (size_t)c->head_dim, err) : -1;
+        /* through upload_tensor: the device's norm-weight format (BF16 on CUDA) */
+        qs_tensor t = {.name = "llama4 q/k norm (ones)", .dtype = QS_DT_F32, .ndim = 1, .shape = {c->head_dim},
+                       .numel = c->head_dim, .data = ones, .nbytes = sizeof(float) * (size_t)c->head_dim,
+                       .file = "(built in)"};
+        m->ones_head = m->ops->upload_tensor(&t, err);
         free(ones);
-        if (orc)
+        if (!m->ones_head)
             return -1;
     }
     float *inv = malloc(sizeof(float) * (size_t)(c->head_dim / 2));
