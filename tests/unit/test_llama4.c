@@ -25,6 +25,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "cli/backends_model.h"
 #include "cli/init_model.h"
 #include "config/config.h"
 #include "engine/kv_cache.h"
@@ -720,6 +721,37 @@ static void chat_template(void **state)
     qs_chat_template_free(t);
 }
 
+/* `qserve backends` reads a Llama 4 checkpoint's headers: every MoE layer's experts (fused 3-D ones
+ * described per expert), its router and shared expert, the dense layers' feed_forward. */
+static void backends_model(void **state)
+{
+    const char *shapes[] = {"tiny-llama4-scout", "tiny-llama4-maverick"};
+    for (int i = 0; i < 2; i++) {
+        write_shape(shapes[i]);
+        qs_backends_model bm;
+        qs_err err;
+        if (qs_backends_model_open(g_dir, QS_PLATFORM_CPU, true, &bm, &err))
+            fail_msg("%s: %s", shapes[i], err.msg);
+        int n_moe = i == 0 ? 4 : 2, routers = 0, shared = 0, dense_down = 0;
+        assert_int_equal(bm.n_moes, n_moe);
+        for (int j = 0; j < bm.n_moes; j++) {
+            assert_int_equal(bm.moes[j].num_experts, i == 0 ? 4 : 8);
+            assert_int_equal(bm.moes[j].gate[1].n, 64);
+            assert_int_equal(bm.moes[j].down[1].k, 64);
+        }
+        for (int j = 0; j < bm.n_linears; j++) {
+            routers += strstr(bm.linears[j].name, "feed_forward.router") != NULL;
+            shared += strstr(bm.linears[j].name, "shared_expert") != NULL;
+            dense_down += strstr(bm.linears[j].name, "feed_forward.down_proj") != NULL;
+        }
+        assert_int_equal(routers, n_moe);
+        assert_int_equal(shared, 3 * n_moe);
+        assert_int_equal(dense_down, 4 - n_moe);
+        assert_string_equal(bm.linears[bm.n_linears - 1].name, "language_model.lm_head");
+        qs_backends_model_close(&bm);
+    }
+}
+
 static void tiny_scout(void **state) { whole_model("tiny-llama4-scout"); }
 static void tiny_maverick(void **state) { whole_model("tiny-llama4-maverick"); }
 
@@ -743,6 +775,7 @@ int main(void)
         cmocka_unit_test(chunked_attention),    cmocka_unit_test(temperature_and_rope),
         cmocka_unit_test(routing_scales_input), cmocka_unit_test(tiny_scout),
         cmocka_unit_test(tiny_maverick),        cmocka_unit_test(chat_template),
+        cmocka_unit_test(backends_model),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
