@@ -5,7 +5,9 @@
  * required; everything else falls back to the transformers default of that architecture. JSON
  * null counts as absent (transformers writes `"head_dim": null`, `"rope_scaling": null`). A field
  * of the wrong type, a missing required field, an unsupported architecture or rope scaling type is
- * an error naming the file and the field (../shared/reference/checkpoint-formats.md §7). */
+ * an error naming the file and the field (../shared/reference/checkpoint-formats.md §7). Llama 4
+ * (text_config, iRoPE, its MoE layout) is read by model_config_llama4.c with the same field readers
+ * (model_config_json.h). */
 #include "model/model_config.h"
 
 #include <cjson/cJSON.h>

@@ -2,7 +2,8 @@
  * against the config), online quantization, the fusion of q/k/v and gate/up (model_fuse.c),
  * kernel selection through the registry once per (layer kind, scheme) with one log line each, and
  * weight preparation by the chosen kernels. Norms, embeddings and biases are uploaded through the
- * ops of the device the config picks. */
+ * ops of the device the config picks. Llama 4's feed-forward blocks (router, shared expert, fused or
+ * per-expert experts) are described by model_llama4.c; its tensors carry config's tensor_prefix. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
