@@ -8,7 +8,8 @@
  *  - whole models: tiny Scout (every layer MoE, Llama-4 RoPE scaling) and Maverick (dense and MoE
  *    layers alternating) written by init-model, whose prefill logits over a prompt three chunks
  *    long must match a plain-loop forward pass written from the checkpoint tensors, and whose
- *    decode steps must match the prefill; the per-expert layout loads to the same logits as the
+ *    decode steps and a chunked prefill batched with another sequence must match the prefill; the
+ *    per-expert layout loads to the same logits as the
  *    fused 3-D one; online FP8 and `qserve quantize`'s per-expert forms (ModelOpt FP8 static and
  *    NVFP4, compressed-tensors FP8 dynamic and NVFP4 weight-only) stay within their precision of
  *    BF16, and the quantized checkpoints hold per-expert tensors with their scales. */
@@ -535,6 +536,36 @@ static void model_logits(qs_model *m, int n_prefill, float *logits)
     qs_kv_cache_free(kv);
 }
 
+/* The prompt in two prefill chunks (20 + 24 tokens: the second starts mid-chunk and crosses a chunk
+ * boundary) batched in one step with a second sequence's first chunk; logits of the last token. */
+static void chunked_prefill_logits(qs_model *m, float *logits)
+{
+    const qs_model_config *mc = qs_model_get_config(m);
+    int32_t toks[PROMPT], other[24];
+    prompt(toks);
+    for (int i = 0; i < 24; i++)
+        other[i] = (int32_t)((i * 11 + 3) % 500);
+    qs_kv_cache *kv;
+    qs_err err;
+    assert_int_equal(qs_kv_cache_create(mc, QS_PLATFORM_CPU, 8, &kv, &err), 0);
+    int32_t ta[3], tb[2];
+    for (int i = 0; i < 3; i++)
+        ta[i] = qs_kv_cache_alloc(kv);
+    for (int i = 0; i < 2; i++)
+        tb[i] = qs_kv_cache_alloc(kv);
+    qs_seq_step first = {.tokens = toks, .n_tokens = 20, .block_table = ta, .n_blocks = 3, .want_logits = false};
+    if (qs_model_forward(m, kv, &first, 1, logits, &err))
+        fail_msg("chunk 1: %s", err.msg);
+    qs_seq_step both[2] = {
+        {.tokens = other, .n_tokens = 24, .block_table = tb, .n_blocks = 2, .want_logits = false},
+        {.tokens = toks + 20, .n_tokens = PROMPT - 20, .start_pos = 20, .block_table = ta, .n_blocks = 3,
+         .want_logits = true},
+    };
+    if (qs_model_forward(m, kv, both, 2, logits, &err))
+        fail_msg("chunk 2: %s", err.msg);
+    qs_kv_cache_free(kv);
+}
+
 static double max_abs(const float *a, int n)
 {
     double m = 0;
@@ -625,6 +656,13 @@ static void whole_model(const char *shape)
     assert_true(err_prefill < 1e-4 * scale + 1e-6);
     assert_true(err_decode < 1e-4 * scale + 1e-6);
     assert_int_equal(qs_test_argmax(got, V), qs_test_argmax(dec, V));
+    /* chunked prefill across a chunk boundary, batched with another sequence */
+    chunked_prefill_logits(m, per);
+    double err_chunked = 0;
+    for (int i = 0; i < V; i++)
+        err_chunked = fmax(err_chunked, fabs(per[i] - got[i]));
+    printf("%s: chunked prefill (20 + 24, batched) vs one prefill %.3g\n", shape, err_chunked);
+    assert_true(err_chunked < 1e-5 * scale + 1e-7);
     qs_model_free(m);
 
     /* the per-expert layout loads to the same weights: the same logits, bit for bit */
