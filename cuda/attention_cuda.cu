@@ -59,12 +59,13 @@ __global__ void kv_write_kernel(typename Codec::T *kc, typename Codec::T *vc, co
 }
 
 // The positions [begin, end) that split `split` of `splits` covers for token t: a contiguous
-// share of [first, pos], first being where a sliding window starts.
+// share of [first, pos], first being where a sliding window starts (window > 0) or the token's
+// chunk starts (window < 0: Llama 4's chunked attention of -window positions, see window_of).
 __device__ __forceinline__ void split_positions(const int32_t *tok_pos, int t, int window, int split, int splits,
                                                 int *begin, int *end)
 {
     int pos = tok_pos[t];
-    int first = (window > 0 && pos + 1 > window) ? pos + 1 - window : 0;
+    int first = window > 0 ? (pos + 1 > window ? pos + 1 - window : 0) : window < 0 ? pos / -window * -window : 0;
     int share = (pos + 1 - first + splits - 1) / splits;
     *begin = first + split * share;
     *end = min(pos + 1, *begin + share);
@@ -398,7 +399,7 @@ static int attention_cuda_cores_as(void *out, const void *q, const void *k_cache
             return qs_launch_pdl(kernel, grid, dim3(warps * 32), 0, s, qs_ops_pdl(), (bf16 *)out, part_ml, part_acc,
                                  (const bf16 *)q, (const KT *)k_cache, (const KT *)v_cache, b->tok_seq, b->tok_pos,
                                  b->block_tables, b->max_blocks, n_heads, n_kv_heads, head_dim, scale,
-                                 b->sliding_window, order, k_scale, v_scale);
+                                 qs_cuda_attn_window(b), order, k_scale, v_scale);
         };
         cudaError_t rc;
         switch (group * 10 + chunks) {
@@ -417,7 +418,7 @@ static int attention_cuda_cores_as(void *out, const void *q, const void *k_cache
         QS_CUDA_TRY(qs_launch_pdl(attention_kernel<Codec>, grid, dim3(kWarps * 32), 0, s, qs_ops_pdl(), (bf16 *)out,
                                   part_ml, part_acc, (const bf16 *)q, (const KT *)k_cache, (const KT *)v_cache,
                                   b->tok_seq, b->tok_pos, b->block_tables, b->max_blocks, n_heads, n_kv_heads, head_dim,
-                                  scale, b->sliding_window, order, k_scale, v_scale),
+                                  scale, qs_cuda_attn_window(b), order, k_scale, v_scale),
                     err);
     }
     if (splits > 1)

@@ -155,7 +155,7 @@ __global__ void __launch_bounds__(kThreads)
         if (t < n_tokens && (!is_prefill || is_prefill[t])) {
             seq = tok_seq[t];
             hi = tok_pos[t];
-            lo = window > 0 && hi + 1 > window ? hi + 1 - window : 0;
+            lo = window > 0 ? (hi + 1 > window ? hi + 1 - window : 0) : window < 0 ? hi / -window * -window : 0;
         }
         row_seq[tid] = seq;
         row_lo[tid] = lo;
@@ -401,7 +401,7 @@ int launch(void *out, const void *q, const void *k_cache, const void *v_cache, c
     prefill_kernel<D><<<grid, kThreads, smem, qs_cuda_stream()>>>(
         (bf16 *)out, (const bf16 *)q, (const bf16 *)k_cache, (const bf16 *)v_cache, b->tok_seq, b->tok_pos,
         plan->is_prefill, b->block_tables, b->max_blocks, b->n_tokens, n_heads, n_kv_heads,
-        scale * 1.4426950408889634f, b->sliding_window, order);
+        scale * 1.4426950408889634f, qs_cuda_attn_window(b), order);
     QS_LAUNCH_CHECK(err);
     return 0;
 }

@@ -19,6 +19,13 @@
 extern "C" {
 #endif
 
+/* The one key-range bound both attention kernels take: a sliding window (> 0), or Llama 4's
+ * chunked attention as -attention_chunk (< 0: a token sees positions from pos / chunk * chunk). */
+static inline int qs_cuda_attn_window(const qs_attn_batch *b)
+{
+    return b->attention_chunk > 0 ? -b->attention_chunk : b->sliding_window;
+}
+
 /* A run shorter than this stays on the CUDA-core kernel: 16 rows are one m16 MMA tile. */
 #define QS_ATTN_PREFILL_MIN_RUN 16
 

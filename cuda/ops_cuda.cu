@@ -463,6 +463,10 @@ const qs_ops kCudaOps = {
     qs_cuda_qkv_rope_cache,
     &qs_cuda_graph_ops,
     qs_cuda_sample,
+    qs_cuda_rope_interleaved,
+    qs_cuda_attn_temperature,
+    qs_cuda_moe_route_scale_input,
+    qs_cuda_add,
 };
 
 } // namespace

@@ -22,6 +22,15 @@ int qs_cuda_qkv_rope_cache(void *q, void *k_cache, void *v_cache, const void *qk
 /* The sampling op of the table (ops.h: sample; ops/sample.h), in sample_cuda.cu. */
 int qs_cuda_sample(int32_t *tokens, const void *logits, const qs_sample_row *rows, int64_t n_rows, int64_t vocab,
                    qs_err *err);
+/* Llama 4's ops of the table (ops.h: rope_interleaved, attn_temperature, moe_route_scale_input,
+ * add), in llama4_cuda.cu. */
+int qs_cuda_rope_interleaved(void *x, const int32_t *pos, const void *inv_freq, int64_t n_tokens, int n_heads,
+                             int head_dim, qs_err *err);
+int qs_cuda_attn_temperature(void *x, const int32_t *pos, int64_t n_tokens, int64_t n, float floor_scale,
+                             float attn_scale, qs_err *err);
+int qs_cuda_moe_route_scale_input(const void *router_logits, const void *x, void *x_scaled, int32_t *topk_ids,
+                                  float *topk_weights, int64_t n_tokens, int n_experts, int64_t d, qs_err *err);
+int qs_cuda_add(void *y, const void *x, int64_t n, qs_err *err);
 /* Streams and decode-step graphs (ops.h: qs_graph_ops), in graph_cuda.cu. */
 extern const qs_graph_ops qs_cuda_graph_ops;
 

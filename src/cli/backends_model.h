@@ -27,6 +27,8 @@ typedef struct qs_backends_model {
     qs_fusion_summary fusion;
     qs_moe_desc *moes;         /* every MoE layer's experts */
     int n_moes;
+    qs_tensor *expert_shapes;  /* Llama 4's fused 3-D experts: [3 * num_layers] per-expert [out, in]
+                                * shapes (headers only, no data) the expert descriptions point at */
 } qs_backends_model;
 
 /* Fuses projections as serve would on a device of `platform`; no_fuse keeps q/k/v and gate/up

@@ -11,7 +11,7 @@
 #include "model/safetensors.h"
 #include "util/error.h"
 
-typedef enum { QS_TOKFAM_LLAMA3, QS_TOKFAM_QWEN, QS_TOKFAM_MISTRAL } qs_token_family;
+typedef enum { QS_TOKFAM_LLAMA3, QS_TOKFAM_QWEN, QS_TOKFAM_MISTRAL, QS_TOKFAM_LLAMA4 } qs_token_family;
 
 typedef struct qs_init_shape {
     const char *name;          /* "llama-3.1-8b", "tiny-qwen3-moe" */
@@ -24,6 +24,20 @@ typedef struct qs_init_shape {
     bool tie, qkv_bias, qk_norm;
     int experts, top_k, moe_inter;  /* 0 experts: dense MLP */
 } qs_init_shape;
+
+/* What a Llama 4 shape adds (Llama4ForConditionalGeneration, text_config; fused 3-D experts as
+ * transformers saves them): dense layers' intermediate_size_mlp (the shape's inter is the experts'
+ * and shared expert's width), every moe_step-th layer MoE, RoPE layers chunked by chunk, every
+ * fourth layer NoPE with floor_scale, use_qk_norm. */
+typedef struct qs_init_llama4 {
+    const char *name;
+    int inter_mlp, moe_step, chunk;
+    double floor_scale;
+    bool l2_qk_norm;           /* Scout: true; Maverick: false */
+} qs_init_llama4;
+
+/* The Llama 4 part of shape s, or NULL for the other architectures. */
+const qs_init_llama4 *qs_init_shape_llama4(const qs_init_shape *s);
 
 const qs_init_shape *qs_init_shape_find(const char *name);
 const char *qs_init_shape_names(void);      /* "llama-3.1-8b, qwen3-8b, ..." */
@@ -40,7 +54,7 @@ typedef enum { QS_INIT_NORMAL, QS_INIT_ONES, QS_INIT_ZEROS } qs_init_kind;
 typedef struct qs_init_tensor {
     char name[128];
     int ndim;
-    int64_t shape[2];
+    int64_t shape[3];
     qs_init_kind kind;
 } qs_init_tensor;
 

@@ -36,8 +36,30 @@ static const qs_init_shape SHAPES[] = {
      1000000.0, 1e-6, false, false, false, true, 8, 2, 32},
     {"tiny-mixtral", "MixtralForCausalLM", "mixtral", QS_TOKFAM_MISTRAL, 512, 64, 128, 2, 4, 2, 16, 2048, 1000000.0,
      1e-5, false, false, false, false, 4, 2, 128},
+    /* Llama 4: inter = intermediate_size (experts, shared expert), inter_mlp = dense layers' width */
+    {"llama-4-scout", "Llama4ForConditionalGeneration", "llama4", QS_TOKFAM_LLAMA4, 202048, 5120, 8192, 48, 40, 8,
+     128, 10485760, 500000.0, 1e-5, true, false, false, false, 16, 1, 8192},
+    {"tiny-llama4-scout", "Llama4ForConditionalGeneration", "llama4", QS_TOKFAM_LLAMA4, 512, 64, 64, 4, 4, 2, 16, 2048,
+     500000.0, 1e-5, true, false, false, false, 4, 1, 64},
+    {"tiny-llama4-maverick", "Llama4ForConditionalGeneration", "llama4", QS_TOKFAM_LLAMA4, 512, 64, 64, 4, 4, 2, 16,
+     2048, 500000.0, 1e-5, false, false, false, false, 8, 1, 64},
 };
 #define N_SHAPES (sizeof SHAPES / sizeof SHAPES[0])
+
+static const qs_init_llama4 LLAMA4[] = {
+    /* name, intermediate_size_mlp, interleave_moe_layer_step, attention_chunk_size, floor_scale, use_qk_norm */
+    {"llama-4-scout", 16384, 1, 8192, 8192.0, true},
+    {"tiny-llama4-scout", 128, 1, 16, 4.0, true},
+    {"tiny-llama4-maverick", 128, 2, 16, 4.0, false},
+};
+
+const qs_init_llama4 *qs_init_shape_llama4(const qs_init_shape *s)
+{
+    for (size_t i = 0; s && i < sizeof LLAMA4 / sizeof LLAMA4[0]; i++)
+        if (!strcmp(LLAMA4[i].name, s->name))
+            return &LLAMA4[i];
+    return NULL;
+}
 
 const qs_init_shape *qs_init_shape_find(const char *name)
 {
@@ -59,8 +81,80 @@ const char *qs_init_shape_names(void)
     return buf;
 }
 
+/* Llama 4: the top level of Llama4ForConditionalGeneration with the text model in text_config
+ * (vision_config is left out: qserve serves the text model and reads none of it). */
+static cJSON *llama4_config(const qs_init_shape *s, const qs_init_llama4 *l4, qs_dtype dtype)
+{
+    cJSON *c = cJSON_CreateObject();
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(c, "architectures"), cJSON_CreateString(s->arch));
+    cJSON_AddStringToObject(c, "model_type", "llama4");
+    cJSON_AddNumberToObject(c, "image_token_index", 200092);
+    cJSON_AddBoolToObject(c, "tie_word_embeddings", false);
+    cJSON_AddStringToObject(c, "torch_dtype", dtype == QS_DT_F32 ? "float32" : "bfloat16");
+    cJSON_AddStringToObject(c, "transformers_version", "4.51.0");
+    cJSON *t = cJSON_AddObjectToObject(c, "text_config");
+    int bos, eos, eot;
+    qs_init_special_ids(s, &bos, &eos, &eot);
+    cJSON_AddStringToObject(t, "model_type", "llama4_text");
+    cJSON_AddNumberToObject(t, "bos_token_id", bos);
+    cJSON *e = cJSON_AddArrayToObject(t, "eos_token_id");
+    cJSON_AddItemToArray(e, cJSON_CreateNumber(eos));
+    cJSON_AddItemToArray(e, cJSON_CreateNumber(eot));
+    cJSON_AddStringToObject(t, "hidden_act", "silu");
+    cJSON_AddNumberToObject(t, "vocab_size", s->vocab);
+    cJSON_AddNumberToObject(t, "hidden_size", s->hidden);
+    cJSON_AddNumberToObject(t, "intermediate_size", s->inter);
+    cJSON_AddNumberToObject(t, "intermediate_size_mlp", l4->inter_mlp);
+    cJSON_AddNumberToObject(t, "num_hidden_layers", s->layers);
+    cJSON_AddNumberToObject(t, "num_attention_heads", s->heads);
+    cJSON_AddNumberToObject(t, "num_key_value_heads", s->kv_heads);
+    cJSON_AddNumberToObject(t, "head_dim", s->head_dim);
+    cJSON_AddNumberToObject(t, "max_position_embeddings", s->max_pos);
+    cJSON_AddNumberToObject(t, "rms_norm_eps", s->rms_eps);
+    cJSON_AddNumberToObject(t, "rope_theta", s->rope_theta);
+    if (s->llama3_rope) { /* Scout's Llama-4 scaling: llama3 type, low = high = 1 */
+        cJSON *rs = cJSON_AddObjectToObject(t, "rope_scaling");
+        cJSON_AddNumberToObject(rs, "factor", 16.0);
+        cJSON_AddNumberToObject(rs, "high_freq_factor", 1.0);
+        cJSON_AddNumberToObject(rs, "low_freq_factor", 1.0);
+        cJSON_AddNumberToObject(rs, "original_max_position_embeddings", 8192);
+        cJSON_AddStringToObject(rs, "rope_type", "llama3");
+    } else {
+        cJSON_AddNullToObject(t, "rope_scaling");
+    }
+    cJSON_AddNumberToObject(t, "attention_chunk_size", l4->chunk);
+    cJSON *nr = cJSON_AddArrayToObject(t, "no_rope_layers");
+    for (int i = 0; i < s->layers; i++)
+        cJSON_AddItemToArray(nr, cJSON_CreateNumber((i + 1) % 4 != 0));
+    cJSON_AddBoolToObject(t, "use_qk_norm", l4->l2_qk_norm);
+    cJSON_AddBoolToObject(t, "attn_temperature_tuning", true);
+    cJSON_AddNumberToObject(t, "floor_scale", l4->floor_scale);
+    cJSON_AddNumberToObject(t, "attn_scale", 0.1);
+    cJSON_AddNumberToObject(t, "num_local_experts", s->experts);
+    cJSON_AddNumberToObject(t, "num_experts_per_tok", s->top_k);
+    cJSON_AddNumberToObject(t, "interleave_moe_layer_step", l4->moe_step);
+    cJSON_AddBoolToObject(t, "attention_bias", false);
+    cJSON_AddBoolToObject(t, "tie_word_embeddings", false);
+    cJSON_AddNumberToObject(t, "router_aux_loss_coef", 0.001);
+    cJSON_AddNumberToObject(t, "router_jitter_noise", 0.0);
+    cJSON_AddBoolToObject(t, "output_router_logits", false);
+    return c;
+}
+
 int qs_init_write_config(const char *dir, const qs_init_shape *s, qs_dtype dtype, qs_err *err)
 {
+    const qs_init_llama4 *l4 = qs_init_shape_llama4(s);
+    if (l4) {
+        cJSON *lc = llama4_config(s, l4, dtype);
+        char *text = cJSON_Print(lc);
+        cJSON_Delete(lc);
+        if (!text)
+            return qs_errf(err, "config.json: out of memory");
+        char path[2048];
+        int rc = qs_write_file(qs_path_join(path, sizeof path, dir, "config.json"), text, strlen(text), err);
+        free(text);
+        return rc;
+    }
     cJSON *c = cJSON_CreateObject();
     cJSON *archs = cJSON_AddArrayToObject(c, "architectures");
     cJSON_AddItemToArray(archs, cJSON_CreateString(s->arch));

@@ -21,6 +21,9 @@ typedef struct {
 static const special_tok LLAMA3_SPECIAL[] = {{"<|begin_of_text|>", 128000}, {"<|end_of_text|>", 128001},
                                              {"<|start_header_id|>", 128006}, {"<|end_header_id|>", 128007},
                                              {"<|eot_id|>", 128009}};
+static const special_tok LLAMA4_SPECIAL[] = {{"<|begin_of_text|>", 200000}, {"<|end_of_text|>", 200001},
+                                             {"<|header_start|>", 200005}, {"<|header_end|>", 200006},
+                                             {"<|eot|>", 200008}};
 static const special_tok QWEN_SPECIAL[] = {{"<|endoftext|>", 151643}, {"<|im_start|>", 151644}, {"<|im_end|>", 151645}};
 static const special_tok MISTRAL_SPECIAL[] = {{"<unk>", 0}, {"<s>", 1}, {"</s>", 2}, {"[INST]", 3}, {"[/INST]", 4}};
 
@@ -28,6 +31,14 @@ static const char *LLAMA3_TEMPLATE =
     "{{- bos_token }}{%- for message in messages %}{{- '<|start_header_id|>' + message['role'] + "
     "'<|end_header_id|>\\n\\n' + message['content'] | trim + '<|eot_id|>' }}{%- endfor %}{%- if "
     "add_generation_prompt %}{{- '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{%- endif %}";
+/* Llama 4's text turns: header tokens, the content untrimmed (a string, or the text parts of a list),
+ * <|eot|> after each turn (the release's template, without its tool and image branches). */
+static const char *LLAMA4_TEMPLATE =
+    "{{- bos_token }}{%- for message in messages %}{{- '<|header_start|>' + message['role'] + '<|header_end|>\\n\\n' "
+    "}}{%- if message['content'] is string %}{{- message['content'] }}{%- else %}{%- for content in "
+    "message['content'] %}{%- if content['type'] == 'text' %}{{- content['text'] }}{%- endif %}{%- endfor %}{%- "
+    "endif %}{{- '<|eot|>' }}{%- endfor %}{%- if add_generation_prompt %}{{- "
+    "'<|header_start|>assistant<|header_end|>\\n\\n' }}{%- endif %}";
 static const char *CHATML_TEMPLATE =
     "{%- for message in messages %}{{- '<|im_start|>' + message['role'] + '\\n' + message['content'] + "
     "'<|im_end|>' + '\\n' }}{%- endfor %}{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}";
@@ -53,6 +64,9 @@ static void layout(const qs_init_shape *s, tok_layout *L)
     switch (s->tokens) {
     case QS_TOKFAM_LLAMA3:
         L->sp = LLAMA3_SPECIAL, L->n_sp = 5, L->bos = 0, L->eos = 1, L->eot = 4, L->chat_template = LLAMA3_TEMPLATE;
+        break;
+    case QS_TOKFAM_LLAMA4:
+        L->sp = LLAMA4_SPECIAL, L->n_sp = 5, L->bos = 0, L->eos = 1, L->eot = 4, L->chat_template = LLAMA4_TEMPLATE;
         break;
     case QS_TOKFAM_QWEN:
         L->sp = QWEN_SPECIAL, L->n_sp = 3, L->bos = -1, L->eos = 0, L->eot = 2, L->chat_template = CHATML_TEMPLATE;

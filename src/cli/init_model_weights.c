@@ -1,6 +1,7 @@
 /* init_model_weights.c — random weights for `qserve init-model`: the tensor list of each
  * architecture (HF names and shapes: Llama/Mistral, Qwen2 q/k/v biases, Qwen3 q/k norms,
- * Qwen3-MoE mlp.experts.E.*, Mixtral block_sparse_moe.experts.E.w1/w2/w3), filled in parallel
+ * Qwen3-MoE mlp.experts.E.*, Mixtral block_sparse_moe.experts.E.w1/w2/w3, Llama 4's
+ * language_model.* with fused 3-D experts), filled in parallel
  * with a counter-based generator (element i of tensor t depends only on seed, t and i, so the
  * result does not depend on the thread count): std 0.02 from a sum of four uniforms, norms 1,
  * biases 0. Shards are generated and written one at a time so memory stays at one shard. */
@@ -36,8 +37,53 @@ static void add(qs_init_tensor *list, int *n, qs_init_kind kind, int ndim, int64
     t->kind = kind;
 }
 
+/* Llama 4 (Llama4ForConditionalGeneration): language_model.* with feed_forward.* blocks, MoE
+ * layers holding router, shared expert and the fused 3-D experts transformers saves. */
+static int llama4_list(const qs_init_shape *s, const qs_init_llama4 *l4, qs_init_tensor *L)
+{
+    int c = 0;
+    int64_t H = s->hidden, qd = (int64_t)s->heads * s->head_dim, kvd = (int64_t)s->kv_heads * s->head_dim;
+    int64_t I = s->inter, E = s->experts;
+    const char *P = "language_model.model.layers";
+    add(L, &c, QS_INIT_NORMAL, 2, s->vocab, H, "language_model.model.embed_tokens.weight");
+    for (int i = 0; i < s->layers; i++) {
+        add(L, &c, QS_INIT_ONES, 1, H, 0, "%s.%d.input_layernorm.weight", P, i);
+        add(L, &c, QS_INIT_NORMAL, 2, qd, H, "%s.%d.self_attn.q_proj.weight", P, i);
+        add(L, &c, QS_INIT_NORMAL, 2, kvd, H, "%s.%d.self_attn.k_proj.weight", P, i);
+        add(L, &c, QS_INIT_NORMAL, 2, kvd, H, "%s.%d.self_attn.v_proj.weight", P, i);
+        add(L, &c, QS_INIT_NORMAL, 2, H, qd, "%s.%d.self_attn.o_proj.weight", P, i);
+        add(L, &c, QS_INIT_ONES, 1, H, 0, "%s.%d.post_attention_layernorm.weight", P, i);
+        if ((i + 1) % l4->moe_step == 0) {
+            add(L, &c, QS_INIT_NORMAL, 2, E, H, "%s.%d.feed_forward.router.weight", P, i);
+            add(L, &c, QS_INIT_NORMAL, 3, E, H, "%s.%d.feed_forward.experts.gate_up_proj", P, i);
+            L[c - 1].shape[2] = 2 * I;
+            add(L, &c, QS_INIT_NORMAL, 3, E, I, "%s.%d.feed_forward.experts.down_proj", P, i);
+            L[c - 1].shape[2] = H;
+            add(L, &c, QS_INIT_NORMAL, 2, I, H, "%s.%d.feed_forward.shared_expert.gate_proj.weight", P, i);
+            add(L, &c, QS_INIT_NORMAL, 2, I, H, "%s.%d.feed_forward.shared_expert.up_proj.weight", P, i);
+            add(L, &c, QS_INIT_NORMAL, 2, H, I, "%s.%d.feed_forward.shared_expert.down_proj.weight", P, i);
+        } else {
+            add(L, &c, QS_INIT_NORMAL, 2, l4->inter_mlp, H, "%s.%d.feed_forward.gate_proj.weight", P, i);
+            add(L, &c, QS_INIT_NORMAL, 2, l4->inter_mlp, H, "%s.%d.feed_forward.up_proj.weight", P, i);
+            add(L, &c, QS_INIT_NORMAL, 2, H, l4->inter_mlp, "%s.%d.feed_forward.down_proj.weight", P, i);
+        }
+    }
+    add(L, &c, QS_INIT_ONES, 1, H, 0, "language_model.model.norm.weight");
+    add(L, &c, QS_INIT_NORMAL, 2, s->vocab, H, "language_model.lm_head.weight");
+    return c;
+}
+
 int qs_init_tensor_list(const qs_init_shape *s, qs_init_tensor **out, int *n, qs_err *err)
 {
+    const qs_init_llama4 *l4 = qs_init_shape_llama4(s);
+    if (l4) {
+        qs_init_tensor *L4 = calloc((size_t)(4 + s->layers * 12), sizeof *L4);
+        if (!L4)
+            return qs_errf(err, "init-model: out of memory for the tensor descriptions");
+        *n = llama4_list(s, l4, L4);
+        *out = L4;
+        return 0;
+    }
     int per_layer = 12 + (s->experts > 0 ? 3 * s->experts + 1 : 3);
     int cap = 3 + s->layers * per_layer;
     qs_init_tensor *L = calloc((size_t)cap, sizeof *L);
@@ -93,7 +139,10 @@ int qs_init_tensor_list(const qs_init_shape *s, qs_init_tensor **out, int *n, qs
     return 0;
 }
 
-static int64_t numel(const qs_init_tensor *t) { return t->ndim == 1 ? t->shape[0] : t->shape[0] * t->shape[1]; }
+static int64_t numel(const qs_init_tensor *t)
+{
+    return t->ndim == 1 ? t->shape[0] : t->shape[0] * t->shape[1] * (t->ndim == 3 ? t->shape[2] : 1);
+}
 
 uint64_t qs_init_weight_bytes(const qs_init_shape *s, qs_dtype dtype)
 {

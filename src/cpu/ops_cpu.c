@@ -255,6 +255,10 @@ static const qs_ops CPU_OPS = {
     .swiglu_gate_up = cpu_swiglu_gate_up,
     .qkv_rope_cache = cpu_qkv_rope_cache,
     .sample = qs_cpu_sample,
+    .rope_interleaved = qs_cpu_rope_interleaved,
+    .attn_temperature = qs_cpu_attn_temperature,
+    .moe_route_scale_input = qs_cpu_moe_route_scale_input,
+    .add = qs_cpu_add,
 };
 
 const qs_ops *qs_ops_cpu(void) { return &CPU_OPS; }

@@ -1,4 +1,5 @@
-/* ops_cpu_attention.c — paged KV writes and causal GQA attention over block tables on the CPU.
+/* ops_cpu_attention.c — paged KV writes and causal GQA attention over block tables on the CPU
+ * (with a sliding window, or Llama 4's chunks: blocks before the chunk are never read).
  * The cache layout is per layer [block][kv_head][slot][head_dim] (src/engine/kv_cache.h), its
  * elements float32, bf16 (rounded to nearest even on write) or FP8 E4M3: x / scale rounded and
  * saturated on write, code * scale on read, with the layer's K and V scales (the reference the
@@ -93,6 +94,8 @@ static void attend_one(const attn_job *j, int64_t t, int h, double *scores, doub
     int kvh = h / (j->n_heads / j->n_kv_heads);
     int n_ctx = b->tok_pos[t] + 1;
     int first = b->sliding_window > 0 && n_ctx > b->sliding_window ? n_ctx - b->sliding_window : 0;
+    if (b->attention_chunk > 0 && b->tok_pos[t] / b->attention_chunk * b->attention_chunk > first)
+        first = b->tok_pos[t] / b->attention_chunk * b->attention_chunk; /* chunked local attention */
     const int32_t *table = b->block_tables + (int64_t)b->tok_seq[t] * b->max_blocks;
     const float *q = j->q + (t * j->n_heads + h) * (int64_t)hd;
     double max = -INFINITY;

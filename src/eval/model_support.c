@@ -15,8 +15,11 @@ static const struct {
     const char *id_part; /* case-insensitive substring of the model id */
     const char *why;
 } KNOWN_UNSUPPORTED[] = {
-    {"llama-4", "Llama 4 (Llama4ForConditionalGeneration: multimodal MoE with chunked attention) is not an "
-                "architecture qserve implements"},
+    /* the architecture is tested on the CPU reference path; its CUDA ops and chunk mask are
+     * written and compiled but have not run on a GPU: drop this entry once tests/cuda passes there */
+    {"llama-4", "Llama 4 (Llama4ForConditionalGeneration) is tested on qserve's CPU reference path only; its CUDA "
+                "ops (interleaved RoPE, NoPE temperature, input-scaled routing, chunked attention) have not run "
+                "on a GPU yet"},
 };
 
 static bool contains_nocase(const char *hay, const char *needle)

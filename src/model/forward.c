@@ -1,7 +1,8 @@
 /* forward.c — qs_model_forward: one step over a batch of sequence slices (prefill chunks and
  * decode tokens mixed), written once over the ops interface and the registry-chosen kernels:
  *   x = embed(tokens)
- *   per layer: h = norm(x); q,k,v = linears(h) (+bias; Qwen3: per-head q/k norm); RoPE;
+ *   per layer: h = norm(x); q,k,v = linears(h) (+bias; Qwen3: per-head q/k norm); RoPE (Llama 4:
+ *              interleaved on RoPE layers then a weightless q/k norm, temperature on NoPE layers);
  *              write k,v to the paged cache; attention over each sequence's block table;
  *              x += o_proj(attn); h = norm(x); x += mlp(h)  (SwiGLU, or routed experts)
  *   logits = lm_head(norm(x)) for the last token of each sequence that wants them.
@@ -147,6 +148,33 @@ static int qkv_projections(qs_model *m, qs_layer *L, int64_t T, qs_act_order h_o
     return 0;
 }
 
+/* Llama 4's q, k and v: RoPE layers rotate interleaved pairs, then take the weightless q/k norm
+ * (use_qk_norm); NoPE layers scale q by the attention temperature (attn_temperature_tuning). */
+static int llama4_qkv(qs_model *m, qs_layer *L, void *kc, void *vc, const qs_attn_batch *b, qs_act_order h_order,
+                      qs_err *err)
+{
+    const qs_model_config *c = &m->mc;
+    const qs_ops *ops = m->ops;
+    qs_scratch *s = &m->s;
+    int64_t T = b->n_tokens;
+    if (qkv_projections(m, L, T, h_order, err))
+        return -1;
+    if (L->rope) {
+        if (ops->rope_interleaved(s->q, b->tok_pos, m->inv_freq, T, c->num_heads, c->head_dim, err) ||
+            ops->rope_interleaved(s->k, b->tok_pos, m->inv_freq, T, c->num_kv_heads, c->head_dim, err))
+            return -1;
+        if (c->l2_qk_norm &&
+            (ops->rmsnorm(s->q, s->q, m->ones_head, T * c->num_heads, c->head_dim, c->rms_norm_eps, err) ||
+             ops->rmsnorm(s->k, s->k, m->ones_head, T * c->num_kv_heads, c->head_dim, c->rms_norm_eps, err)))
+            return -1;
+    } else if (c->attn_temperature_tuning &&
+               ops->attn_temperature(s->q, b->tok_pos, T, (int64_t)c->num_heads * c->head_dim, (float)c->floor_scale,
+                                     (float)c->attn_scale, err)) {
+        return -1;
+    }
+    return ops->kv_write(kc, vc, s->k, s->v, b, c->num_kv_heads, c->head_dim, err);
+}
+
 /* q, k and v of the step: q into s->q, k and v into the layer's caches, RoPE applied to q and k.
  * A fused q/k/v layer on a device with qkv_rope_cache does it in one op after its GEMM. */
 static int qkv_rope_cache(qs_model *m, qs_layer *L, void *kc, void *vc, const qs_attn_batch *b, qs_act_order h_order,
@@ -156,6 +184,8 @@ static int qkv_rope_cache(qs_model *m, qs_layer *L, void *kc, void *vc, const qs
     const qs_ops *ops = m->ops;
     qs_scratch *s = &m->s;
     int64_t T = b->n_tokens;
+    if (c->llama4)
+        return llama4_qkv(m, L, kc, vc, b, h_order, err);
     if (L->qkv_fused && !c->qk_norm && ops->qkv_rope_cache)
         return qs_linear_apply(m, &L->qkv, s->h, s->qkv, T, h_order, err) ||
                        ops->qkv_rope_cache(s->q, kc, vc, s->qkv, b, m->inv_freq, c->num_heads, c->num_kv_heads,
@@ -191,7 +221,9 @@ static int attention_block(qs_model *m, qs_kv_cache *kv, int li, const qs_attn_b
     if (qkv_rope_cache(m, L, kc, vc, b, h_order, err))
         return -1;
     qs_act_order o_order = qs_linear_order(m, &L->o, T);
-    if (ops->attention(s->attn, s->q, kc, vc, b, c->num_heads, c->num_kv_heads, c->head_dim,
+    qs_attn_batch lb = *b; /* Llama 4: RoPE layers attend within their chunk, NoPE layers to everything */
+    lb.attention_chunk = c->llama4 && L->rope ? c->attention_chunk_size : 0;
+    if (ops->attention(s->attn, s->q, kc, vc, &lb, c->num_heads, c->num_kv_heads, c->head_dim,
                        (float)(1.0 / sqrt((double)c->head_dim)), o_order, err))
         return -1;
     return qs_linear_apply(m, &L->o, s->attn, s->o, T, o_order, err);
@@ -206,6 +238,30 @@ static qs_act_order attn_input_order(const qs_model *m, const qs_layer *L, int64
 static qs_act_order mlp_input_order(const qs_model *m, const qs_layer *L, int64_t T)
 {
     return !L->is_moe && L->gate_up_fused ? qs_linear_order(m, &L->gate_up, T) : QS_ACT_NATURAL;
+}
+
+/* Llama 4's MoE: the top-1 expert runs on its input scaled by sigmoid(router score), and the
+ * shared expert on the unscaled input adds to it. */
+static int llama4_moe(qs_model *m, int li, int64_t T, qs_err *err)
+{
+    const qs_model_config *c = &m->mc;
+    const qs_ops *ops = m->ops;
+    qs_layer *L = &m->layers[li];
+    qs_moe_layer *moe = &L->moe;
+    qs_scratch *s = &m->s;
+    int64_t H = c->hidden_size;
+    if (qs_linear_apply(m, &moe->router, s->h, s->router, T, QS_ACT_NATURAL, err) ||
+        ops->moe_route_scale_input(s->router, s->h, s->moe_in, s->topk_ids, s->topk_w, T, c->num_experts, H, err))
+        return qs_err_prefix(err, "layer %d routing: ", li);
+    if (moe->kernel->apply_moe(moe->state, s->moe_in, s->topk_ids, s->topk_w, s->o, T, m->stream, err) != 0)
+        return qs_err_prefix(err, "%s (%s): ", moe->desc.name, moe->kernel->name);
+    return qs_linear_apply(m, &L->sh_gate, s->h, s->gate, T, QS_ACT_NATURAL, err) ||
+                   qs_linear_apply(m, &L->sh_up, s->h, s->up, T, QS_ACT_NATURAL, err) ||
+                   ops->swiglu(s->act, s->gate, s->up, T, c->moe_intermediate_size, err) ||
+                   qs_linear_apply(m, &L->sh_down, s->act, s->shared, T, QS_ACT_NATURAL, err) ||
+                   ops->add(s->o, s->shared, T * H, err)
+               ? -1
+               : 0;
 }
 
 static int mlp_block(qs_model *m, int li, int64_t T, qs_act_order h_order, qs_err *err)
@@ -231,6 +287,8 @@ static int mlp_block(qs_model *m, int li, int64_t T, qs_act_order h_order, qs_er
                    : 0;
     }
     qs_moe_layer *moe = &L->moe;
+    if (c->llama4)
+        return llama4_moe(m, li, T, err);
     bool norm = c->arch == QS_ARCH_MIXTRAL || c->norm_topk_prob;
     if (qs_linear_apply(m, &moe->router, s->h, s->router, T, QS_ACT_NATURAL, err) ||
         ops->moe_route(s->router, s->topk_ids, s->topk_w, T, c->num_experts, c->num_experts_per_tok, norm, err))

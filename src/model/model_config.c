@@ -5,7 +5,9 @@
  * required; everything else falls back to the transformers default of that architecture. JSON
  * null counts as absent (transformers writes `"head_dim": null`, `"rope_scaling": null`). A field
  * of the wrong type, a missing required field, an unsupported architecture or rope scaling type is
- * an error naming the file and the field (../shared/reference/checkpoint-formats.md §7). */
+ * an error naming the file and the field (../shared/reference/checkpoint-formats.md §7). Llama 4
+ * (text_config, iRoPE, its MoE layout) is read by model_config_llama4.c with the same field readers
+ * (model_config_json.h). */
 #include "model/model_config.h"
 
 #include <cjson/cJSON.h>
@@ -16,12 +18,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/model_config_json.h"
 #include "util/fileio.h"
 
 static const char *ARCH_NAMES[QS_ARCH_COUNT] = {
     [QS_ARCH_LLAMA] = "LlamaForCausalLM",       [QS_ARCH_MISTRAL] = "MistralForCausalLM",
     [QS_ARCH_QWEN2] = "Qwen2ForCausalLM",       [QS_ARCH_QWEN3] = "Qwen3ForCausalLM",
     [QS_ARCH_QWEN3_MOE] = "Qwen3MoeForCausalLM", [QS_ARCH_MIXTRAL] = "MixtralForCausalLM",
+    [QS_ARCH_LLAMA4] = "Llama4ForConditionalGeneration", [QS_ARCH_LLAMA4_TEXT] = "Llama4ForCausalLM",
 };
 
 const char *qs_arch_name(qs_arch a) { return (unsigned)a < QS_ARCH_COUNT ? ARCH_NAMES[a] : "?"; }
@@ -29,17 +33,13 @@ const char *qs_arch_name(qs_arch a) { return (unsigned)a < QS_ARCH_COUNT ? ARCH_
 const char *qs_supported_architectures(void)
 {
     return "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM, "
-           "MixtralForCausalLM";
+           "MixtralForCausalLM, Llama4ForConditionalGeneration (text), Llama4ForCausalLM";
 }
 
 /* ---- typed field access --------------------------------------------------------------------- */
 
-typedef struct {
-    const char *fname;
-    qs_err *err;
-} ctx;
 
-static const char *type_of(const cJSON *v)
+const char *qs_cfg_type_of(const cJSON *v)
 {
     if (cJSON_IsString(v)) return "a string";
     if (cJSON_IsNumber(v)) return "a number";
@@ -51,7 +51,7 @@ static const char *type_of(const cJSON *v)
 
 /* The field, or NULL when absent or null. A key written twice takes its last value, as Python's
  * json module (and so transformers) does. */
-static const cJSON *field(const cJSON *obj, const char *key)
+const cJSON *qs_cfg_field(const cJSON *obj, const char *key)
 {
     const cJSON *v = NULL;
     for (const cJSON *c = obj ? obj->child : NULL; c; c = c->next)
@@ -60,58 +60,58 @@ static const cJSON *field(const cJSON *obj, const char *key)
     return v && !cJSON_IsNull(v) ? v : NULL;
 }
 
-static bool is_int(const cJSON *v) { return cJSON_IsNumber(v) && v->valuedouble == floor(v->valuedouble) && fabs(v->valuedouble) <= INT_MAX; }
+bool qs_cfg_is_int(const cJSON *v) { return cJSON_IsNumber(v) && v->valuedouble == floor(v->valuedouble) && fabs(v->valuedouble) <= INT_MAX; }
 
 /* An integer field: 1 found, 0 absent (and not required), -1 error. */
-static int get_int(ctx *c, const cJSON *obj, const char *prefix, const char *key, bool required, int *out)
+int qs_cfg_get_int(qs_cfg_ctx *c, const cJSON *obj, const char *prefix, const char *key, bool required, int *out)
 {
-    const cJSON *v = field(obj, key);
+    const cJSON *v = qs_cfg_field(obj, key);
     if (!v)
         return required ? qs_errf(c->err, "%s: required field '%s%s' is missing", c->fname, prefix, key) : 0;
-    if (!is_int(v))
+    if (!qs_cfg_is_int(v))
         return qs_errf(c->err, "%s: field '%s%s' must be an integer, got %s", c->fname, prefix, key,
-                       cJSON_IsNumber(v) ? "a fractional or out-of-range number" : type_of(v));
+                       cJSON_IsNumber(v) ? "a fractional or out-of-range number" : qs_cfg_type_of(v));
     *out = (int)v->valuedouble;
     return 1;
 }
 
-static int get_pos_int(ctx *c, const cJSON *obj, const char *key, bool required, int *out)
+int qs_cfg_get_pos_int(qs_cfg_ctx *c, const cJSON *obj, const char *key, bool required, int *out)
 {
-    int rc = get_int(c, obj, "", key, required, out);
+    int rc = qs_cfg_get_int(c, obj, "", key, required, out);
     if (rc == 1 && *out <= 0)
         return qs_errf(c->err, "%s: field '%s' must be positive, got %d", c->fname, key, *out);
     return rc;
 }
 
-static int get_num(ctx *c, const cJSON *obj, const char *prefix, const char *key, bool required, double *out)
+int qs_cfg_get_num(qs_cfg_ctx *c, const cJSON *obj, const char *prefix, const char *key, bool required, double *out)
 {
-    const cJSON *v = field(obj, key);
+    const cJSON *v = qs_cfg_field(obj, key);
     if (!v)
         return required ? qs_errf(c->err, "%s: required field '%s%s' is missing", c->fname, prefix, key) : 0;
     if (!cJSON_IsNumber(v))
-        return qs_errf(c->err, "%s: field '%s%s' must be a number, got %s", c->fname, prefix, key, type_of(v));
+        return qs_errf(c->err, "%s: field '%s%s' must be a number, got %s", c->fname, prefix, key, qs_cfg_type_of(v));
     *out = v->valuedouble;
     return 1;
 }
 
-static int get_bool(ctx *c, const cJSON *obj, const char *key, bool *out)
+int qs_cfg_get_bool(qs_cfg_ctx *c, const cJSON *obj, const char *key, bool *out)
 {
-    const cJSON *v = field(obj, key);
+    const cJSON *v = qs_cfg_field(obj, key);
     if (!v)
         return 0;
     if (!cJSON_IsBool(v))
-        return qs_errf(c->err, "%s: field '%s' must be true or false, got %s", c->fname, key, type_of(v));
+        return qs_errf(c->err, "%s: field '%s' must be true or false, got %s", c->fname, key, qs_cfg_type_of(v));
     *out = cJSON_IsTrue(v);
     return 1;
 }
 
-static int get_str(ctx *c, const cJSON *obj, const char *key, char *buf, size_t cap)
+int qs_cfg_get_str(qs_cfg_ctx *c, const cJSON *obj, const char *key, char *buf, size_t cap)
 {
-    const cJSON *v = field(obj, key);
+    const cJSON *v = qs_cfg_field(obj, key);
     if (!v)
         return 0;
     if (!cJSON_IsString(v))
-        return qs_errf(c->err, "%s: field '%s' must be a string, got %s", c->fname, key, type_of(v));
+        return qs_errf(c->err, "%s: field '%s' must be a string, got %s", c->fname, key, qs_cfg_type_of(v));
     if (strlen(v->valuestring) >= cap)
         return qs_errf(c->err, "%s: field '%s' is too long (\"%.40s...\", at most %zu bytes)", c->fname, key,
                        v->valuestring, cap - 1);
@@ -120,24 +120,24 @@ static int get_str(ctx *c, const cJSON *obj, const char *key, char *buf, size_t 
 }
 
 /* Token ids: an integer or a list of integers (eos_token_id). */
-static int get_ids(ctx *c, const cJSON *obj, const char *key, int *ids, int *n)
+int qs_cfg_get_ids(qs_cfg_ctx *c, const cJSON *obj, const char *key, int *ids, int *n)
 {
-    const cJSON *v = field(obj, key);
+    const cJSON *v = qs_cfg_field(obj, key);
     *n = 0;
     if (!v)
         return 0;
-    if (is_int(v)) {
+    if (qs_cfg_is_int(v)) {
         ids[(*n)++] = (int)v->valuedouble;
         return 1;
     }
     if (!cJSON_IsArray(v))
         return qs_errf(c->err, "%s: field '%s' must be a token id or a list of token ids, got %s", c->fname, key,
-                       type_of(v));
+                       qs_cfg_type_of(v));
     int i = 0;
     for (const cJSON *e = v->child; e; e = e->next, i++) {
-        if (!is_int(e) || e->valuedouble < 0)
+        if (!qs_cfg_is_int(e) || e->valuedouble < 0)
             return qs_errf(c->err, "%s: field '%s[%d]' must be a token id (a non-negative integer), got %s", c->fname,
-                           key, i, type_of(e));
+                           key, i, qs_cfg_type_of(e));
         if (*n == QS_MAX_EOS)
             return qs_errf(c->err, "%s: field '%s' lists more than %d token ids", c->fname, key, QS_MAX_EOS);
         ids[(*n)++] = (int)e->valuedouble;
@@ -147,22 +147,22 @@ static int get_ids(ctx *c, const cJSON *obj, const char *key, int *ids, int *n)
 
 /* ---- rope ----------------------------------------------------------------------------------- */
 
-static int parse_rope(ctx *c, const cJSON *root, qs_model_config *cfg)
+int qs_cfg_parse_rope(qs_cfg_ctx *c, const cJSON *root, qs_model_config *cfg)
 {
-    const cJSON *params = field(root, "rope_parameters");
+    const cJSON *params = qs_cfg_field(root, "rope_parameters");
     if (params && !cJSON_IsObject(params))
-        return qs_errf(c->err, "%s: field 'rope_parameters' must be an object, got %s", c->fname, type_of(params));
+        return qs_errf(c->err, "%s: field 'rope_parameters' must be an object, got %s", c->fname, qs_cfg_type_of(params));
     /* theta: top level, else rope_parameters.rope_theta, else the architecture default. */
-    int rc = get_num(c, root, "", "rope_theta", false, &cfg->rope_theta);
-    if (rc < 0 || (rc == 0 && params && get_num(c, params, "rope_parameters.", "rope_theta", false, &cfg->rope_theta) < 0))
+    int rc = qs_cfg_get_num(c, root, "", "rope_theta", false, &cfg->rope_theta);
+    if (rc < 0 || (rc == 0 && params && qs_cfg_get_num(c, params, "rope_parameters.", "rope_theta", false, &cfg->rope_theta) < 0))
         return -1;
     if (!(cfg->rope_theta > 0))
         return qs_errf(c->err, "%s: field 'rope_theta' must be positive", c->fname);
     /* scaling: rope_scaling, else rope_parameters (transformers v5 folds both into it). */
-    const cJSON *sc = field(root, "rope_scaling");
+    const cJSON *sc = qs_cfg_field(root, "rope_scaling");
     const char *where = "rope_scaling.";
     if (sc && !cJSON_IsObject(sc))
-        return qs_errf(c->err, "%s: field 'rope_scaling' must be an object or null, got %s", c->fname, type_of(sc));
+        return qs_errf(c->err, "%s: field 'rope_scaling' must be an object or null, got %s", c->fname, qs_cfg_type_of(sc));
     if (!sc) {
         sc = params;
         where = "rope_parameters.";
@@ -170,30 +170,30 @@ static int parse_rope(ctx *c, const cJSON *root, qs_model_config *cfg)
     cfg->rope_type = QS_ROPE_DEFAULT;
     if (!sc)
         return 0;
-    const cJSON *ty = field(sc, "rope_type");
+    const cJSON *ty = qs_cfg_field(sc, "rope_type");
     const char *tkey = "rope_type";
     if (!ty) {
-        ty = field(sc, "type");
+        ty = qs_cfg_field(sc, "type");
         tkey = "type";
     }
     if (!ty)
         return 0; /* rope_parameters with only rope_theta */
     if (!cJSON_IsString(ty))
-        return qs_errf(c->err, "%s: field '%s%s' must be a string, got %s", c->fname, where, tkey, type_of(ty));
+        return qs_errf(c->err, "%s: field '%s%s' must be a string, got %s", c->fname, where, tkey, qs_cfg_type_of(ty));
     if (!strcmp(ty->valuestring, "default"))
         return 0;
     if (strcmp(ty->valuestring, "llama3"))
         return qs_errf(c->err, "%s: field '%s%s': rope scaling type '%.64s' is not supported (supported: default, llama3)",
                        c->fname, where, tkey, ty->valuestring);
     cfg->rope_type = QS_ROPE_LLAMA3;
-    if (get_num(c, sc, where, "factor", true, &cfg->rope_factor) < 0 ||
-        get_num(c, sc, where, "low_freq_factor", true, &cfg->rope_low_freq_factor) < 0 ||
-        get_num(c, sc, where, "high_freq_factor", true, &cfg->rope_high_freq_factor) < 0 ||
-        get_int(c, sc, where, "original_max_position_embeddings", true, &cfg->rope_original_max_position) < 0)
+    if (qs_cfg_get_num(c, sc, where, "factor", true, &cfg->rope_factor) < 0 ||
+        qs_cfg_get_num(c, sc, where, "low_freq_factor", true, &cfg->rope_low_freq_factor) < 0 ||
+        qs_cfg_get_num(c, sc, where, "high_freq_factor", true, &cfg->rope_high_freq_factor) < 0 ||
+        qs_cfg_get_int(c, sc, where, "original_max_position_embeddings", true, &cfg->rope_original_max_position) < 0)
         return -1;
     if (!(cfg->rope_factor > 0) || !(cfg->rope_low_freq_factor > 0) ||
-        !(cfg->rope_high_freq_factor > cfg->rope_low_freq_factor) || cfg->rope_original_max_position <= 0)
-        return qs_errf(c->err, "%s: field '%s': llama3 scaling needs factor > 0, 0 < low_freq_factor < high_freq_factor "
+        !(cfg->rope_high_freq_factor >= cfg->rope_low_freq_factor) || cfg->rope_original_max_position <= 0)
+        return qs_errf(c->err, "%s: field '%s': llama3 scaling needs factor > 0, 0 < low_freq_factor <= high_freq_factor "
                                "and original_max_position_embeddings > 0",
                        c->fname, where);
     return 0;
@@ -201,18 +201,18 @@ static int parse_rope(ctx *c, const cJSON *root, qs_model_config *cfg)
 
 /* ---- config.json ---------------------------------------------------------------------------- */
 
-static int parse_moe(ctx *c, const cJSON *root, qs_model_config *cfg)
+static int parse_moe(qs_cfg_ctx *c, const cJSON *root, qs_model_config *cfg)
 {
     bool qwen = cfg->arch == QS_ARCH_QWEN3_MOE;
     /* Expert count: Qwen3-MoE writes num_experts, Mixtral num_local_experts; accept either. */
-    int rc = get_pos_int(c, root, qwen ? "num_experts" : "num_local_experts", false, &cfg->num_experts);
+    int rc = qs_cfg_get_pos_int(c, root, qwen ? "num_experts" : "num_local_experts", false, &cfg->num_experts);
     if (rc == 0)
-        rc = get_pos_int(c, root, qwen ? "num_local_experts" : "num_experts", false, &cfg->num_experts);
+        rc = qs_cfg_get_pos_int(c, root, qwen ? "num_local_experts" : "num_experts", false, &cfg->num_experts);
     if (rc < 0)
         return -1;
     if (rc == 0)
         return qs_errf(c->err, "%s: required field '%s' is missing", c->fname, qwen ? "num_experts" : "num_local_experts");
-    if (get_pos_int(c, root, "num_experts_per_tok", true, &cfg->num_experts_per_tok) < 0)
+    if (qs_cfg_get_pos_int(c, root, "num_experts_per_tok", true, &cfg->num_experts_per_tok) < 0)
         return -1;
     if (cfg->num_experts_per_tok > cfg->num_experts)
         return qs_errf(c->err, "%s: field 'num_experts_per_tok' (%d) exceeds the number of experts (%d)", c->fname,
@@ -223,20 +223,20 @@ static int parse_moe(ctx *c, const cJSON *root, qs_model_config *cfg)
         cfg->decoder_sparse_step = 1;
         return 0;
     }
-    if (get_pos_int(c, root, "moe_intermediate_size", true, &cfg->moe_intermediate_size) < 0)
+    if (qs_cfg_get_pos_int(c, root, "moe_intermediate_size", true, &cfg->moe_intermediate_size) < 0)
         return -1;
     cfg->norm_topk_prob = false; /* Qwen3MoeConfig default */
     cfg->decoder_sparse_step = 1;
-    if (get_bool(c, root, "norm_topk_prob", &cfg->norm_topk_prob) < 0 ||
-        get_pos_int(c, root, "decoder_sparse_step", false, &cfg->decoder_sparse_step) < 0)
+    if (qs_cfg_get_bool(c, root, "norm_topk_prob", &cfg->norm_topk_prob) < 0 ||
+        qs_cfg_get_pos_int(c, root, "decoder_sparse_step", false, &cfg->decoder_sparse_step) < 0)
         return -1;
-    const cJSON *m = field(root, "mlp_only_layers");
+    const cJSON *m = qs_cfg_field(root, "mlp_only_layers");
     if (m) {
         if (!cJSON_IsArray(m))
-            return qs_errf(c->err, "%s: field 'mlp_only_layers' must be a list of layer indices, got %s", c->fname, type_of(m));
+            return qs_errf(c->err, "%s: field 'mlp_only_layers' must be a list of layer indices, got %s", c->fname, qs_cfg_type_of(m));
         int i = 0;
         for (const cJSON *e = m->child; e; e = e->next, i++) {
-            if (!is_int(e) || e->valuedouble < 0 || e->valuedouble >= cfg->num_layers)
+            if (!qs_cfg_is_int(e) || e->valuedouble < 0 || e->valuedouble >= cfg->num_layers)
                 return qs_errf(c->err, "%s: field 'mlp_only_layers[%d]' must be a layer index in [0, %d)", c->fname, i,
                                cfg->num_layers);
             if (cfg->n_mlp_only_layers == (int)(sizeof cfg->mlp_only_layers / sizeof cfg->mlp_only_layers[0]))
@@ -248,13 +248,15 @@ static int parse_moe(ctx *c, const cJSON *root, qs_model_config *cfg)
     return 0;
 }
 
-static int parse_config(ctx *c, const cJSON *root, qs_model_config *cfg)
+static int parse_quantization(qs_cfg_ctx *c, const cJSON *root, qs_model_config *cfg);
+
+static int parse_config(qs_cfg_ctx *c, const cJSON *root, qs_model_config *cfg)
 {
     if (!cJSON_IsObject(root))
         return qs_errf(c->err, "%s: not a JSON object", c->fname);
 
     /* Architecture. */
-    const cJSON *archs = field(root, "architectures");
+    const cJSON *archs = qs_cfg_field(root, "architectures");
     if (!archs)
         return qs_errf(c->err, "%s: required field 'architectures' is missing (supported: %s)", c->fname,
                        qs_supported_architectures());
@@ -271,19 +273,21 @@ static int parse_config(ctx *c, const cJSON *root, qs_model_config *cfg)
                        qs_supported_architectures());
     cfg->arch = (qs_arch)arch;
     snprintf(cfg->arch_name, sizeof cfg->arch_name, "%s", an);
-    if (get_str(c, root, "model_type", cfg->model_type, sizeof cfg->model_type) < 0)
+    if (qs_cfg_get_str(c, root, "model_type", cfg->model_type, sizeof cfg->model_type) < 0)
         return -1;
+    if (arch == QS_ARCH_LLAMA4 || arch == QS_ARCH_LLAMA4_TEXT)
+        return qs_model_config_parse_llama4(root, c->fname, cfg, c->err) ? -1 : parse_quantization(c, root, cfg);
     bool qwen2 = arch == QS_ARCH_QWEN2, qwen3 = arch == QS_ARCH_QWEN3 || arch == QS_ARCH_QWEN3_MOE;
     bool mixtral = arch == QS_ARCH_MIXTRAL;
 
     /* Shapes: required. */
-    if (get_pos_int(c, root, "vocab_size", true, &cfg->vocab_size) < 0 ||
-        get_pos_int(c, root, "hidden_size", true, &cfg->hidden_size) < 0 ||
-        get_pos_int(c, root, "intermediate_size", true, &cfg->intermediate_size) < 0 ||
-        get_pos_int(c, root, "num_hidden_layers", true, &cfg->num_layers) < 0 ||
-        get_pos_int(c, root, "num_attention_heads", true, &cfg->num_heads) < 0)
+    if (qs_cfg_get_pos_int(c, root, "vocab_size", true, &cfg->vocab_size) < 0 ||
+        qs_cfg_get_pos_int(c, root, "hidden_size", true, &cfg->hidden_size) < 0 ||
+        qs_cfg_get_pos_int(c, root, "intermediate_size", true, &cfg->intermediate_size) < 0 ||
+        qs_cfg_get_pos_int(c, root, "num_hidden_layers", true, &cfg->num_layers) < 0 ||
+        qs_cfg_get_pos_int(c, root, "num_attention_heads", true, &cfg->num_heads) < 0)
         return -1;
-    int rc = get_pos_int(c, root, "num_key_value_heads", false, &cfg->num_kv_heads);
+    int rc = qs_cfg_get_pos_int(c, root, "num_key_value_heads", false, &cfg->num_kv_heads);
     if (rc < 0)
         return -1;
     if (rc == 0)
@@ -291,7 +295,7 @@ static int parse_config(ctx *c, const cJSON *root, qs_model_config *cfg)
     if (cfg->num_heads % cfg->num_kv_heads)
         return qs_errf(c->err, "%s: field 'num_attention_heads' (%d) is not a multiple of 'num_key_value_heads' (%d)",
                        c->fname, cfg->num_heads, cfg->num_kv_heads);
-    rc = get_pos_int(c, root, "head_dim", false, &cfg->head_dim);
+    rc = qs_cfg_get_pos_int(c, root, "head_dim", false, &cfg->head_dim);
     if (rc < 0)
         return -1;
     if (rc == 0) {
@@ -307,30 +311,30 @@ static int parse_config(ctx *c, const cJSON *root, qs_model_config *cfg)
     double eps = mixtral ? 1e-5 : 1e-6;
     cfg->rope_theta = mixtral ? 1e6 : 10000.0;
     cfg->max_position_embeddings = arch == QS_ARCH_LLAMA ? 2048 : (arch == QS_ARCH_MISTRAL || mixtral) ? 131072 : 32768;
-    if (get_num(c, root, "", "rms_norm_eps", false, &eps) < 0 ||
-        get_pos_int(c, root, "max_position_embeddings", false, &cfg->max_position_embeddings) < 0)
+    if (qs_cfg_get_num(c, root, "", "rms_norm_eps", false, &eps) < 0 ||
+        qs_cfg_get_pos_int(c, root, "max_position_embeddings", false, &cfg->max_position_embeddings) < 0)
         return -1;
     if (!(eps > 0) || eps > 1)
         return qs_errf(c->err, "%s: field 'rms_norm_eps' must be in (0, 1], got %g", c->fname, eps);
     cfg->rms_norm_eps = (float)eps;
-    if (parse_rope(c, root, cfg))
+    if (qs_cfg_parse_rope(c, root, cfg))
         return -1;
 
     char act[32] = "silu";
-    if (get_str(c, root, "hidden_act", act, sizeof act) < 0)
+    if (qs_cfg_get_str(c, root, "hidden_act", act, sizeof act) < 0)
         return -1;
     if (strcmp(act, "silu"))
         return qs_errf(c->err, "%s: field 'hidden_act' is '%s'; only 'silu' (SwiGLU) is supported", c->fname, act);
 
     cfg->tie_word_embeddings = false;
-    if (get_bool(c, root, "tie_word_embeddings", &cfg->tie_word_embeddings) < 0)
+    if (qs_cfg_get_bool(c, root, "tie_word_embeddings", &cfg->tie_word_embeddings) < 0)
         return -1;
     /* Qwen2 hard-codes bias=True on q/k/v; the others follow attention_bias (default false). */
     cfg->attention_bias = qwen2;
-    if (!qwen2 && get_bool(c, root, "attention_bias", &cfg->attention_bias) < 0)
+    if (!qwen2 && qs_cfg_get_bool(c, root, "attention_bias", &cfg->attention_bias) < 0)
         return -1;
     bool mlp_bias = false;
-    if (get_bool(c, root, "mlp_bias", &mlp_bias) < 0)
+    if (qs_cfg_get_bool(c, root, "mlp_bias", &mlp_bias) < 0)
         return -1;
     if (mlp_bias)
         return qs_errf(c->err, "%s: field 'mlp_bias' is true; MLP biases are not supported", c->fname);
@@ -341,22 +345,22 @@ static int parse_config(ctx *c, const cJSON *root, qs_model_config *cfg)
     cfg->sliding_window = 0;
     if (qwen2 || qwen3) {
         bool use = false;
-        if (get_bool(c, root, "use_sliding_window", &use) < 0)
+        if (qs_cfg_get_bool(c, root, "use_sliding_window", &use) < 0)
             return -1;
         if (use)
             return qs_errf(c->err, "%s: field 'use_sliding_window' is true; per-layer sliding window attention "
                                    "(max_window_layers) is not supported", c->fname);
     } else if (arch != QS_ARCH_LLAMA) {
-        if (get_int(c, root, "", "sliding_window", false, &cfg->sliding_window) < 0)
+        if (qs_cfg_get_int(c, root, "", "sliding_window", false, &cfg->sliding_window) < 0)
             return -1;
         if (cfg->sliding_window < 0)
             return qs_errf(c->err, "%s: field 'sliding_window' must not be negative", c->fname);
     }
 
     cfg->torch_dtype[0] = '\0';
-    rc = get_str(c, root, "torch_dtype", cfg->torch_dtype, sizeof cfg->torch_dtype);
+    rc = qs_cfg_get_str(c, root, "torch_dtype", cfg->torch_dtype, sizeof cfg->torch_dtype);
     if (rc == 0)
-        rc = get_str(c, root, "dtype", cfg->torch_dtype, sizeof cfg->torch_dtype); /* transformers v5 */
+        rc = qs_cfg_get_str(c, root, "dtype", cfg->torch_dtype, sizeof cfg->torch_dtype); /* transformers v5 */
     if (rc < 0)
         return -1;
 
@@ -366,14 +370,19 @@ static int parse_config(ctx *c, const cJSON *root, qs_model_config *cfg)
     }
 
     cfg->bos_token_id = -1;
-    if (get_int(c, root, "", "bos_token_id", false, &cfg->bos_token_id) < 0 ||
-        get_ids(c, root, "eos_token_id", cfg->eos_token_ids, &cfg->n_eos) < 0)
+    if (qs_cfg_get_int(c, root, "", "bos_token_id", false, &cfg->bos_token_id) < 0 ||
+        qs_cfg_get_ids(c, root, "eos_token_id", cfg->eos_token_ids, &cfg->n_eos) < 0)
         return -1;
 
-    const cJSON *q = field(root, "quantization_config");
+    return parse_quantization(c, root, cfg);
+}
+
+static int parse_quantization(qs_cfg_ctx *c, const cJSON *root, qs_model_config *cfg)
+{
+    const cJSON *q = qs_cfg_field(root, "quantization_config");
     if (q) {
         if (!cJSON_IsObject(q))
-            return qs_errf(c->err, "%s: field 'quantization_config' must be an object, got %s", c->fname, type_of(q));
+            return qs_errf(c->err, "%s: field 'quantization_config' must be an object, got %s", c->fname, qs_cfg_type_of(q));
         char *text = cJSON_PrintUnformatted(q);
         cfg->quantization_config_json = text ? strdup(text) : NULL;
         cJSON_free(text);
@@ -386,7 +395,7 @@ static int parse_config(ctx *c, const cJSON *root, qs_model_config *cfg)
 int qs_model_config_parse(const char *json, const char *fname, qs_model_config *cfg, qs_err *err)
 {
     memset(cfg, 0, sizeof *cfg);
-    ctx c = {fname ? fname : "config.json", err};
+    qs_cfg_ctx c = {fname ? fname : "config.json", err};
     const char *at = NULL;
     cJSON *root = cJSON_ParseWithOpts(json, &at, false);
     if (!root)
@@ -423,6 +432,8 @@ bool qs_model_layer_is_moe(const qs_model_config *cfg, int layer)
 {
     if (cfg->num_experts <= 0 || layer < 0 || layer >= cfg->num_layers)
         return false;
+    if (cfg->llama4)
+        return cfg->layer_moe[layer];
     for (int i = 0; i < cfg->n_mlp_only_layers; i++)
         if (cfg->mlp_only_layers[i] == layer)
             return false;
@@ -432,29 +443,29 @@ bool qs_model_layer_is_moe(const qs_model_config *cfg, int layer)
 
 /* ---- generation_config.json ----------------------------------------------------------------- */
 
-static int parse_generation(ctx *c, const cJSON *root, qs_generation_config *gen)
+static int parse_generation(qs_cfg_ctx *c, const cJSON *root, qs_generation_config *gen)
 {
     if (!cJSON_IsObject(root))
         return qs_errf(c->err, "%s: not a JSON object", c->fname);
     int rc;
-    if (get_ids(c, root, "eos_token_id", gen->eos_token_ids, &gen->n_eos) < 0 ||
-        get_int(c, root, "", "bos_token_id", false, &gen->bos_token_id) < 0 ||
-        (rc = get_num(c, root, "", "temperature", false, &gen->temperature)) < 0)
+    if (qs_cfg_get_ids(c, root, "eos_token_id", gen->eos_token_ids, &gen->n_eos) < 0 ||
+        qs_cfg_get_int(c, root, "", "bos_token_id", false, &gen->bos_token_id) < 0 ||
+        (rc = qs_cfg_get_num(c, root, "", "temperature", false, &gen->temperature)) < 0)
         return -1;
     gen->has_temperature = rc == 1;
-    if ((rc = get_num(c, root, "", "top_p", false, &gen->top_p)) < 0)
+    if ((rc = qs_cfg_get_num(c, root, "", "top_p", false, &gen->top_p)) < 0)
         return -1;
     gen->has_top_p = rc == 1;
-    if ((rc = get_int(c, root, "", "top_k", false, &gen->top_k)) < 0)
+    if ((rc = qs_cfg_get_int(c, root, "", "top_k", false, &gen->top_k)) < 0)
         return -1;
     gen->has_top_k = rc == 1;
-    if ((rc = get_num(c, root, "", "min_p", false, &gen->min_p)) < 0)
+    if ((rc = qs_cfg_get_num(c, root, "", "min_p", false, &gen->min_p)) < 0)
         return -1;
     gen->has_min_p = rc == 1;
-    if ((rc = get_num(c, root, "", "repetition_penalty", false, &gen->repetition_penalty)) < 0)
+    if ((rc = qs_cfg_get_num(c, root, "", "repetition_penalty", false, &gen->repetition_penalty)) < 0)
         return -1;
     gen->has_repetition_penalty = rc == 1;
-    if (get_bool(c, root, "do_sample", &gen->do_sample) < 0)
+    if (qs_cfg_get_bool(c, root, "do_sample", &gen->do_sample) < 0)
         return -1;
     if (gen->has_temperature && gen->temperature < 0)
         return qs_errf(c->err, "%s: field 'temperature' must not be negative", c->fname);
@@ -473,7 +484,7 @@ static int generation_config_parse(const char *json, const char *fname, qs_gener
 {
     memset(gen, 0, sizeof *gen);
     gen->bos_token_id = -1;
-    ctx c = {fname ? fname : "generation_config.json", err};
+    qs_cfg_ctx c = {fname ? fname : "generation_config.json", err};
     const char *at = NULL;
     cJSON *root = cJSON_ParseWithOpts(json, &at, false);
     if (!root)

@@ -19,12 +19,15 @@ typedef enum {
     QS_ARCH_QWEN3,      /* Qwen3ForCausalLM: q/k RMSNorm per head */
     QS_ARCH_QWEN3_MOE,  /* Qwen3MoeForCausalLM */
     QS_ARCH_MIXTRAL,    /* MixtralForCausalLM */
+    QS_ARCH_LLAMA4,     /* Llama4ForConditionalGeneration: its text model (text_config); vision skipped */
+    QS_ARCH_LLAMA4_TEXT, /* Llama4ForCausalLM */
     QS_ARCH_COUNT
 } qs_arch;
 
 typedef enum { QS_ROPE_DEFAULT, QS_ROPE_LLAMA3 } qs_rope_type;
 
 #define QS_MAX_EOS 8
+#define QS_MAX_LAYERS 256
 
 typedef struct qs_model_config {
     qs_arch arch;
@@ -56,6 +59,15 @@ typedef struct qs_model_config {
     int decoder_sparse_step;     /* Qwen3-MoE: layer i is MoE when (i+1) % step == 0 */
     int mlp_only_layers[64];     /* Qwen3-MoE: layers kept dense */
     int n_mlp_only_layers;
+    /* Llama 4 (model_config_llama4.c); all zero / false for the other architectures. */
+    bool llama4;
+    char tensor_prefix[32];      /* "language_model." for Llama4ForConditionalGeneration, else "" */
+    int attention_chunk_size;    /* RoPE layers attend within chunks of this many positions (0: no chunks) */
+    unsigned char layer_rope[QS_MAX_LAYERS]; /* no_rope_layers: 1 = RoPE (chunked, L2 q/k norm), 0 = NoPE */
+    unsigned char layer_moe[QS_MAX_LAYERS];  /* moe_layers (from interleave_moe_layer_step) */
+    bool l2_qk_norm;             /* use_qk_norm: weightless RMS ("L2") norm of q and k per head, RoPE layers */
+    bool attn_temperature_tuning; /* NoPE layers: q *= 1 + attn_scale * log(floor((pos + 1) / floor_scale) + 1) */
+    double floor_scale, attn_scale;
     int bos_token_id;            /* -1 if absent */
     int eos_token_ids[QS_MAX_EOS];
     int n_eos;
@@ -77,6 +89,9 @@ int qs_model_config_load(const char *model_dir, qs_model_config *cfg, qs_err *er
 /* Same, from JSON text (fname for messages). */
 int qs_model_config_parse(const char *json, const char *fname, qs_model_config *cfg, qs_err *err);
 void qs_model_config_free(qs_model_config *cfg);
+/* Llama 4's part of config.json (model_config_llama4.c): root is the text config (text_config of
+ * Llama4ForConditionalGeneration); fname for messages. Fills the shape and Llama 4 fields. */
+int qs_model_config_parse_llama4(const void *root_json, const char *fname, qs_model_config *cfg, qs_err *err);
 /* True if layer i uses the MoE block. */
 bool qs_model_layer_is_moe(const qs_model_config *cfg, int layer);
 /* MODEL_DIR/generation_config.json; absent file -> defaults (n_eos = 0), not an error. */

@@ -33,6 +33,11 @@ typedef struct qs_moe_layer {
     void *state;
     qs_linear router;
     qs_online_fp8 *online;      /* --quantization fp8: [3 * num_experts] gate, up, down */
+    /* Llama 4's fused 3-D expert tensors, split per expert and transposed to [out, in]
+     * (model_llama4.c): 3 * num_experts tensors over one buffer, or NULL. */
+    qs_tensor *split;
+    void *split_data;
+    char *split_names;
 } qs_moe_layer;
 
 typedef struct qs_layer {
@@ -46,6 +51,9 @@ typedef struct qs_layer {
     bool gate_up_fused;         /* gate, up run as gate_up; its output is [T, 2 x intermediate] */
     qs_linear gate_up;
     qs_moe_layer moe;
+    bool has_shared;            /* Llama 4: the always-on shared expert of a MoE layer */
+    qs_linear sh_gate, sh_up, sh_down;
+    bool rope;                  /* Llama 4: a RoPE layer (else NoPE); true for every other architecture */
 } qs_layer;
 
 /* Per-step buffers, grown to the largest step seen. */
@@ -56,6 +64,7 @@ typedef struct qs_scratch {
     int cap_out;
     void *x, *h, *q, *k, *v, *attn, *o, *gate, *up, *act, *router;
     void *qkv, *gate_up;        /* outputs of fused projections (only when the model has them) */
+    void *moe_in, *shared;      /* Llama 4: the scaled expert input and the shared expert's output */
     int32_t *topk_ids;
     float *topk_w;
     void *out_rows, *logits;
@@ -76,6 +85,7 @@ struct qs_model {
     void *embed;                /* [vocab, hidden] */
     void *final_norm;
     void *inv_freq;             /* [head_dim / 2] float32 */
+    void *ones_head;            /* Llama 4: [head_dim] of 1, the weight of its weightless q/k norm */
     qs_linear lm_head;
     qs_layer *layers;
     qs_fusion_summary fusion;
@@ -115,6 +125,13 @@ qs_act_order qs_linear_order(const qs_model *m, const qs_linear *l, int64_t rows
 /* Grows the scratch buffers for a step. */
 int qs_scratch_reserve(qs_model *m, int64_t n_tokens, int n_seqs, int max_blocks, int n_out, qs_err *err);
 void qs_scratch_free(qs_model *m);
+/* Llama 4 (model_llama4.c): the dense feed_forward of layer i, and a MoE layer's router, shared
+ * expert and experts (per-expert tensors, or HF's fused 3-D gate_up_proj / down_proj split and
+ * transposed); the check that the device has Llama 4's ops; the release of what the split owns. */
+int qs_llama4_load_mlp(qs_model *m, int i, qs_layer *L, qs_err *err);
+int qs_llama4_load_moe(qs_model *m, int i, qs_layer *L, qs_err *err);
+int qs_llama4_check_device(const qs_model *m, qs_err *err);
+void qs_llama4_free_split(qs_moe_layer *moe);
 /* Fills inv_freq[head_dim/2]: the default RoPE frequencies, llama3-scaled when the config says so. */
 void qs_rope_inv_freq(const qs_model_config *mc, float *inv_freq);
 

@@ -2,7 +2,8 @@
  * against the config), online quantization, the fusion of q/k/v and gate/up (model_fuse.c),
  * kernel selection through the registry once per (layer kind, scheme) with one log line each, and
  * weight preparation by the chosen kernels. Norms, embeddings and biases are uploaded through the
- * ops of the device the config picks. */
+ * ops of the device the config picks. Llama 4's feed-forward blocks (router, shared expert, fused or
+ * per-expert experts) are described by model_llama4.c; its tensors carry config's tensor_prefix. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,7 +38,7 @@ static int load_attention(qs_model *m, int i, qs_layer *L, qs_err *err)
 {
     const qs_model_config *c = &m->mc;
     char p[160], name[200];
-    snprintf(p, sizeof(p), "model.layers.%d", i);
+    snprintf(p, sizeof(p), "%smodel.layers.%d", c->tensor_prefix, i);
     int64_t H = c->hidden_size, qd = (int64_t)c->num_heads * c->head_dim, kvd = (int64_t)c->num_kv_heads * c->head_dim;
     snprintf(name, sizeof(name), "%s.input_layernorm.weight", p);
     if (!(L->attn_norm = qs_weights_upload(m->ops, m->ck, name, H, 0, err)))
@@ -147,6 +148,11 @@ static int collect_linears(qs_model *m, qs_linear **out)
         out[n++] = &L->o;
         if (L->is_moe) {
             out[n++] = &L->moe.router;
+            if (L->has_shared) {
+                out[n++] = &L->sh_gate;
+                out[n++] = &L->sh_up;
+                out[n++] = &L->sh_down;
+            }
         } else {
             if (L->gate_up_fused) {
                 out[n++] = &L->gate_up;
@@ -163,7 +169,7 @@ static int collect_linears(qs_model *m, qs_linear **out)
 
 static int upload_biases(qs_model *m, qs_err *err)
 {
-    qs_linear **all = calloc((size_t)m->mc.num_layers * 7 + 1, sizeof *all);
+    qs_linear **all = calloc((size_t)m->mc.num_layers * 10 + 1, sizeof *all);
     if (!all)
         return qs_errf(err, "out of memory uploading biases");
     int n = collect_linears(m, all), rc = 0;
@@ -175,7 +181,7 @@ static int upload_biases(qs_model *m, qs_err *err)
 
 static int select_and_prepare_linears(qs_model *m, const qs_config *cfg, qs_err *err)
 {
-    int cap = m->mc.num_layers * 7 + 1, n;
+    int cap = m->mc.num_layers * 10 + 1, n;
     qs_linear **all = calloc((size_t)cap, sizeof(*all));
     const qs_linear_desc **descs = calloc((size_t)cap, sizeof(*descs));
     if (!all || !descs) {
@@ -274,8 +280,10 @@ static int quantize_online(qs_model *m, qs_err *err)
 {
     for (int i = 0; i < m->mc.num_layers; i++) {
         qs_layer *L = &m->layers[i];
-        qs_linear *ls[] = {&L->q, &L->k, &L->v, &L->o, &L->gate, &L->up, &L->down};
-        int n = L->is_moe ? 4 : 7;
+        qs_linear *moe_ls[] = {&L->q, &L->k, &L->v, &L->o, &L->sh_gate, &L->sh_up, &L->sh_down};
+        qs_linear *dense_ls[] = {&L->q, &L->k, &L->v, &L->o, &L->gate, &L->up, &L->down};
+        qs_linear **ls = L->is_moe ? moe_ls : dense_ls;
+        int n = L->is_moe ? (L->has_shared ? 7 : 4) : 7;
         for (int j = 0; j < n; j++) {
             ls[j]->online = calloc(1, sizeof(qs_online_fp8));
             if (!ls[j]->online)
@@ -399,18 +407,43 @@ static int load_all(qs_model *m, const qs_config *cfg, qs_err *err)
     if (check_layer_count(m->ck, c->num_layers, err) != 0)
         return -1;
     int64_t H = c->hidden_size, V = c->vocab_size;
-    if (!(m->embed = qs_weights_upload(m->ops, m->ck, "model.embed_tokens.weight", V, H, err)))
+    const char *P = c->tensor_prefix; /* "language_model." for Llama4ForConditionalGeneration */
+    char nm[96], nm2[96];
+    if (c->llama4 && qs_llama4_check_device(m, err))
         return -1;
-    if (!(m->final_norm = qs_weights_upload(m->ops, m->ck, "model.norm.weight", H, 0, err)))
+    snprintf(nm, sizeof nm, "%smodel.embed_tokens.weight", P);
+    if (!(m->embed = qs_weights_upload(m->ops, m->ck, nm, V, H, err)))
         return -1;
-    if (c->tie_word_embeddings || !qs_checkpoint_find(m->ck, "lm_head.weight")) {
+    snprintf(nm, sizeof nm, "%smodel.norm.weight", P);
+    if (!(m->final_norm = qs_weights_upload(m->ops, m->ck, nm, H, 0, err)))
+        return -1;
+    snprintf(nm, sizeof nm, "%slm_head.weight", P);
+    if (c->tie_word_embeddings || !qs_checkpoint_find(m->ck, nm)) {
         if (!c->tie_word_embeddings)
-            qs_warn("%s: no lm_head.weight; using the tied embedding", cfg->model_dir);
-        if (linear_desc(m, "model.embed_tokens", V, H, false, &m->lm_head, err))
+            qs_warn("%s: no %s; using the tied embedding", cfg->model_dir, nm);
+        snprintf(nm2, sizeof nm2, "%smodel.embed_tokens", P);
+        if (linear_desc(m, nm2, V, H, false, &m->lm_head, err))
             return -1;
-        snprintf(m->lm_head.desc.name, sizeof(m->lm_head.desc.name), "lm_head (tied to model.embed_tokens)");
-    } else if (linear_desc(m, "lm_head", V, H, false, &m->lm_head, err)) {
-        return -1;
+        snprintf(m->lm_head.desc.name, sizeof(m->lm_head.desc.name), "lm_head (tied to %s)", nm2);
+    } else {
+        snprintf(nm2, sizeof nm2, "%slm_head", P);
+        if (linear_desc(m, nm2, V, H, false, &m->lm_head, err))
+            return -1;
+    }
+    if (c->llama4 && c->l2_qk_norm) { /* the weightless q/k norm runs as rmsnorm with weight 1 */
+        float *ones = malloc(sizeof(float) * (size_t)c->head_dim);
+        if (!ones)
+            return qs_errf(err, "out of memory");
+        for (int i = 0; i < c->head_dim; i++)
+            ones[i] = 1.0f;
+        /* through upload_tensor: the device's norm-weight format (BF16 on CUDA) */
+        qs_tensor t = {.name = "llama4 q/k norm (ones)", .dtype = QS_DT_F32, .ndim = 1, .shape = {c->head_dim},
+                       .numel = c->head_dim, .data = ones, .nbytes = sizeof(float) * (size_t)c->head_dim,
+                       .file = "(built in)"};
+        m->ones_head = m->ops->upload_tensor(&t, err);
+        free(ones);
+        if (!m->ones_head)
+            return -1;
     }
     float *inv = malloc(sizeof(float) * (size_t)(c->head_dim / 2));
     if (!inv)
@@ -427,7 +460,11 @@ static int load_all(qs_model *m, const qs_config *cfg, qs_err *err)
     for (int i = 0; i < c->num_layers; i++) {
         qs_layer *L = &m->layers[i];
         L->is_moe = c->num_experts > 0 && qs_model_layer_is_moe(c, i);
-        if (load_attention(m, i, L, err) || (L->is_moe ? load_moe(m, i, L, err) : load_mlp(m, i, L, err)))
+        L->rope = !c->llama4 || c->layer_rope[i];
+        if (load_attention(m, i, L, err))
+            return -1;
+        if (c->llama4 ? (L->is_moe ? qs_llama4_load_moe(m, i, L, err) : qs_llama4_load_mlp(m, i, L, err))
+                      : (L->is_moe ? load_moe(m, i, L, err) : load_mlp(m, i, L, err)))
             return -1;
     }
     if (online_fp8 && quantize_online(m, err) != 0)
@@ -498,7 +535,8 @@ void qs_model_free(qs_model *m)
                 if (bufs[j])
                     ops->free(bufs[j]);
             qs_linear *ls[] = {&L->q,  &L->k,    &L->v,       &L->qkv,         &L->o,
-                               &L->gate, &L->up, &L->gate_up, &L->down, &L->moe.router};
+                               &L->gate, &L->up, &L->gate_up, &L->down, &L->moe.router,
+                               &L->sh_gate, &L->sh_up, &L->sh_down};
             for (size_t j = 0; j < sizeof ls / sizeof *ls; j++)
                 free_linear(ops, ls[j]);
             if (L->moe.kernel && L->moe.state)
@@ -509,6 +547,7 @@ void qs_model_free(qs_model *m)
             free(L->moe.gate);
             free(L->moe.up);
             free(L->moe.down);
+            qs_llama4_free_split(&L->moe);
         }
         free(m->layers);
     }
@@ -520,6 +559,8 @@ void qs_model_free(qs_model *m)
             ops->free(m->final_norm);
         if (m->inv_freq)
             ops->free(m->inv_freq);
+        if (m->ones_head)
+            ops->free(m->ones_head);
         qs_scratch_free(m);
     }
     if (m->ck)

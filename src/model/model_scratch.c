@@ -12,7 +12,7 @@
 void qs_scratch_free(qs_model *m)
 {
     qs_scratch *s = &m->s;
-    void *dev[] = {s->x, s->h, s->q, s->k, s->v, s->qkv, s->attn, s->o, s->gate, s->up, s->gate_up, s->act, s->router,
+    void *dev[] = {s->x, s->h, s->q, s->k, s->v, s->qkv, s->attn, s->o, s->gate, s->up, s->gate_up, s->act, s->router, s->moe_in, s->shared,
                    s->topk_ids, s->topk_w, s->out_rows, s->logits, s->d_sample, s->d_tokens, s->d_ids, s->d_pos, s->d_seq,
                    s->d_slots, s->d_tables, s->d_out_rows};
     for (size_t i = 0; i < sizeof(dev) / sizeof(dev[0]); i++)
@@ -66,7 +66,7 @@ int qs_scratch_reserve(qs_model *m, int64_t n_tokens, int n_seqs, int max_blocks
         int experts = c->num_experts > 0 ? c->num_experts : 1;
         const qs_fusion_summary *f = &m->fusion;
         bool any_qkv = f->fused[QS_FUSION_QKV] > 0, any_gate_up = f->fused[QS_FUSION_GATE_UP] > 0;
-        bool separate_gate_up = f->fused[QS_FUSION_GATE_UP] < f->groups[QS_FUSION_GATE_UP];
+        bool separate_gate_up = f->fused[QS_FUSION_GATE_UP] < f->groups[QS_FUSION_GATE_UP] || c->llama4;
         if (grow(s, ops, &s->x, a * T * c->hidden_size, err) || grow(s, ops, &s->h, a * T * c->hidden_size, err) ||
             grow(s, ops, &s->q, a * T * qd, err) || grow(s, ops, &s->k, a * T * kvd, err) ||
             grow(s, ops, &s->v, a * T * kvd, err) ||
@@ -76,6 +76,8 @@ int qs_scratch_reserve(qs_model *m, int64_t n_tokens, int n_seqs, int max_blocks
             grow_if(separate_gate_up, s, ops, &s->up, a * T * inter, err) ||
             grow_if(any_gate_up, s, ops, &s->gate_up, a * T * 2 * inter, err) ||
             grow(s, ops, &s->act, a * T * inter, err) ||
+            grow_if(c->llama4, s, ops, &s->moe_in, a * T * c->hidden_size, err) ||
+            grow_if(c->llama4, s, ops, &s->shared, a * T * c->hidden_size, err) ||
             grow(s, ops, &s->router, a * T * experts, err) ||
             grow(s, ops, (void **)&s->topk_ids, sizeof(int32_t) * T * topk, err) ||
             grow(s, ops, (void **)&s->topk_w, sizeof(float) * T * topk, err) ||

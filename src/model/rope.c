@@ -21,7 +21,7 @@ void qs_rope_inv_freq(const qs_model_config *mc, float *inv_freq)
             double wavelen = 2 * M_PI / f;
             if (wavelen > low_wavelen) {
                 f = (float)(f / mc->rope_factor);
-            } else if (wavelen >= high_wavelen) {
+            } else if (wavelen >= high_wavelen && high > low) { /* (Llama 4 Scout: low == high, no blend) */
                 double smooth = (old_ctx / wavelen - low) / (high - low);
                 f = (float)((1 - smooth) * f / mc->rope_factor + smooth * f);
             }

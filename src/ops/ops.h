@@ -58,6 +58,8 @@ typedef struct qs_attn_batch {
     /* the layer's cache element type and, for QS_KV_FP8_E4M3, its K and V scales (set per layer) */
     qs_kv_dtype kv_dtype;
     float k_scale, v_scale;
+    int attention_chunk;          /* > 0 (Llama 4's RoPE layers): token t attends only positions of its own
+                                   * chunk, >= tok_pos[t] / attention_chunk * attention_chunk */
 } qs_attn_batch;
 
 /* Decode-step graphs (src/model/step_graph.c): a device that can record a step's launches once
@@ -169,6 +171,24 @@ typedef struct qs_ops {
      * graph can record it. NULL where the device has none: the engine samples on the host. */
     int (*sample)(int32_t *tokens, const void *logits, const qs_sample_row *rows, int64_t n_rows, int64_t vocab,
                   qs_err *err);
+
+    /* Llama 4 (forward.c runs them only for a Llama 4 model; NULL where a device has none, and the
+     * loader then refuses the model on that device, naming the op). */
+    /* Rotary embedding in place with interleaved pairs (2i, 2i + 1) rotated by pos * inv_freq[i]:
+     * transformers' Llama 4 apply_rotary_emb (view_as_complex over adjacent pairs). */
+    int (*rope_interleaved)(void *x, const int32_t *pos, const void *inv_freq, int64_t n_tokens, int n_heads,
+                            int head_dim, qs_err *err);
+    /* NoPE attention temperature: x[t, :] (rows of n) *= 1 + attn_scale * log(floor((pos[t] + 1) /
+     * floor_scale) + 1), the scale computed in float32. */
+    int (*attn_temperature)(void *x, const int32_t *pos, int64_t n_tokens, int64_t n, float floor_scale,
+                            float attn_scale, qs_err *err);
+    /* Llama 4 top-1 routing: topk_ids[t] = argmax_e router_logits[t, e] (ties: lower id),
+     * topk_weights[t] = 1, and x_scaled[t, :] = x[t, :] * sigmoid(router_logits[t, id]): the
+     * router's score scales the expert's input, not its output. */
+    int (*moe_route_scale_input)(const void *router_logits, const void *x, void *x_scaled, int32_t *topk_ids,
+                                 float *topk_weights, int64_t n_tokens, int n_experts, int64_t d, qs_err *err);
+    /* y[i] += x[i] for n elements (the shared expert's output onto the routed experts'). */
+    int (*add)(void *y, const void *x, int64_t n, qs_err *err);
 } qs_ops;
 
 /* The ops of a platform, or NULL with err when this build has none for it. */

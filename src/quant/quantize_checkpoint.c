@@ -5,6 +5,10 @@
  *     llm-compressor do, so FP8 per-tensor scales and NVFP4 global scales agree within a fusion;
  *  3. static activation scales come from the calibration pass (experts a prompt never routed to
  *     take the largest range of their layer's experts);
+ *  Llama 4's fused 3-D experts (feed_forward.experts.gate_up_proj [E, hidden, 2 x inter] and
+ *  down_proj [E, inter, hidden]) are split and transposed into per-expert Linear weights
+ *  feed_forward.experts.E.{gate,up,down}_proj first, the layout the quantized releases use;
+ *  its routers and vision tensors stay as they are;
  *  4. quantized tensors are added to a safetensors writer next to the untouched ones (referenced
  *     straight from the input mmap) and written in shards; config.json gets quantization_config,
  *     ModelOpt also hf_quant_config.json; tokenizer and generation files are copied. */
@@ -64,7 +68,49 @@ typedef struct {
     char group[256];    /* fused-sibling key */
     float wamax;        /* amax of the weight (then of its sibling group) */
     float xamax;        /* calibrated input range, -1 if none */
+    bool split;         /* one expert of a fused 3-D tensor: w is owned (split_expert), written even unquantized */
 } lin;
+
+/* Expert e's part j (0 gate, 1 up, 2 down) of a Llama 4 fused 3-D expert tensor t as an owned
+ * [out, in] tensor named module + ".weight"; NULL when out of memory. */
+static qs_tensor *split_expert(const qs_tensor *t, int64_t e, int j, const char *module)
+{
+    bool gu = j < 2;
+    int64_t A = t->shape[1], B = t->shape[2], rows = gu ? B / 2 : B, cols = A;
+    size_t es = (size_t)qs_dtype_bits(t->dtype) / 8;
+    qs_tensor *o = calloc(1, sizeof *o);
+    char *data = malloc((size_t)(rows * cols) * es), *name = malloc(strlen(module) + 8);
+    if (!o || !data || !name) {
+        free(o), free(data), free(name);
+        return NULL;
+    }
+    const char *src = t->data;
+    for (int64_t r = 0; r < rows; r++) /* W[r][c] = t[e][c][r (+ rows for up)] */
+        for (int64_t c = 0; c < cols; c++)
+            memcpy(data + ((size_t)(r * cols + c)) * es, src + ((size_t)((e * A + c) * B + (j == 1 ? rows : 0) + r)) * es,
+                   es);
+    sprintf(name, "%s.weight", module);
+    *o = (qs_tensor){.name = name, .dtype = t->dtype, .ndim = 2, .shape = {rows, cols}, .numel = rows * cols,
+                     .data = data, .nbytes = (size_t)(rows * cols) * es, .file = t->file};
+    return o;
+}
+
+static void free_split(lin *l)
+{
+    if (!l->split || !l->w)
+        return;
+    free((void *)l->w->data);
+    free((void *)l->w->name);
+    free((void *)l->w);
+    l->w = NULL;
+}
+
+static bool fused_experts(const qs_tensor *t)
+{
+    size_t n = strlen(t->name);
+    return t->ndim == 3 && ((n >= 33 && !strcmp(t->name + n - 33, "feed_forward.experts.gate_up_proj")) ||
+                            (n >= 30 && !strcmp(t->name + n - 30, "feed_forward.experts.down_proj")));
+}
 
 static bool ends_with(const char *s, const char *suffix)
 {
@@ -335,11 +381,13 @@ static int write_shards(const qs_checkpoint *ck, lin *L, int nl, qs_quant_target
         qs_errf(err, "quantize: out of memory");
         goto out;
     }
-    for (int i = 0; i < nl; i++)
+    for (int i = nl - 1; i >= 0; i--) /* the first lin of each tensor (split experts: several in a row) */
         lin_of[L[i].tensor_index] = &L[i];
     for (size_t i = 0; i < nt; i++) {
         const lin *l = lin_of[i];
         uint64_t b = l && l->quantize ? quantized_bytes(l, t, f) : qs_checkpoint_tensor(ck, i)->nbytes;
+        for (const lin *x = l; l && l->split && x < L + nl && x->tensor_index == i; x++)
+            b += x == l ? 0 : x->quantize ? quantized_bytes(x, t, f) : x->w->nbytes;
         if (n_shards == 0 || (in_shard > 0 && in_shard + b > shard_bytes)) {
             n_shards++;
             in_shard = 0;
@@ -368,7 +416,16 @@ static int write_shards(const qs_checkpoint *ck, lin *L, int nl, qs_quant_target
             if (shard_of[i] != sh)
                 continue;
             const qs_tensor *ten = qs_checkpoint_tensor(ck, i);
-            if (lin_of[i] && lin_of[i]->quantize) {
+            if (lin_of[i] && lin_of[i]->split) { /* the experts of a fused 3-D tensor, one by one */
+                for (const lin *x = lin_of[i]; wrc == 0 && x < L + nl && x->tensor_index == i; x++) {
+                    if (x->quantize) {
+                        wrc = quantize_linear(&s, x, t, f);
+                        continue;
+                    }
+                    cJSON_AddStringToObject(map, x->w->name, fname);
+                    wrc = qs_st_writer_add(w, x->w->name, x->w->dtype, 2, x->w->shape, x->w->data, x->w->nbytes, err);
+                }
+            } else if (lin_of[i] && lin_of[i]->quantize) {
                 wrc = quantize_linear(&s, lin_of[i], t, f);
             } else {
                 cJSON_AddStringToObject(map, ten->name, fname);
@@ -437,9 +494,12 @@ int qs_quantize_checkpoint(const char *in_dir, const char *out_dir, const qs_qua
         cJSON_Delete(cfg);
         return -1;
     }
-    size_t nt = qs_checkpoint_count(ck);
-    lin *L = calloc(nt + 1, sizeof *L);
-    const char **skipped = calloc(nt + 1, sizeof *skipped);
+    size_t nt = qs_checkpoint_count(ck), cap = nt + 1;
+    for (size_t i = 0; i < nt; i++) /* room for every expert of the fused 3-D tensors */
+        if (fused_experts(qs_checkpoint_tensor(ck, i)))
+            cap += 2 * (size_t)qs_checkpoint_tensor(ck, i)->shape[0];
+    lin *L = calloc(cap, sizeof *L);
+    const char **skipped = calloc(cap, sizeof *skipped);
     int rc = -1, nl = 0;
     qs_quant_excludes ex = {.skipped = skipped};
     if (!L || !skipped) {
@@ -449,6 +509,30 @@ int qs_quantize_checkpoint(const char *in_dir, const char *out_dir, const qs_qua
     bool fp4 = t == QS_QTARGET_NVFP4 || t == QS_QTARGET_NVFP4_W4A16;
     for (size_t i = 0; i < nt; i++) {
         const qs_tensor *ten = qs_checkpoint_tensor(ck, i);
+        if (fused_experts(ten) && is_float(ten->dtype)) {
+            bool gu = ends_with(ten->name, "gate_up_proj");
+            size_t base = strlen(ten->name) - (gu ? 12 : 9); /* up to "experts." */
+            for (int64_t e = 0; e < ten->shape[0]; e++)
+                for (int j = gu ? 0 : 2; j < (gu ? 2 : 3); j++) {
+                    lin *l = &L[nl++];
+                    snprintf(l->module, sizeof l->module, "%.*s%lld.%s", (int)base, ten->name, (long long)e,
+                             j == 0 ? "gate_proj" : j == 1 ? "up_proj" : "down_proj");
+                    l->split = true;
+                    l->tensor_index = i;
+                    l->xamax = -1.0f;
+                    l->quantize = !(fp4 && ten->shape[j < 2 ? 1 : 2] % 16);
+                    if (!(l->w = split_expert(ten, e, j, l->module))) {
+                        qs_errf(err, "%s: out of memory splitting the experts", ten->name);
+                        goto out;
+                    }
+                    if (!l->quantize) {
+                        qs_warn("%s: in_features not a multiple of 16, kept unquantized", l->module);
+                        skipped[ex.n_skipped++] = l->module;
+                    }
+                    sibling_key(l->module, l->group, sizeof l->group);
+                }
+            continue;
+        }
         if (!ends_with(ten->name, ".weight") || ten->ndim != 2)
             continue;
         if (!is_float(ten->dtype)) {
@@ -462,8 +546,13 @@ int qs_quantize_checkpoint(const char *in_dir, const char *out_dir, const qs_qua
         l->tensor_index = i;
         l->xamax = -1.0f;
         const char *m = l->module;
-        bool router = ends_with(m, ".mlp.gate") || ends_with(m, ".block_sparse_moe.gate");
-        bool keep = ends_with(m, "lm_head") || strstr(m, "embed_tokens") || router || ends_with(m, "shared_expert_gate");
+        bool router = ends_with(m, ".mlp.gate") || ends_with(m, ".block_sparse_moe.gate") ||
+                      ends_with(m, ".feed_forward.router");
+        bool vision = !strncmp(m, "vision_model.", 13) || !strncmp(m, "multi_modal_projector.", 22);
+        bool keep = ends_with(m, "lm_head") || strstr(m, "embed_tokens") || router ||
+                    ends_with(m, "shared_expert_gate") || vision;
+        ex.llama4_router |= ends_with(m, ".feed_forward.router");
+        ex.vision |= vision;
         ex.lm_head |= ends_with(m, "lm_head");
         ex.qwen_router |= ends_with(m, ".mlp.gate");
         ex.mixtral_router |= ends_with(m, ".block_sparse_moe.gate");
@@ -531,6 +620,8 @@ int qs_quantize_checkpoint(const char *in_dir, const char *out_dir, const qs_qua
             goto out;
     rc = 0;
 out:
+    for (int i = 0; L && i < nl; i++)
+        free_split(&L[i]);
     free(L);
     free(skipped);
     qs_checkpoint_close(ck);

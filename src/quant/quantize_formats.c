@@ -106,6 +106,12 @@ static cJSON *ct_config(qs_quant_target t, const qs_quant_excludes *ex)
         cJSON_AddItemToArray(ign, cJSON_CreateString("re:.*block_sparse_moe.gate$"));
     if (ex->shared_expert_gate)
         cJSON_AddItemToArray(ign, cJSON_CreateString("re:.*shared_expert_gate$"));
+    if (ex->llama4_router)
+        cJSON_AddItemToArray(ign, cJSON_CreateString("re:.*feed_forward.router$"));
+    if (ex->vision) {
+        cJSON_AddItemToArray(ign, cJSON_CreateString("re:vision_model.*"));
+        cJSON_AddItemToArray(ign, cJSON_CreateString("re:multi_modal_projector.*"));
+    }
     add_skipped(ign, ex);
     cJSON_AddNullToObject(q, "kv_cache_scheme");
     cJSON_AddStringToObject(q, "quant_method", "compressed-tensors");
@@ -152,6 +158,12 @@ static cJSON *modelopt_excludes(const qs_quant_excludes *ex)
         cJSON_AddItemToArray(arr, cJSON_CreateString("model.layers.*.block_sparse_moe.gate"));
     if (ex->shared_expert_gate)
         cJSON_AddItemToArray(arr, cJSON_CreateString("model.layers.*.mlp.shared_expert_gate"));
+    if (ex->llama4_router)
+        cJSON_AddItemToArray(arr, cJSON_CreateString("*feed_forward.router"));
+    if (ex->vision) {
+        cJSON_AddItemToArray(arr, cJSON_CreateString("vision_model*"));
+        cJSON_AddItemToArray(arr, cJSON_CreateString("multi_modal_projector*"));
+    }
     add_skipped(arr, ex);
     return arr;
 }

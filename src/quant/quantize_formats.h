@@ -14,6 +14,8 @@ typedef struct qs_quant_excludes {
     bool qwen_router;        /* model.layers.N.mlp.gate */
     bool mixtral_router;     /* model.layers.N.block_sparse_moe.gate */
     bool shared_expert_gate; /* model.layers.N.mlp.shared_expert_gate */
+    bool llama4_router;      /* [language_model.]model.layers.N.feed_forward.router */
+    bool vision;             /* Llama 4's vision_model.* and multi_modal_projector.* */
     const char **skipped;    /* full module names kept unquantized for their shape */
     int n_skipped;
 } qs_quant_excludes;

@@ -31,6 +31,7 @@
 static const qs_ops *cpu, *gpu;
 static int g_passed, g_failed, g_skipped, g_self_check;
 static qs_act_order g_order; /* of the output rows, for every op call of a case */
+static int g_chunk;          /* Llama 4's attention_chunk for every op call of a case (0: none) */
 static uint64_t g_rng = 0x13198A2E03707344ull;
 static qs_kv_dtype g_kv = QS_KV_ACT;    /* the cache's element type for every case */
 static float g_k_scale = 1, g_v_scale = 1; /* its FP8 scales */
@@ -177,7 +178,7 @@ static int dev_setup(dev_step *d, const qs_ops *ops, const attn_case *c, const s
     d->b = (qs_attn_batch){.n_tokens = s->n_tok, .n_seqs = s->n_seqs, .max_blocks = s->max_blocks,
                            .tok_seq = d->d_tok_seq, .tok_pos = d->d_tok_pos, .block_tables = d->d_tables,
                            .slot_mapping = d->d_tok_slot, .sliding_window = c->window, .kv_dtype = g_kv,
-                           .k_scale = g_k_scale, .v_scale = g_v_scale};
+                           .k_scale = g_k_scale, .v_scale = g_v_scale, .attention_chunk = g_chunk};
     void *k = acts_on(ops, s->k, s->n_tok * kvw), *v = acts_on(ops, s->v, s->n_tok * kvw);
     int rc = ops->kv_write(d->kc, d->vc, k, v, &d->b, c->n_kv, c->head_dim, err);
     ops->free(k), ops->free(v);
@@ -217,8 +218,8 @@ static int *long_run_tokens(const step *s)
 static void case_name(char *buf, size_t n, const attn_case *c)
 {
     static const char *const orders[] = {"", "fp8-order ", "fp4-order "};
-    int off = snprintf(buf, n, "%s%sd%d h%d/kv%d w%d [", g_kv == QS_KV_FP8_E4M3 ? "kv-fp8 " : "", orders[g_order],
-                       c->head_dim, c->n_heads, c->n_kv, c->window);
+    int off = snprintf(buf, n, "%s%sd%d h%d/kv%d %s%d [", g_kv == QS_KV_FP8_E4M3 ? "kv-fp8 " : "", orders[g_order],
+                       c->head_dim, c->n_heads, c->n_kv, g_chunk ? "chunk" : "w", g_chunk ? g_chunk : c->window);
     for (int i = 0; i < c->n_seqs && off < (int)n; i++)
         off += snprintf(buf + off, n - (size_t)off, "%s%d+%d", i ? " " : "", c->seqs[i].ctx, c->seqs[i].n);
     if (off < (int)n)
@@ -476,6 +477,16 @@ int main(int argc, char **argv)
         run_case(&cases[i]);
     g_kv = QS_KV_ACT;
     g_k_scale = g_v_scale = 1;
+    /* Llama 4's chunked attention (the window-free cases): chunks shorter than, about as long as
+     * and longer than the runs, so prefill tiles and decode splits start mid-context */
+    static const int chunks[] = {16, 48, 256};
+    for (size_t k = 0; k < sizeof chunks / sizeof chunks[0]; k++)
+        for (size_t i = 0; i < n_cases; i++)
+            if (cases[i].window == 0) {
+                g_chunk = chunks[k];
+                run_case(&cases[i]);
+            }
+    g_chunk = 0;
     if (!g_self_check) {
         printf("\ntiming (mean of 20 / 5 calls, CUDA events)     tc us  TFLOP/s    cores us  TFLOP/s  speedup\n");
         static const attn_case t1 = {32, 8, 128, 0, 1, {{0, 2048}}};

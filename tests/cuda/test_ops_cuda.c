@@ -206,7 +206,7 @@ static void test_attention(const int *lens, int n_seqs, int n_heads, int n_kv, i
     for (int i = 0; i < 2; i++) {
         void *d_seq = ids_on(ops[i], tok_seq, T), *d_pos = ids_on(ops[i], tok_pos, T), *d_slots = ids_on(ops[i], slots, T),
              *d_tab = ids_on(ops[i], tables, (int64_t)n_seqs * max_blocks);
-        qs_attn_batch b = {T, n_seqs, max_blocks, d_seq, d_pos, d_tab, d_slots, window, QS_KV_ACT, 1.f, 1.f};
+        qs_attn_batch b = {T, n_seqs, max_blocks, d_seq, d_pos, d_tab, d_slots, window, QS_KV_ACT, 1.f, 1.f, 0};
         rc[i] = ops[i]->kv_write(kc[i], vc[i], i ? pk.g : pk.c, i ? pv.g : pv.c, &b, n_kv, head_dim, &err) ||
                 ops[i]->attention(i ? po.g : po.c, i ? pq.g : pq.c, kc[i], vc[i], &b, n_heads, n_kv, head_dim,
                                   1.f / sqrtf((float)head_dim), QS_ACT_NATURAL, &err);
@@ -231,7 +231,7 @@ static void test_attention(const int *lens, int n_seqs, int n_heads, int n_kv, i
         for (int i = 0; i < 2; i++) {
             void *d_seq = ids_on(ops[i], dseq, n_seqs), *d_pos = ids_on(ops[i], dpos, n_seqs),
                  *d_tab = ids_on(ops[i], tables, (int64_t)n_seqs * max_blocks);
-            qs_attn_batch b = {n_seqs, n_seqs, max_blocks, d_seq, d_pos, d_tab, NULL, window, QS_KV_ACT, 1.f, 1.f};
+            qs_attn_batch b = {n_seqs, n_seqs, max_blocks, d_seq, d_pos, d_tab, NULL, window, QS_KV_ACT, 1.f, 1.f, 0};
             drc[i] = ops[i]->attention(i ? dpo.g : dpo.c, i ? dpq.g : dpq.c, kc[i], vc[i], &b, n_heads, n_kv, head_dim,
                                        1.f / sqrtf((float)head_dim), QS_ACT_NATURAL, &err);
             ops[i]->free(d_seq), ops[i]->free(d_pos), ops[i]->free(d_tab);
