@@ -58,7 +58,7 @@ cJSON *qs_resp_logprobs_new(bool chat)
 /* The token's text as it reads inside a sequence. Decoding it alone would drop the leading
  * space Metaspace tokenizers strip from the first token ("▁there" -> "there"), so the text is
  * taken as the difference between decoding [id, id] and [id]. */
-static char *token_text(const qs_tokenizer *tok, int32_t id)
+static char *token_text_of(const qs_tokenizer *tok, int32_t id)
 {
     char *one = NULL, *two = NULL;
     qs_err err;
@@ -78,6 +78,27 @@ static char *token_text(const qs_tokenizer *tok, int32_t id)
     char buf[32];
     snprintf(buf, sizeof buf, "token_id:%d", id);
     return strdup(buf);
+}
+
+/* return_tokens_as_token_ids: tokens read "token_id:N" (vLLM), whatever their text. */
+static _Thread_local bool tokens_as_ids;
+
+static char *token_text(const qs_tokenizer *tok, int32_t id)
+{
+    if (!tokens_as_ids)
+        return token_text_of(tok, id);
+    char buf[32];
+    snprintf(buf, sizeof buf, "token_id:%d", id);
+    return strdup(buf);
+}
+
+char *qs_resp_token_text(const qs_tokenizer *tok, int32_t id, bool as_ids)
+{
+    bool was = tokens_as_ids;
+    tokens_as_ids = as_ids;
+    char *t = token_text(tok, id);
+    tokens_as_ids = was;
+    return t;
 }
 
 /* -inf (a masked token) is not JSON: report the lowest finite float instead. */
@@ -132,6 +153,15 @@ void qs_resp_logprobs_add(cJSON *lp, bool chat, const qs_tokenizer *tok, const q
         cJSON_AddItemToArray(cJSON_GetObjectItem(lp, "text_offset"), cJSON_CreateNumber((double)text_offset));
     }
     free(text);
+}
+
+void qs_resp_logprobs_add_as(cJSON *lp, bool chat, const qs_tokenizer *tok, const qs_token_logprobs *l, int n_top,
+                             size_t text_offset, bool as_ids)
+{
+    bool was = tokens_as_ids;
+    tokens_as_ids = as_ids;
+    qs_resp_logprobs_add(lp, chat, tok, l, n_top, text_offset);
+    tokens_as_ids = was;
 }
 
 char *qs_resp_sse(const cJSON *obj, size_t *len)
