@@ -169,7 +169,7 @@ qs_seq *qs_seq_new(const qs_seq_request *r, uint64_t id, qs_event_sink *sink, co
     qs_sampler_observe_prompt(s->sampler, s->tokens, s->n_prompt);
     if (tok) {
         s->decoder = qs_decode_stream_new(tok, r->skip_special_tokens);
-        if (!s->decoder)
+        if (!s->decoder || qs_decode_stream_prime(s->decoder, s->tokens, (size_t)s->n_prompt))
             goto oom;
     }
     s->sink = sink;
