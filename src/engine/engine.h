@@ -104,7 +104,8 @@ typedef struct qs_seq_request {
     const int32_t *bad_word_ids;
     const int *bad_word_lens;
     int n_bad_words;
-    int prompt_logprobs;       /* -1: off; else log-probabilities of each prompt token, top-N alternatives */
+    bool prompt_logprobs;      /* log-probabilities of each prompt token, with ... */
+    int prompt_logprobs_top;   /* ... this many (0..20) top alternatives */
     bool prompt_only;          /* no generation: the prompt's logprobs only (echo with max_tokens 0) */
 } qs_seq_request;
 

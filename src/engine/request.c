@@ -152,7 +152,7 @@ qs_seq *qs_seq_new(const qs_seq_request *r, uint64_t id, qs_event_sink *sink, co
     }
     if (copy_masks(s, r))
         goto oom;
-    s->prompt_logprobs = r->prompt_logprobs;
+    s->prompt_logprobs = r->prompt_logprobs ? r->prompt_logprobs_top : -1;
     s->prompt_only = r->prompt_only;
     if (s->prompt_logprobs >= 0) {
         s->prompt_lp = calloc((size_t)s->n_prompt, sizeof *s->prompt_lp);

@@ -272,9 +272,11 @@ static int submit(gen_ctx *g, qs_api_error *e)
             q->sampling.logprobs = 0; /* best_of ranks by the cumulative logprob */
         q->max_tokens = r->max_tokens > 0 ? r->max_tokens : r->max_tokens == 0 ? 1 : g->m.max_model_len - q->n_prompt;
         q->prompt_only = r->max_tokens == 0;
-        q->prompt_logprobs = r->x.prompt_logprobs;
-        if (q->prompt_logprobs < 0 && r->echo && r->sampling.logprobs >= 0)
-            q->prompt_logprobs = r->sampling.logprobs; /* echo with logprobs covers the prompt (vLLM) */
+        int prompt_top = r->x.prompt_logprobs;
+        if (prompt_top < 0 && r->echo && r->sampling.logprobs >= 0)
+            prompt_top = r->sampling.logprobs; /* echo with logprobs covers the prompt (vLLM) */
+        q->prompt_logprobs = prompt_top >= 0;
+        q->prompt_logprobs_top = prompt_top;
         q->allowed_token_ids = r->x.allowed_token_ids;
         q->n_allowed_token_ids = r->x.n_allowed_token_ids;
         q->bad_word_ids = g->bad_word_ids;
