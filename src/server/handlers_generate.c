@@ -275,6 +275,8 @@ static int submit(gen_ctx *g, qs_api_error *e)
         int prompt_top = r->x.prompt_logprobs;
         if (prompt_top < 0 && r->echo && r->sampling.logprobs >= 0)
             prompt_top = r->sampling.logprobs; /* echo with logprobs covers the prompt (vLLM) */
+        if (prompt_top < 0 && r->x.chat_echo) /* vLLM's chat echo reports the prompt's logprobs too */
+            prompt_top = r->sampling.logprobs > 0 ? r->sampling.logprobs : 0;
         q->prompt_logprobs = prompt_top >= 0;
         q->prompt_logprobs_top = prompt_top;
         q->allowed_token_ids = r->x.allowed_token_ids;

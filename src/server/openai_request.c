@@ -386,7 +386,7 @@ static int parse_logprobs(qs_openai_request *r, const cJSON *root, qs_api_error 
     long long top = -1;
     if (qs_json_get_int(root, "top_logprobs", 0, QS_MAX_LOGPROBS, &top, e))
         return -1;
-    if (top >= 0 && !r->chat_logprobs)
+    if (top > 0 && !r->chat_logprobs) /* vLLM allows 0 without logprobs */
         return qs_api_errorf(e, 400, "top_logprobs", "'top_logprobs' needs 'logprobs': true.");
     if (r->chat_logprobs)
         r->sampling.logprobs = top >= 0 ? (int)top : 0;

@@ -111,6 +111,7 @@ f_echo() {
   # chat echo: the last assistant message opens the reply
   r=$(chat "{\"messages\":$MSGS,\"max_tokens\":3,\"temperature\":0,\"echo\":true}")
   [[ "$(echo "$r" | json '.choices[0].message.content')" == "Once upon"* ]] || { echo "chat echo: $r"; return 1; }
+  [ "$(echo "$r" | json 'r.prompt_logprobs.length === r.usage.prompt_tokens')" = true ] || { echo "chat echo prompt_logprobs: $r"; return 1; }
 }
 f_continue_final_message() {
   local r want

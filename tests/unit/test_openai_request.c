@@ -308,6 +308,10 @@ static void test_vllm_fields(void **state)
     assert_string_equal(r.x.request_id, "r-1");
     qs_openai_request_free(&r);
 
+    expect_ok(QS_API_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"top_logprobs\":0}", &r);
+    assert_int_equal(r.sampling.logprobs, -1); /* vLLM refuses only top_logprobs > 0 without logprobs */
+    qs_openai_request_free(&r);
+
     expect_ok(QS_API_COMPLETIONS, "{\"prompt\":\"x\",\"max_tokens\":0,\"echo\":true}", &r);
     assert_int_equal(r.max_tokens, 0); /* scoring the prompt */
     qs_openai_request_free(&r);
