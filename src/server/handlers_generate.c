@@ -275,7 +275,7 @@ static int submit(gen_ctx *g, qs_api_error *e)
         int prompt_top = r->x.prompt_logprobs;
         if (prompt_top < 0 && r->echo && r->sampling.logprobs >= 0)
             prompt_top = r->sampling.logprobs; /* echo with logprobs covers the prompt (vLLM) */
-        if (prompt_top < 0 && r->x.chat_echo) /* vLLM's chat echo reports the prompt's logprobs too */
+        if (prompt_top < 0 && r->x.chat_echo && !r->stream) /* vLLM's chat echo reports them too */
             prompt_top = r->sampling.logprobs > 0 ? r->sampling.logprobs : 0;
         q->prompt_logprobs = prompt_top >= 0;
         q->prompt_logprobs_top = prompt_top;
@@ -344,7 +344,6 @@ static void note_event(gen_ctx *g, gen_choice *c, qs_engine_event *ev)
         ev->stop_str = NULL;
         c->stop_token = ev->stop_token;
     }
-    (void)as_ids;
 }
 
 static void absorb(gen_ctx *g, qs_engine_event *ev)
