@@ -81,24 +81,13 @@ static char *token_text_of(const qs_tokenizer *tok, int32_t id)
 }
 
 /* return_tokens_as_token_ids: tokens read "token_id:N" (vLLM), whatever their text. */
-static _Thread_local bool tokens_as_ids;
-
-static char *token_text(const qs_tokenizer *tok, int32_t id)
+char *qs_resp_token_text(const qs_tokenizer *tok, int32_t id, bool as_ids)
 {
-    if (!tokens_as_ids)
+    if (!as_ids)
         return token_text_of(tok, id);
     char buf[32];
     snprintf(buf, sizeof buf, "token_id:%d", id);
     return strdup(buf);
-}
-
-char *qs_resp_token_text(const qs_tokenizer *tok, int32_t id, bool as_ids)
-{
-    bool was = tokens_as_ids;
-    tokens_as_ids = as_ids;
-    char *t = token_text(tok, id);
-    tokens_as_ids = was;
-    return t;
 }
 
 /* -inf (a masked token) is not JSON: report the lowest finite float instead. */
@@ -115,7 +104,13 @@ static cJSON *bytes_array(const char *s)
 void qs_resp_logprobs_add(cJSON *lp, bool chat, const qs_tokenizer *tok, const qs_token_logprobs *l, int n_top,
                           size_t text_offset)
 {
-    char *text = token_text(tok, l->token_id);
+    qs_resp_logprobs_add_as(lp, chat, tok, l, n_top, text_offset, false);
+}
+
+void qs_resp_logprobs_add_as(cJSON *lp, bool chat, const qs_tokenizer *tok, const qs_token_logprobs *l, int n_top,
+                             size_t text_offset, bool as_ids)
+{
+    char *text = qs_resp_token_text(tok, l->token_id, as_ids);
     if (!text)
         return;
     int top = n_top < l->n_top ? n_top : l->n_top;
@@ -126,7 +121,7 @@ void qs_resp_logprobs_add(cJSON *lp, bool chat, const qs_tokenizer *tok, const q
         cJSON_AddItemToObject(entry, "bytes", bytes_array(text));
         cJSON *tops = cJSON_AddArrayToObject(entry, "top_logprobs");
         for (int i = 0; i < top; i++) {
-            char *t = token_text(tok, l->top_ids[i]);
+            char *t = qs_resp_token_text(tok, l->top_ids[i], as_ids);
             if (!t)
                 continue;
             cJSON *alt = cJSON_CreateObject();
@@ -144,7 +139,7 @@ void qs_resp_logprobs_add(cJSON *lp, bool chat, const qs_tokenizer *tok, const q
         /* the chosen token is always listed, as vLLM does */
         cJSON_AddNumberToObject(tops, text, finite_lp(l->logprob));
         for (int i = 0; i < top; i++) {
-            char *t = token_text(tok, l->top_ids[i]);
+            char *t = qs_resp_token_text(tok, l->top_ids[i], as_ids);
             if (t && !cJSON_GetObjectItemCaseSensitive(tops, t))
                 cJSON_AddNumberToObject(tops, t, finite_lp(l->top_logprobs[i]));
             free(t);
@@ -153,15 +148,6 @@ void qs_resp_logprobs_add(cJSON *lp, bool chat, const qs_tokenizer *tok, const q
         cJSON_AddItemToArray(cJSON_GetObjectItem(lp, "text_offset"), cJSON_CreateNumber((double)text_offset));
     }
     free(text);
-}
-
-void qs_resp_logprobs_add_as(cJSON *lp, bool chat, const qs_tokenizer *tok, const qs_token_logprobs *l, int n_top,
-                             size_t text_offset, bool as_ids)
-{
-    bool was = tokens_as_ids;
-    tokens_as_ids = as_ids;
-    qs_resp_logprobs_add(lp, chat, tok, l, n_top, text_offset);
-    tokens_as_ids = was;
 }
 
 char *qs_resp_sse(const cJSON *obj, size_t *len)
