@@ -190,6 +190,10 @@ static char *echo_text(const gen_ctx *g, int p)
 static int build_prompts(gen_ctx *g, qs_api_error *e)
 {
     qs_openai_request *r = &g->req;
+    /* with truncate_prompt_tokens a prompt longer than the context is tokenized, then cut */
+    qs_server_model enc = g->m;
+    if (r->x.truncate_prompt_tokens > 0)
+        enc.max_prompt_bytes = 0;
     int n_prompts = g->chat ? 1 : r->n_prompts;
     g->prompt_ids = calloc((size_t)n_prompts, sizeof *g->prompt_ids);
     g->prompt_len = calloc((size_t)n_prompts, sizeof *g->prompt_len);
@@ -200,7 +204,7 @@ static int build_prompts(gen_ctx *g, qs_api_error *e)
         char *text = NULL;
         if (qs_render_chat_request(&g->m, r, &text, e))
             return -1;
-        int rc = qs_encode_text(&g->m, text, r->x.add_special_tokens, &g->prompt_ids[0], &g->prompt_len[0], e);
+        int rc = qs_encode_text(&enc, text, r->x.add_special_tokens, &g->prompt_ids[0], &g->prompt_len[0], e);
         free(text);
         if (rc) {
             snprintf(e->param, sizeof e->param, "messages");
@@ -209,7 +213,7 @@ static int build_prompts(gen_ctx *g, qs_api_error *e)
     } else {
         for (int p = 0; p < n_prompts; p++) {
             if (r->prompts[p].text) {
-                if (qs_encode_text(&g->m, r->prompts[p].text, r->x.add_special_tokens, &g->prompt_ids[p],
+                if (qs_encode_text(&enc, r->prompts[p].text, r->x.add_special_tokens, &g->prompt_ids[p],
                                    &g->prompt_len[p], e))
                     return -1;
             } else {

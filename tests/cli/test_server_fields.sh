@@ -76,6 +76,10 @@ f_bad_words() {
 }
 f_truncate_prompt_tokens() {
   [ "$(comp '{"prompt":"Lily went to the park","max_tokens":1,"truncate_prompt_tokens":2}' | json '.usage.prompt_tokens')" = 2 ] || return 1
+  # a prompt far longer than the context still fits once cut to its last tokens
+  local long
+  long=$(printf 'Lily went to the park. %.0s' $(seq 1 2000))
+  [ "$(comp "{\"prompt\":\"$long\",\"max_tokens\":1,\"truncate_prompt_tokens\":10}" | json '.usage.prompt_tokens')" = 10 ] || return 1
   expect400 truncate_prompt_tokens_positive $C '{"prompt":"a","truncate_prompt_tokens":0}' truncate_prompt_tokens
 }
 f_best_of() {
