@@ -13,6 +13,7 @@
 #include "engine/kv_cache.h"
 #include "engine/request.h"
 #include "engine/scheduler.h"
+#include "engine/token_masks.h"
 #include "util/log.h"
 
 /* ---------------- events and sinks ---------------- */
@@ -22,6 +23,8 @@ void qs_engine_event_free(qs_engine_event *ev)
     if (!ev)
         return;
     free(ev->text);
+    free(ev->stop_str);
+    free(ev->prompt_lp);
     free(ev);
 }
 
@@ -535,7 +538,7 @@ static void mask_end_tokens(const qs_engine *e, const qs_seq *seq, float *row)
  * ids are the ones mask_end_tokens would set to -inf. Draws the row's u, so call it once a token. */
 static bool device_row(const qs_engine *e, qs_seq *seq, qs_sample_row *row)
 {
-    if (!qs_sampling_device_ok(&seq->sampling))
+    if (!qs_sampling_device_ok(&seq->sampling) || qs_seq_has_token_masks(seq) || seq->prompt_lp || seq->prompt_only)
         return false;
     memset(row, 0, sizeof *row);
     for (int i = 0; i < n_masked_end_tokens(e, seq); i++) {
@@ -553,10 +556,22 @@ static bool device_row(const qs_engine *e, qs_seq *seq, qs_sample_row *row)
     return true;
 }
 
+/* Hands the collected prompt logprobs to the sequence's first event. */
+static void attach_prompt_logprobs(qs_seq *seq, qs_engine_event *ev)
+{
+    if (!ev || !seq->prompt_lp || seq->prompt_lp_sent)
+        return;
+    ev->prompt_lp = seq->prompt_lp;
+    ev->n_prompt_lp = seq->n_prompt;
+    seq->prompt_lp = NULL;
+    seq->prompt_lp_sent = true;
+}
+
 static void on_sampled(qs_engine *e, qs_seq *seq, int32_t token, const qs_token_logprobs *lp)
 {
     double now = qs_now_seconds();
     qs_engine_event *ev = qs_seq_on_token(seq, token, lp, e->eos, e->opt.n_eos, e->opt.max_model_len);
+    attach_prompt_logprobs(seq, ev);
     pthread_mutex_lock(&e->mu);
     e->stats.generation_tokens_total++;
     if (seq->n_output == 1) {
@@ -656,7 +671,20 @@ int qs_engine_step(qs_engine *e)
             continue;
         }
         float *logits = e->logits + (size_t)r * (size_t)e->backend.vocab_size;
+        if (seq->n_computed < seq->n_tokens) { /* a prompt position: the logprob of the next prompt token */
+            qs_prompt_logprob_fill(logits, e->backend.vocab_size, seq->tokens[seq->n_computed], seq->prompt_logprobs,
+                                   &seq->prompt_lp[seq->n_computed]);
+            seq->n_prompt_lp = seq->n_computed + 1;
+            continue;
+        }
+        if (seq->prompt_only) { /* echo with max_tokens 0: the prompt is scored, nothing generated */
+            qs_engine_event *ev = qs_seq_final_event(seq, QS_FINISH_LENGTH, NULL);
+            attach_prompt_logprobs(seq, ev);
+            finish_seq(e, seq, ev);
+            continue;
+        }
         mask_end_tokens(e, seq, logits);
+        qs_seq_apply_token_masks(seq, logits, e->backend.vocab_size);
         qs_token_logprobs lp;
         bool want_lp = seq->sampling.logprobs >= 0;
         int32_t token = qs_sample(&seq->sampling, seq->sampler, logits, e->backend.vocab_size, want_lp ? &lp : NULL);

@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "engine/engine_stats.h"
+#include "engine/prompt_logprobs.h"
 #include "engine/sampler.h"
 #include "model/model.h"
 #include "util/error.h"
@@ -50,6 +51,14 @@ typedef struct qs_engine_event {
     int completion_tokens;     /* on the last event */
     int cached_tokens;         /* on the last event: prompt tokens found in the prefix cache */
     char error[256];           /* on QS_FINISH_ERROR */
+    /* why a QS_FINISH_STOP ended (vLLM's stop_reason): the stop string matched (malloc'd), or
+     * the stop token id matched (-1: neither, e.g. EOS) */
+    char *stop_str;
+    int32_t stop_token;
+    /* prompt_logprobs (engine/prompt_logprobs.h): on the sequence's first event, one entry per
+     * prompt token, the first empty (nothing predicts it); malloc'd, NULL when not asked */
+    qs_prompt_logprob *prompt_lp;
+    int n_prompt_lp;
     struct qs_engine_event *next;
 } qs_engine_event;
 
@@ -88,6 +97,16 @@ typedef struct qs_seq_request {
     bool skip_special_tokens;
     int choice;
     const char *cache_salt;    /* NULL or "": no salt; sequences with different salts share no KV blocks */
+    /* vLLM's allowed_token_ids (NULL: all) and bad_words, the latter as token sequences laid
+     * end to end in bad_word_ids, bad_word_lens[i] tokens each (engine/token_masks.h) */
+    const int32_t *allowed_token_ids;
+    int n_allowed_token_ids;
+    const int32_t *bad_word_ids;
+    const int *bad_word_lens;
+    int n_bad_words;
+    bool prompt_logprobs;      /* log-probabilities of each prompt token, with ... */
+    int prompt_logprobs_top;   /* ... this many (0..20) top alternatives */
+    bool prompt_only;          /* no generation: the prompt's logprobs only (echo with max_tokens 0) */
 } qs_seq_request;
 
 /* --- The forward pass and KV pool the engine drives --- */

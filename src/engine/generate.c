@@ -84,6 +84,8 @@ static int setup(gen_run *r, const qs_tokenizer *tok, const qs_generate_request 
     r->sampler = qs_sampler_state_new(&req->params, mc->vocab_size, req->engine_seed, 0);
     r->stop = qs_stop_new(req->stop_strings, req->n_stop_strings, req->stop_ids, req->n_stop_ids);
     r->ds = tok ? qs_decode_stream_new(tok, true) : NULL;
+    if (r->ds && qs_decode_stream_prime(r->ds, req->prompt, (size_t)req->n_prompt)) /* text as it reads after the prompt */
+        return qs_errf(err, "out of memory setting up generation");
     if (!r->table || !r->logits || !r->sampler || !r->stop || (tok && !r->ds))
         return qs_errf(err, "out of memory setting up generation");
     for (int i = 0; i < r->n_blocks; i++)

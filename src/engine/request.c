@@ -33,6 +33,10 @@ void qs_seq_free(qs_seq *s)
     for (int i = 0; i < s->n_stop; i++)
         free(s->stop[i]);
     free(s->stop);
+    free(s->allowed_token_ids);
+    free(s->bad_word_ids);
+    free(s->bad_word_lens);
+    free(s->prompt_lp);
     if (s->matcher)
         qs_stop_free(s->matcher);
     if (s->sampler)
@@ -42,6 +46,43 @@ void qs_seq_free(qs_seq *s)
     if (s->sink)
         qs_event_sink_release(s->sink);
     free(s);
+}
+
+static int cmp_id(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* allowed_token_ids (sorted, for token_masks.c's one walk) and bad_words. */
+static int copy_masks(qs_seq *s, const qs_seq_request *r)
+{
+    if (r->n_allowed_token_ids > 0) {
+        s->allowed_token_ids = malloc((size_t)r->n_allowed_token_ids * sizeof *s->allowed_token_ids);
+        if (!s->allowed_token_ids)
+            return -1;
+        memcpy(s->allowed_token_ids, r->allowed_token_ids, (size_t)r->n_allowed_token_ids * sizeof(int32_t));
+        qsort(s->allowed_token_ids, (size_t)r->n_allowed_token_ids, sizeof(int32_t), cmp_id);
+        s->n_allowed_token_ids = r->n_allowed_token_ids;
+    }
+    if (r->n_bad_words > 0) {
+        size_t total = 0;
+        for (int i = 0; i < r->n_bad_words; i++)
+            total += (size_t)r->bad_word_lens[i];
+        s->bad_word_lens = malloc((size_t)r->n_bad_words * sizeof *s->bad_word_lens);
+        s->bad_word_ids = malloc((total ? total : 1) * sizeof *s->bad_word_ids);
+        if (!s->bad_word_lens || !s->bad_word_ids)
+            return -1;
+        memcpy(s->bad_word_lens, r->bad_word_lens, (size_t)r->n_bad_words * sizeof(int));
+        memcpy(s->bad_word_ids, r->bad_word_ids, total * sizeof(int32_t));
+        s->n_bad_words = r->n_bad_words;
+    }
+    return 0;
+}
+
+bool qs_seq_collects_prompt_logprobs(const qs_seq *s)
+{
+    return s->prompt_lp && s->n_prompt_lp < s->n_prompt && s->n_computed < s->n_prompt - 1;
 }
 
 qs_seq *qs_seq_new(const qs_seq_request *r, uint64_t id, qs_event_sink *sink, const qs_tokenizer *tok,
@@ -109,6 +150,17 @@ qs_seq *qs_seq_new(const qs_seq_request *r, uint64_t id, qs_event_sink *sink, co
         if (!s->cache_salt)
             goto oom;
     }
+    if (copy_masks(s, r))
+        goto oom;
+    s->prompt_logprobs = r->prompt_logprobs ? r->prompt_logprobs_top : -1;
+    s->prompt_only = r->prompt_only;
+    if (s->prompt_logprobs >= 0) {
+        s->prompt_lp = calloc((size_t)s->n_prompt, sizeof *s->prompt_lp);
+        if (!s->prompt_lp)
+            goto oom;
+        s->prompt_lp[0].token_id = s->tokens[0];
+        s->n_prompt_lp = 1; /* the first prompt token has none */
+    }
     s->include_stop_str = r->include_stop_str_in_output;
     s->choice = r->choice;
     s->sampler = qs_sampler_state_new(&s->sampling, vocab_size, engine_seed, id);
@@ -117,7 +169,7 @@ qs_seq *qs_seq_new(const qs_seq_request *r, uint64_t id, qs_event_sink *sink, co
     qs_sampler_observe_prompt(s->sampler, s->tokens, s->n_prompt);
     if (tok) {
         s->decoder = qs_decode_stream_new(tok, r->skip_special_tokens);
-        if (!s->decoder)
+        if (!s->decoder || qs_decode_stream_prime(s->decoder, s->tokens, (size_t)s->n_prompt))
             goto oom;
     }
     s->sink = sink;
@@ -177,7 +229,8 @@ static void add_text(qs_engine_event *ev, const char *text, size_t len)
  * string completed (its text is added when include_stop_str). */
 static bool feed_text(qs_seq *s, qs_engine_event *ev, const char *text, size_t len)
 {
-    if (!s->matcher) {
+    /* below min_tokens no stop string may end the output (vLLM checks them only past it) */
+    if (!s->matcher || s->n_output <= s->min_tokens) {
         add_text(ev, text, len);
         return false;
     }
@@ -185,10 +238,12 @@ static bool feed_text(qs_seq *s, qs_engine_event *ev, const char *text, size_t l
     size_t out_len;
     bool matched = qs_stop_feed(s->matcher, text, len, &out, &out_len);
     add_text(ev, out, out_len);
-    if (matched && s->include_stop_str) {
-        int i = qs_stop_matched_index(s->matcher);
-        if (i >= 0 && i < s->n_stop)
+    int i = matched ? qs_stop_matched_index(s->matcher) : -1;
+    if (i >= 0 && i < s->n_stop) {
+        if (s->include_stop_str)
             add_text(ev, s->stop[i], strlen(s->stop[i]));
+        free(ev->stop_str);
+        ev->stop_str = strdup(s->stop[i]);
     }
     return matched;
 }
@@ -215,6 +270,7 @@ static qs_engine_event *event_new(const qs_seq *s, int32_t token)
         return NULL;
     ev->choice = s->choice;
     ev->token = token;
+    ev->stop_token = -1;
     ev->text = strdup("");
     if (!ev->text) {
         free(ev);
@@ -251,9 +307,11 @@ qs_engine_event *qs_seq_on_token(qs_seq *s, int32_t token, const qs_token_logpro
         for (int i = 0; i < n_eos && !s->ignore_eos; i++)
             if (eos[i] == token)
                 is_end_token = true;
-        for (int i = 0; i < s->n_stop_token_ids; i++)
-            if (s->stop_token_ids[i] == token)
+        for (int i = 0; i < s->n_stop_token_ids && !is_end_token; i++)
+            if (s->stop_token_ids[i] == token) {
                 is_end_token = true;
+                ev->stop_token = token; /* vLLM's stop_reason; EOS leaves it null */
+            }
     }
     if (is_end_token) {
         finish_text(s, ev);

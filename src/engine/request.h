@@ -48,6 +48,16 @@ typedef struct qs_seq {
     int n_stop;
     bool include_stop_str;
     int choice;
+    int32_t *allowed_token_ids;   /* token_masks.h; NULL: all */
+    int n_allowed_token_ids;
+    int32_t *bad_word_ids;
+    int *bad_word_lens;
+    int n_bad_words;
+    int prompt_logprobs;          /* -1: off */
+    bool prompt_only;
+    qs_prompt_logprob *prompt_lp; /* [n_prompt] while collected, until handed to the first event */
+    int n_prompt_lp;              /* entries filled: prompt_lp[0 .. n_prompt_lp) */
+    bool prompt_lp_sent;
 
     /* output state */
     qs_sampler_state *sampler;
@@ -75,6 +85,9 @@ qs_engine_event *qs_seq_on_token(qs_seq *s, int32_t token, const qs_token_logpro
 /* A final event for a sequence ending without a new token (abort, error): flushes held text
  * unless aborting. */
 qs_engine_event *qs_seq_final_event(qs_seq *s, qs_finish_reason why, const char *error);
+/* Whether the scheduler must feed s one prompt token a step with logits for each: its prompt
+ * logprobs are asked for and not all collected yet. */
+bool qs_seq_collects_prompt_logprobs(const qs_seq *s);
 
 double qs_now_seconds(void);
 

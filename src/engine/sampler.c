@@ -5,14 +5,17 @@
  *      minus frequency times the count) over output tokens
  *   3. temperature (skipped when greedy)
  *   4. logprobs: log-softmax of these processed logits, before any truncation
- *   5. greedy argmax when temperature is 0; else min-p, top-k, top-p truncation, then one draw
- *      from the renormalised distribution with the sequence's own PRNG.
+ *   5. greedy argmax when temperature is 0; else one draw by the sampling op's definition
+ *      (ops/sample.h: temperature, min-p, top-k, top-p, then a walk in id order) with one uniform
+ *      from the sequence's own PRNG, through the CPU op, so host and device pick the same token.
  * The PRNG is xoshiro256** seeded through splitmix64 from the request seed, or from the engine
  * seed and the request index when the request has none, so every run is reproducible.
  * Requests that need none of steps 1, 2 and 4 may instead be sampled on the device
  * (qs_sampler_device_row: ops/sample.h), which draws the same one uniform per token from the same
- * PRNG but walks the kept tokens in id order. */
+ * PRNG: asking for logprobs (or a zero logit_bias) never changes a seeded request's text. */
 #include "engine/sampler.h"
+
+#include "ops/ops.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -23,8 +26,6 @@ struct qs_sampler_state {
     int vocab;
     int32_t *out_count;    /* occurrences in the output */
     unsigned char *seen;   /* occurs in prompt or output (repetition penalty) */
-    float *probs;          /* scratch [vocab] */
-    int32_t *order;        /* scratch [vocab] */
 };
 
 void qs_sampling_params_defaults(qs_sampling_params *p)
@@ -74,9 +75,7 @@ qs_sampler_state *qs_sampler_state_new(const qs_sampling_params *p, int vocab_si
     s->vocab = vocab_size;
     s->out_count = calloc((size_t)vocab_size, sizeof(int32_t));
     s->seen = calloc((size_t)vocab_size, 1);
-    s->probs = malloc(sizeof(float) * (size_t)vocab_size);
-    s->order = malloc(sizeof(int32_t) * (size_t)vocab_size);
-    if (!s->out_count || !s->seen || !s->probs || !s->order) {
+    if (!s->out_count || !s->seen) {
         qs_sampler_state_free(s);
         return NULL;
     }
@@ -92,8 +91,6 @@ void qs_sampler_state_free(qs_sampler_state *s)
         return;
     free(s->out_count);
     free(s->seen);
-    free(s->probs);
-    free(s->order);
     free(s);
 }
 
@@ -170,62 +167,19 @@ static void fill_logprobs(const float *logits, int vocab, int32_t chosen, int n,
     }
 }
 
-static int cmp_prob_desc(const void *a, const void *b, void *ctx)
-{
-    const float *p = ctx;
-    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-    if (p[x] != p[y])
-        return p[x] > p[y] ? -1 : 1;
-    return x - y;
-}
-
+/* One draw with the sampling op's definition (ops/sample.h), on the host: the same token the
+ * device would pick for the same logits and uniform, so a seed decides the output whether or not
+ * the request also asks for logprobs or a logit_bias. */
 static int32_t draw(const qs_sampling_params *p, qs_sampler_state *s, const float *logits, int vocab)
 {
-    float *prob = s->probs;
-    int32_t *order = s->order;
-    float max = logits[argmax(logits, vocab)];
-    double sum = 0;
-    for (int i = 0; i < vocab; i++) {
-        prob[i] = expf(logits[i] - max);
-        sum += prob[i];
-    }
-    for (int i = 0; i < vocab; i++) {
-        prob[i] = (float)(prob[i] / sum);
-        order[i] = i;
-    }
-    qsort_r(order, (size_t)vocab, sizeof(int32_t), cmp_prob_desc, prob);
-    int keep = vocab;
-    /* min-p: drop tokens below min_p times the top probability */
-    if (p->min_p > 0) {
-        double floor_p = p->min_p * prob[order[0]];
-        while (keep > 1 && prob[order[keep - 1]] < floor_p)
-            keep--;
-    }
-    if (p->top_k > 0 && p->top_k < keep)
-        keep = p->top_k;
-    /* top-p: the smallest prefix whose mass reaches top_p (of the mass kept so far) */
-    if (p->top_p > 0 && p->top_p < 1) {
-        double total = 0, cum = 0;
-        for (int i = 0; i < keep; i++)
-            total += prob[order[i]];
-        int n = 0;
-        while (n < keep) {
-            cum += prob[order[n++]];
-            if (cum >= p->top_p * total)
-                break;
-        }
-        keep = n;
-    }
-    double mass = 0;
-    for (int i = 0; i < keep; i++)
-        mass += prob[order[i]];
-    double u = uniform(s) * mass, acc = 0;
-    for (int i = 0; i < keep; i++) {
-        acc += prob[order[i]];
-        if (u < acc)
-            return order[i];
-    }
-    return order[keep - 1];
+    qs_sample_row row;
+    memset(&row, 0, sizeof row);
+    qs_sampler_device_row(p, s, &row);
+    int32_t token = -1;
+    qs_err err = {{0}};
+    if (qs_ops_cpu()->sample(&token, logits, &row, 1, vocab, &err) || token < 0)
+        return argmax(logits, vocab); /* out of memory: still a valid token */
+    return token;
 }
 
 int32_t qs_sample(const qs_sampling_params *p, qs_sampler_state *s, float *logits, int vocab_size,
@@ -238,12 +192,13 @@ int32_t qs_sample(const qs_sampling_params *p, qs_sampler_state *s, float *logit
     }
     apply_penalties(p, s, logits, vocab_size);
     bool greedy = p->temperature < QS_SAMPLING_EPS || !s;
-    if (!greedy && p->temperature != 1.0)
-        for (int i = 0; i < vocab_size; i++)
-            logits[i] = (float)(logits[i] / p->temperature);
     int32_t chosen = greedy ? argmax(logits, vocab_size) : draw(p, s, logits, vocab_size);
-    if (lp && p->logprobs >= 0)
+    if (lp && p->logprobs >= 0) {
+        if (!greedy && p->temperature != 1.0)
+            for (int i = 0; i < vocab_size; i++)
+                logits[i] = (float)(logits[i] / p->temperature);
         fill_logprobs(logits, vocab_size, chosen, p->logprobs, lp);
+    }
     return chosen;
 }
 

@@ -170,7 +170,8 @@ static int add_item(qs_sched_batch *b, qs_seq *seq, int n_new)
 {
     if (grow((void **)&b->items, &b->cap_items, b->n_items + 1, sizeof *b->items))
         return -1;
-    b->items[b->n_items++] = (qs_sched_item){seq, n_new, seq->n_computed + n_new == seq->n_tokens};
+    bool want = seq->n_computed + n_new == seq->n_tokens || qs_seq_collects_prompt_logprobs(seq);
+    b->items[b->n_items++] = (qs_sched_item){seq, n_new, want};
     b->n_tokens += n_new;
     return 0;
 }
@@ -180,7 +181,7 @@ static int add_item(qs_sched_batch *b, qs_seq *seq, int n_new)
 static int lookup_prefix(qs_scheduler *s, qs_seq *seq, int *n_hit)
 {
     *n_hit = 0;
-    if (!qs_prefix_cache_enabled(s->pc) || seq->n_computed != 0 || seq->n_blocks != 0)
+    if (!qs_prefix_cache_enabled(s->pc) || seq->n_computed != 0 || seq->n_blocks != 0 || seq->prompt_lp)
         return 0;
     int max_blocks = (seq->n_tokens - 1) / QS_KV_BLOCK_SIZE;
     if (max_blocks <= 0)
@@ -204,6 +205,8 @@ int qs_scheduler_schedule(qs_scheduler *s, qs_sched_batch *batch)
         int n_new = seq->n_tokens - seq->n_computed;
         if (n_new > budget)
             n_new = budget;
+        if (n_new > 1 && qs_seq_collects_prompt_logprobs(seq))
+            n_new = 1; /* a row of logits for every prompt position */
         if (n_new <= 0) { /* nothing to compute (cannot happen for a live sequence) */
             i++;
             continue;
@@ -240,6 +243,8 @@ int qs_scheduler_schedule(qs_scheduler *s, qs_sched_batch *batch)
         int n_new = seq->n_tokens - computed;
         if (n_new > budget)
             n_new = budget;
+        if (n_new > 1 && qs_seq_collects_prompt_logprobs(seq))
+            n_new = 1;
         /* new blocks, plus the hit blocks nobody holds: taking them leaves fewer free */
         int need = blocks_for(computed + n_new) - seq->n_blocks - n_hit;
         for (int k = 0; k < n_hit; k++)

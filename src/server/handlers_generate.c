@@ -17,6 +17,8 @@
 #include "server/openai_request.h"
 #include "server/openai_response.h"
 #include "server/prompt_build.h"
+#include "server/prompt_logprobs_json.h"
+#include "server/request_prepare.h"
 #include "server/server_internal.h"
 #include "tokenizer/tokenizer.h"
 #include "util/log.h"
@@ -31,6 +33,13 @@ typedef struct {
     int cached_tokens;
     bool role_sent;
     char error[256];
+    char *stop_str;             /* vLLM's stop_reason: the stop string, else the stop token id (-1: null) */
+    int32_t stop_token;
+    double cum_logprob;         /* best_of ranks choices by it */
+    int tokens_so_far;          /* continuous_usage_stats */
+    size_t echo_offset;         /* echo with logprobs: where the generated tokens' text_offset starts */
+    qs_prompt_logprob *prompt_lp;
+    int n_prompt_lp;
 } gen_choice;
 
 struct qs_gen {
@@ -38,7 +47,11 @@ struct qs_gen {
     qs_server_model m;
     qs_openai_request req;
     bool chat;
-    char id[64];
+    char id[320];
+    int per_prompt;             /* sequences a prompt: best_of when it exceeds n, else n */
+    int32_t *bad_word_ids;      /* request_prepare.h */
+    int *bad_word_lens;
+    int n_bad_words;
     int64_t created;
     int n_choices;
     gen_choice *choices;
@@ -97,8 +110,12 @@ static void gen_free(gen_ctx *g)
     pthread_mutex_destroy(&g->wake_mu);
     for (int i = 0; i < g->n_choices && g->choices; i++) {
         free(g->choices[i].text);
+        free(g->choices[i].stop_str);
+        free(g->choices[i].prompt_lp);
         cJSON_Delete(g->choices[i].logprobs);
     }
+    free(g->bad_word_ids);
+    free(g->bad_word_lens);
     free(g->choices);
     for (int i = 0; i < g->n_prompt_slots && g->prompt_ids; i++)
         free(g->prompt_ids[i]);
@@ -145,14 +162,14 @@ static bool gen_sleep(gen_ctx *g)
     return sleep;
 }
 
-static int prompt_of_choice(const gen_ctx *g, int choice) { return choice / g->req.n; }
+static int prompt_of_choice(const gen_ctx *g, int choice) { return choice / g->per_prompt; }
 
 /* Prompt tokens served from the prefix cache, each prompt counted once (by its first choice, as
  * prompt_tokens counts it once). */
 static int cached_prompt_tokens(const gen_ctx *g)
 {
     int n = 0;
-    for (int k = 0; k < g->n_choices; k += g->req.n)
+    for (int k = 0; k < g->n_choices; k += g->per_prompt)
         n += g->choices[k].cached_tokens;
     return n;
 }
@@ -173,6 +190,10 @@ static char *echo_text(const gen_ctx *g, int p)
 static int build_prompts(gen_ctx *g, qs_api_error *e)
 {
     qs_openai_request *r = &g->req;
+    /* with truncate_prompt_tokens a prompt longer than the context is tokenized, then cut */
+    qs_server_model enc = g->m;
+    if (r->x.truncate_prompt_tokens > 0)
+        enc.max_prompt_bytes = 0;
     int n_prompts = g->chat ? 1 : r->n_prompts;
     g->prompt_ids = calloc((size_t)n_prompts, sizeof *g->prompt_ids);
     g->prompt_len = calloc((size_t)n_prompts, sizeof *g->prompt_len);
@@ -181,9 +202,9 @@ static int build_prompts(gen_ctx *g, qs_api_error *e)
     g->n_prompt_slots = n_prompts;
     if (g->chat) {
         char *text = NULL;
-        if (qs_render_chat(&g->m, r->messages, r->tools, r->add_generation_prompt, r->chat_template_kwargs, &text, e))
+        if (qs_render_chat_request(&g->m, r, &text, e))
             return -1;
-        int rc = qs_encode_text(&g->m, text, false, &g->prompt_ids[0], &g->prompt_len[0], e);
+        int rc = qs_encode_text(&enc, text, r->x.add_special_tokens, &g->prompt_ids[0], &g->prompt_len[0], e);
         free(text);
         if (rc) {
             snprintf(e->param, sizeof e->param, "messages");
@@ -192,7 +213,8 @@ static int build_prompts(gen_ctx *g, qs_api_error *e)
     } else {
         for (int p = 0; p < n_prompts; p++) {
             if (r->prompts[p].text) {
-                if (qs_encode_text(&g->m, r->prompts[p].text, true, &g->prompt_ids[p], &g->prompt_len[p], e))
+                if (qs_encode_text(&enc, r->prompts[p].text, r->x.add_special_tokens, &g->prompt_ids[p],
+                                   &g->prompt_len[p], e))
                     return -1;
             } else {
                 if (qs_check_token_ids(&g->m, r->prompts[p].ids, r->prompts[p].n_ids, "prompt", e))
@@ -207,6 +229,7 @@ static int build_prompts(gen_ctx *g, qs_api_error *e)
     }
     const char *what = g->chat ? "messages" : "prompt";
     for (int p = 0; p < n_prompts; p++) {
+        qs_truncate_prompt(r, g->prompt_ids[p], &g->prompt_len[p]);
         int len = g->prompt_len[p];
         if (len == 0)
             return qs_api_errorf(e, 400, what, "The %s is empty after tokenization.", what);
@@ -225,10 +248,13 @@ static int build_prompts(gen_ctx *g, qs_api_error *e)
                                  g->m.max_model_len, len + r->max_tokens, len, what, r->max_tokens, what);
         g->total_prompt_tokens += len;
     }
-    g->n_choices = n_prompts * r->n;
+    g->per_prompt = r->x.best_of > r->n ? r->x.best_of : r->n;
+    g->n_choices = n_prompts * g->per_prompt;
     g->choices = calloc((size_t)g->n_choices, sizeof *g->choices);
     if (!g->choices)
         return qs_api_errorf(e, 500, NULL, "out of memory");
+    for (int k = 0; k < g->n_choices; k++)
+        g->choices[k].stop_token = -1;
     return 0;
 }
 
@@ -245,8 +271,23 @@ static int submit(gen_ctx *g, qs_api_error *e)
         q->n_prompt = g->prompt_len[p];
         q->sampling = r->sampling;
         if (q->sampling.has_seed)
-            q->sampling.seed += (uint64_t)(k % r->n); /* n samples of one seeded request differ */
-        q->max_tokens = r->max_tokens > 0 ? r->max_tokens : g->m.max_model_len - q->n_prompt;
+            q->sampling.seed += (uint64_t)(k % g->per_prompt); /* n samples of one seeded request differ */
+        if (g->per_prompt > r->n && q->sampling.logprobs < 0)
+            q->sampling.logprobs = 0; /* best_of ranks by the cumulative logprob */
+        q->max_tokens = r->max_tokens > 0 ? r->max_tokens : r->max_tokens == 0 ? 1 : g->m.max_model_len - q->n_prompt;
+        q->prompt_only = r->max_tokens == 0;
+        int prompt_top = r->x.prompt_logprobs;
+        if (prompt_top < 0 && r->echo && r->sampling.logprobs >= 0)
+            prompt_top = r->sampling.logprobs; /* echo with logprobs covers the prompt (vLLM) */
+        if (prompt_top < 0 && r->x.chat_echo && !r->stream) /* vLLM's chat echo reports them too */
+            prompt_top = r->sampling.logprobs > 0 ? r->sampling.logprobs : 0;
+        q->prompt_logprobs = prompt_top >= 0;
+        q->prompt_logprobs_top = prompt_top;
+        q->allowed_token_ids = r->x.allowed_token_ids;
+        q->n_allowed_token_ids = r->x.n_allowed_token_ids;
+        q->bad_word_ids = g->bad_word_ids;
+        q->bad_word_lens = g->bad_word_lens;
+        q->n_bad_words = g->n_bad_words;
         q->min_tokens = r->min_tokens;
         q->ignore_eos = r->ignore_eos;
         q->stop_token_ids = r->stop_token_ids;
@@ -272,7 +313,8 @@ static int submit(gen_ctx *g, qs_api_error *e)
     if (st == QS_SUBMIT_QUEUE_FULL)
         return qs_api_errorf(e, 429, NULL, "%s", err.msg);
     if (st == QS_SUBMIT_TOO_MANY)
-        return qs_api_errorf(e, 400, g->req.n > 1 ? "n" : "prompt", "%s", err.msg);
+        return qs_api_errorf(e, 400, g->per_prompt > 1 ? (g->req.x.best_of > g->req.n ? "best_of" : "n") : "prompt",
+                             "%s", err.msg);
     if (st == QS_SUBMIT_STOPPED)
         return qs_api_errorf(e, 503, NULL, "%s", err.msg);
     return qs_api_errorf(e, 400, g->chat ? "messages" : "prompt", "%s", err.msg);
@@ -280,13 +322,43 @@ static int submit(gen_ctx *g, qs_api_error *e)
 
 /* ---------------- non-streaming ---------------- */
 
+/* What every event tells a choice whether streamed or not: prompt logprobs (the first event),
+ * the cumulative logprob, the token count and, on the last event, why it stopped. With echo
+ * and logprobs the prompt tokens open the completions logprobs object. */
+static void note_event(gen_ctx *g, gen_choice *c, qs_engine_event *ev)
+{
+    bool as_ids = g->req.x.return_tokens_as_token_ids;
+    if (ev->prompt_lp) {
+        c->prompt_lp = ev->prompt_lp;
+        c->n_prompt_lp = ev->n_prompt_lp;
+        ev->prompt_lp = NULL;
+        if (!g->chat && g->req.echo && g->req.sampling.logprobs >= 0) {
+            if (!c->logprobs)
+                c->logprobs = qs_resp_logprobs_new(false);
+            c->echo_offset = qs_resp_echo_logprobs(c->logprobs, g->m.tokenizer, c->prompt_lp, c->n_prompt_lp,
+                                                   g->req.sampling.logprobs, as_ids);
+        }
+    }
+    if (ev->token >= 0)
+        c->tokens_so_far++;
+    if (ev->has_logprobs && ev->token >= 0)
+        c->cum_logprob += ev->lp.logprob;
+    if (ev->finish != QS_FINISH_NONE) {
+        c->stop_str = ev->stop_str;
+        ev->stop_str = NULL;
+        c->stop_token = ev->stop_token;
+    }
+}
+
 static void absorb(gen_ctx *g, qs_engine_event *ev)
 {
     gen_choice *c = &g->choices[ev->choice];
-    if (ev->has_logprobs && ev->token >= 0) {
+    note_event(g, c, ev);
+    if (ev->has_logprobs && ev->token >= 0 && g->req.sampling.logprobs >= 0) {
         if (!c->logprobs)
             c->logprobs = qs_resp_logprobs_new(g->chat);
-        qs_resp_logprobs_add(c->logprobs, g->chat, g->m.tokenizer, &ev->lp, g->req.sampling.logprobs, c->len);
+        qs_resp_logprobs_add_as(c->logprobs, g->chat, g->m.tokenizer, &ev->lp, g->req.sampling.logprobs,
+                                c->echo_offset + c->len, g->req.x.return_tokens_as_token_ids);
     }
     append(&c->text, &c->len, &c->cap, ev->text, ev->text_len);
     if (ev->finish != QS_FINISH_NONE) {
@@ -298,13 +370,42 @@ static void absorb(gen_ctx *g, qs_engine_event *ev)
     }
 }
 
+/* vLLM's stop_reason: the matched stop string, the stop token id, or null. */
+static void add_stop_reason(cJSON *ch, const gen_choice *c)
+{
+    if (c->stop_str)
+        cJSON_AddStringToObject(ch, "stop_reason", c->stop_str);
+    else if (c->stop_token >= 0)
+        cJSON_AddNumberToObject(ch, "stop_reason", c->stop_token);
+    else
+        cJSON_AddNullToObject(ch, "stop_reason");
+}
+
+/* best_of: the n choices of each prompt with the highest cumulative logprob, in that order
+ * (ties keep the earlier); picked[p * n + j] indexes g->choices. */
+static void pick_best(const gen_ctx *g, int *picked)
+{
+    int n = g->req.n, per = g->per_prompt;
+    for (int p = 0; p < g->n_choices / per; p++) {
+        for (int j = 0; j < n; j++) {
+            int best = -1;
+            for (int k = p * per; k < (p + 1) * per; k++) {
+                bool taken = false;
+                for (int t = 0; t < j && !taken; t++)
+                    taken = picked[p * n + t] == k;
+                if (!taken && (best < 0 || g->choices[k].cum_logprob > g->choices[best].cum_logprob))
+                    best = k;
+            }
+            picked[p * n + j] = best;
+        }
+    }
+}
+
 static enum MHD_Result answer_whole(gen_ctx *g, struct MHD_Connection *conn)
 {
     qs_server *s = g->s;
-    int completion_tokens = 0;
     for (int k = 0; k < g->n_choices; k++) {
         gen_choice *c = &g->choices[k];
-        completion_tokens += c->completion_tokens;
         qs_api_error e;
         if (c->finish == QS_FINISH_ERROR) {
             qs_api_errorf(&e, 500, NULL, "Generation failed: %s", c->error);
@@ -315,16 +416,33 @@ static enum MHD_Result answer_whole(gen_ctx *g, struct MHD_Connection *conn)
             return qs_send_error(s, conn, &e);
         }
     }
+    int n_out = g->n_choices / g->per_prompt * g->req.n;
+    int *picked = malloc((size_t)n_out * sizeof *picked);
+    if (!picked)
+        return MHD_NO;
+    pick_best(g, picked);
+    bool as_ids = g->req.x.return_tokens_as_token_ids;
+    int completion_tokens = 0;
     cJSON *root = qs_resp_base(g->chat, false, g->id, g->created, s->model_name);
     cJSON *choices = cJSON_GetObjectItem(root, "choices");
-    for (int k = 0; k < g->n_choices; k++) {
+    for (int out = 0; out < n_out; out++) {
+        int k = picked[out];
         gen_choice *c = &g->choices[k];
+        completion_tokens += c->completion_tokens;
         cJSON *ch = cJSON_CreateObject();
-        cJSON_AddNumberToObject(ch, "index", k);
+        cJSON_AddNumberToObject(ch, "index", out);
         if (g->chat) {
             cJSON *msg = cJSON_AddObjectToObject(ch, "message");
             cJSON_AddStringToObject(msg, "role", "assistant");
-            cJSON_AddStringToObject(msg, "content", c->text ? c->text : "");
+            char *content = NULL;
+            size_t len = 0, cap = 0;
+            if (g->req.x.chat_echo) {
+                const char *echo = qs_chat_echo_content(&g->req);
+                append(&content, &len, &cap, echo, strlen(echo));
+            }
+            append(&content, &len, &cap, c->text ? c->text : "", c->len);
+            cJSON_AddStringToObject(msg, "content", content ? content : "");
+            free(content);
             cJSON_AddItemToObject(msg, "tool_calls", cJSON_CreateArray());
         } else {
             char *full = NULL;
@@ -346,10 +464,25 @@ static enum MHD_Result answer_whole(gen_ctx *g, struct MHD_Connection *conn)
             cJSON_AddNullToObject(ch, "logprobs");
         }
         qs_resp_add_finish_reason(ch, c->finish);
-        if (!g->chat)
-            cJSON_AddNullToObject(ch, "stop_reason");
+        add_stop_reason(ch, c);
+        if (!g->chat) {
+            if (c->prompt_lp)
+                cJSON_AddItemToObject(ch, "prompt_logprobs",
+                                      qs_resp_prompt_logprobs(g->m.tokenizer, c->prompt_lp, c->n_prompt_lp, as_ids));
+            else
+                cJSON_AddNullToObject(ch, "prompt_logprobs");
+        }
         cJSON_AddItemToArray(choices, ch);
     }
+    if (g->chat) { /* chat reports the (single) prompt's logprobs beside the choices, as vLLM does */
+        const gen_choice *c0 = &g->choices[0];
+        if (c0->prompt_lp)
+            cJSON_AddItemToObject(root, "prompt_logprobs",
+                                  qs_resp_prompt_logprobs(g->m.tokenizer, c0->prompt_lp, c0->n_prompt_lp, as_ids));
+        else
+            cJSON_AddNullToObject(root, "prompt_logprobs");
+    }
+    free(picked);
     cJSON_AddItemToObject(root, "usage", qs_resp_usage(g->total_prompt_tokens, completion_tokens, cached_prompt_tokens(g)));
     return qs_send_json(s, conn, 200, root);
 }
@@ -389,7 +522,15 @@ static void stream_start(gen_ctx *g)
             cJSON_AddNullToObject(ch, "logprobs");
             cJSON_AddNullToObject(ch, "finish_reason");
             emit(g, chunk);
-        } else if (g->req.echo) {
+            const char *echo = g->req.x.chat_echo ? qs_chat_echo_content(&g->req) : "";
+            if (echo[0]) {
+                chunk = chunk_with_choice(g, k, &ch);
+                cJSON_AddStringToObject(cJSON_AddObjectToObject(ch, "delta"), "content", echo);
+                cJSON_AddNullToObject(ch, "logprobs");
+                cJSON_AddNullToObject(ch, "finish_reason");
+                emit(g, chunk);
+            }
+        } else if (g->req.echo && g->req.sampling.logprobs < 0) { /* with logprobs: on the first event */
             cJSON *chunk = chunk_with_choice(g, k, &ch);
             char *p = echo_text(g, prompt_of_choice(g, k));
             cJSON_AddStringToObject(ch, "text", p ? p : "");
@@ -401,9 +542,42 @@ static void stream_start(gen_ctx *g)
     }
 }
 
+/* continuous_usage_stats: every chunk of a choice says its prompt and its tokens so far. */
+static void add_running_usage(gen_ctx *g, cJSON *chunk, int k)
+{
+    if (!g->req.include_usage || !g->req.x.continuous_usage_stats)
+        return;
+    int prompt = g->prompt_len[prompt_of_choice(g, k)];
+    cJSON_AddItemToObject(chunk, "usage", qs_resp_usage(prompt, g->choices[k].tokens_so_far, 0));
+}
+
+/* Echo with logprobs while streaming: the prompt text and its logprobs, once they arrive. */
+static void stream_echo_with_logprobs(gen_ctx *g, int k)
+{
+    gen_choice *c = &g->choices[k];
+    cJSON *ch;
+    cJSON *chunk = chunk_with_choice(g, k, &ch);
+    char *p = echo_text(g, prompt_of_choice(g, k));
+    cJSON_AddStringToObject(ch, "text", p ? p : "");
+    free(p);
+    if (c->logprobs) {
+        cJSON_AddItemToObject(ch, "logprobs", c->logprobs);
+        c->logprobs = NULL;
+    } else {
+        cJSON_AddNullToObject(ch, "logprobs");
+    }
+    cJSON_AddNullToObject(ch, "finish_reason");
+    add_running_usage(g, chunk, k);
+    emit(g, chunk);
+}
+
 static void stream_event(gen_ctx *g, qs_engine_event *ev)
 {
     gen_choice *c = &g->choices[ev->choice];
+    bool first_prompt_lp = ev->prompt_lp != NULL;
+    note_event(g, c, ev);
+    if (first_prompt_lp && !g->chat && g->req.echo && g->req.sampling.logprobs >= 0)
+        stream_echo_with_logprobs(g, ev->choice);
     if (ev->finish != QS_FINISH_NONE) {
         c->finish = ev->finish;
         c->completion_tokens = ev->completion_tokens;
@@ -426,7 +600,7 @@ static void stream_event(gen_ctx *g, qs_engine_event *ev)
         free(body);
         return;
     }
-    bool want_lp = ev->has_logprobs && ev->token >= 0;
+    bool want_lp = ev->has_logprobs && ev->token >= 0 && g->req.sampling.logprobs >= 0;
     if (ev->text_len == 0 && !want_lp && ev->finish == QS_FINISH_NONE)
         return; /* a token whose text is still held back (stop-string prefix, split character) */
     cJSON *ch;
@@ -440,13 +614,17 @@ static void stream_event(gen_ctx *g, qs_engine_event *ev)
     }
     if (want_lp) {
         cJSON *lp = qs_resp_logprobs_new(g->chat);
-        qs_resp_logprobs_add(lp, g->chat, g->m.tokenizer, &ev->lp, g->req.sampling.logprobs, c->len);
+        qs_resp_logprobs_add_as(lp, g->chat, g->m.tokenizer, &ev->lp, g->req.sampling.logprobs,
+                                c->echo_offset + c->len, g->req.x.return_tokens_as_token_ids);
         cJSON_AddItemToObject(ch, "logprobs", lp);
     } else {
         cJSON_AddNullToObject(ch, "logprobs");
     }
     c->len += ev->text_len;
     qs_resp_add_finish_reason(ch, ev->finish);
+    if (ev->finish != QS_FINISH_NONE)
+        add_stop_reason(ch, c);
+    add_running_usage(g, chunk, ev->choice);
     emit(g, chunk);
 }
 
@@ -569,9 +747,14 @@ enum MHD_Result qs_handle_generate(qs_server *s, struct MHD_Connection *conn, bo
         gen_free(g);
         return MHD_YES;
     }
-    if (qs_check_logit_bias(&g->m, &g->req, &e) || build_prompts(g, &e) || submit(g, &e))
+    if (qs_check_logit_bias(&g->m, &g->req, &e) || qs_check_allowed_token_ids(&g->m, &g->req, &e) ||
+        qs_encode_bad_words(&g->m, &g->req, &g->bad_word_ids, &g->bad_word_lens, &g->n_bad_words, &e) ||
+        build_prompts(g, &e) || submit(g, &e))
         goto fail;
-    qs_server_new_id(s, chat ? "chatcmpl-" : "cmpl-", g->id, sizeof g->id);
+    if (g->req.x.request_id) /* vLLM: the response id carries the client's request_id */
+        snprintf(g->id, sizeof g->id, "%s%s", chat ? "chatcmpl-" : "cmpl-", g->req.x.request_id);
+    else
+        qs_server_new_id(s, chat ? "chatcmpl-" : "cmpl-", g->id, sizeof g->id);
     g->created = (int64_t)time(NULL);
     g->watch.fd = qs_connection_fd(conn);
     g->watch.engine = g->m.engine;

@@ -9,6 +9,8 @@
 
 #include <unistr.h>
 
+#include "server/request_fields.h"
+
 #define MAX_JSON_INT 9007199254740991.0 /* 2^53 - 1: larger doubles are not exact integers */
 
 static bool valid_utf8(const char *s) { return u8_check((const uint8_t *)s, strlen(s)) == NULL; }
@@ -35,6 +37,31 @@ static long nul_escape_at(const char *body, size_t len)
     return -1;
 }
 
+/* How deeply arrays and objects nest up to byte `at` (strings skipped): tells a body refused for
+ * its nesting from one that is simply malformed. */
+static int nesting_at(const char *body, size_t len, size_t at)
+{
+    int depth = 0, deepest = 0;
+    bool in_string = false;
+    for (size_t i = 0; i <= at && i < len; i++) {
+        char ch = body[i];
+        if (in_string) {
+            if (ch == '\\')
+                i++;
+            else if (ch == '"')
+                in_string = false;
+        } else if (ch == '"') {
+            in_string = true;
+        } else if (ch == '[' || ch == '{') {
+            if (++depth > deepest)
+                deepest = depth;
+        } else if (ch == ']' || ch == '}') {
+            depth--;
+        }
+    }
+    return deepest;
+}
+
 cJSON *qs_json_parse_body(const char *body, size_t len, qs_api_error *e)
 {
     if (!body || len == 0) {
@@ -45,12 +72,16 @@ cJSON *qs_json_parse_body(const char *body, size_t len, qs_api_error *e)
     cJSON *root = cJSON_ParseWithLengthOpts(body, len, &end, false);
     if (!root) {
         size_t off = end && end >= body ? (size_t)(end - body) : 0;
-        qs_api_errorf(e, 400, NULL,
-                      "The request body is not valid JSON (error near byte %zu; nesting deeper than %d levels is "
-                      "refused).",
-                      off, CJSON_NESTING_LIMIT);
+        if (nesting_at(body, len, off) >= CJSON_NESTING_LIMIT)
+            qs_api_errorf(e, 400, NULL,
+                          "The request body nests arrays and objects deeper than %d levels (near byte %zu), which "
+                          "this server refuses.",
+                          CJSON_NESTING_LIMIT, off);
+        else
+            qs_api_errorf(e, 400, NULL, "The request body is not valid JSON (error near byte %zu).", off);
         return NULL;
     }
+    qs_json_dedupe_keys(root); /* the last of duplicate keys wins, as in Python's json */
     /* Only whitespace may follow the value. */
     for (const char *p = end; p && p < body + len; p++)
         if (*p != ' ' && *p != '\n' && *p != '\r' && *p != '\t' && *p != '\0') {
@@ -355,7 +386,7 @@ static int parse_logprobs(qs_openai_request *r, const cJSON *root, qs_api_error 
     long long top = -1;
     if (qs_json_get_int(root, "top_logprobs", 0, QS_MAX_LOGPROBS, &top, e))
         return -1;
-    if (top >= 0 && !r->chat_logprobs)
+    if (top > 0 && !r->chat_logprobs) /* vLLM allows 0 without logprobs */
         return qs_api_errorf(e, 400, "top_logprobs", "'top_logprobs' needs 'logprobs': true.");
     if (r->chat_logprobs)
         r->sampling.logprobs = top >= 0 ? (int)top : 0;
@@ -400,8 +431,10 @@ int qs_openai_request_parse(qs_api_kind kind, const char *body, size_t len, qs_o
             return -1;
     }
 
-    long long v = -1;
-    if (qs_json_get_int(root, "max_tokens", 1, 1 << 30, &v, e))
+    /* completions default to 16 tokens as OpenAI and vLLM do; chat runs to the context end. With
+     * echo, max_tokens 0 scores the prompt alone (lm-eval style). */
+    long long v = kind == QS_API_COMPLETIONS ? 16 : -1;
+    if (qs_json_get_int(root, "max_tokens", r->echo ? 0 : 1, 1 << 30, &v, e))
         return -1;
     if (kind == QS_API_CHAT && qs_json_get_int(root, "max_completion_tokens", 1, 1 << 30, &v, e))
         return -1;
@@ -453,6 +486,10 @@ int qs_openai_request_parse(qs_api_kind kind, const char *body, size_t len, qs_o
     const cJSON *user = field(root, "user");
     if (user && !cJSON_IsString(user))
         return qs_api_errorf(e, 400, "user", "'user' must be a string.");
+    if (qs_vllm_fields_parse(root, kind == QS_API_CHAT, r->n, r->stream, &r->x, e))
+        return -1;
+    if (r->max_tokens == 0 && r->x.best_of > r->n)
+        return qs_api_errorf(e, 400, "best_of", "'best_of' needs generated tokens to rank; 'max_tokens' is 0.");
     if (r->stream && r->n_prompts > 1 && kind == QS_API_COMPLETIONS && r->echo)
         return qs_api_errorf(e, 400, "echo", "'echo' with several prompts is not supported while streaming.");
     return 0;
@@ -474,5 +511,6 @@ void qs_openai_request_free(qs_openai_request *r)
         free(r->stop[i]);
     free(r->stop);
     free(r->stop_token_ids);
+    qs_vllm_fields_free(&r->x);
     memset(r, 0, sizeof *r);
 }

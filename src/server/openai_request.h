@@ -13,6 +13,7 @@
 
 #include "engine/sampler.h"
 #include "server/api_error.h"
+#include "server/request_fields.h"
 
 #define QS_MAX_N 64          /* choices per prompt */
 #define QS_MAX_PROMPTS 256   /* prompts in one completions request */
@@ -41,7 +42,7 @@ typedef struct qs_openai_request {
     const cJSON *tools;          /* chat: array or NULL, passed to the template */
     const cJSON *chat_template_kwargs; /* object or NULL */
     bool add_generation_prompt;  /* chat, default true */
-    int max_tokens;              /* -1 = not given (up to max_model_len) */
+    int max_tokens;              /* -1 = not given (chat: up to max_model_len); completions default 16; 0 only with echo */
     int min_tokens;
     int n;
     qs_sampling_params sampling; /* logprobs: -1 none, else top-N */
@@ -58,6 +59,7 @@ typedef struct qs_openai_request {
     bool include_stop_str_in_output;
     bool chat_logprobs;          /* chat: logprobs: true */
     const char *cache_salt;      /* vLLM's field: a non-empty string or NULL; points into root */
+    qs_vllm_fields x;            /* vLLM's extra fields (request_fields.h) */
 } qs_openai_request;
 
 /* Parses body[0..len) (not necessarily NUL-terminated). On failure fills e (status 400) and

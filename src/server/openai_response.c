@@ -58,7 +58,7 @@ cJSON *qs_resp_logprobs_new(bool chat)
 /* The token's text as it reads inside a sequence. Decoding it alone would drop the leading
  * space Metaspace tokenizers strip from the first token ("▁there" -> "there"), so the text is
  * taken as the difference between decoding [id, id] and [id]. */
-static char *token_text(const qs_tokenizer *tok, int32_t id)
+static char *token_text_of(const qs_tokenizer *tok, int32_t id)
 {
     char *one = NULL, *two = NULL;
     qs_err err;
@@ -80,6 +80,16 @@ static char *token_text(const qs_tokenizer *tok, int32_t id)
     return strdup(buf);
 }
 
+/* return_tokens_as_token_ids: tokens read "token_id:N" (vLLM), whatever their text. */
+char *qs_resp_token_text(const qs_tokenizer *tok, int32_t id, bool as_ids)
+{
+    if (!as_ids)
+        return token_text_of(tok, id);
+    char buf[32];
+    snprintf(buf, sizeof buf, "token_id:%d", id);
+    return strdup(buf);
+}
+
 /* -inf (a masked token) is not JSON: report the lowest finite float instead. */
 static double finite_lp(float x) { return isfinite(x) ? (double)x : -9999.0; }
 
@@ -94,7 +104,13 @@ static cJSON *bytes_array(const char *s)
 void qs_resp_logprobs_add(cJSON *lp, bool chat, const qs_tokenizer *tok, const qs_token_logprobs *l, int n_top,
                           size_t text_offset)
 {
-    char *text = token_text(tok, l->token_id);
+    qs_resp_logprobs_add_as(lp, chat, tok, l, n_top, text_offset, false);
+}
+
+void qs_resp_logprobs_add_as(cJSON *lp, bool chat, const qs_tokenizer *tok, const qs_token_logprobs *l, int n_top,
+                             size_t text_offset, bool as_ids)
+{
+    char *text = qs_resp_token_text(tok, l->token_id, as_ids);
     if (!text)
         return;
     int top = n_top < l->n_top ? n_top : l->n_top;
@@ -105,7 +121,7 @@ void qs_resp_logprobs_add(cJSON *lp, bool chat, const qs_tokenizer *tok, const q
         cJSON_AddItemToObject(entry, "bytes", bytes_array(text));
         cJSON *tops = cJSON_AddArrayToObject(entry, "top_logprobs");
         for (int i = 0; i < top; i++) {
-            char *t = token_text(tok, l->top_ids[i]);
+            char *t = qs_resp_token_text(tok, l->top_ids[i], as_ids);
             if (!t)
                 continue;
             cJSON *alt = cJSON_CreateObject();
@@ -123,7 +139,7 @@ void qs_resp_logprobs_add(cJSON *lp, bool chat, const qs_tokenizer *tok, const q
         /* the chosen token is always listed, as vLLM does */
         cJSON_AddNumberToObject(tops, text, finite_lp(l->logprob));
         for (int i = 0; i < top; i++) {
-            char *t = token_text(tok, l->top_ids[i]);
+            char *t = qs_resp_token_text(tok, l->top_ids[i], as_ids);
             if (t && !cJSON_GetObjectItemCaseSensitive(tops, t))
                 cJSON_AddNumberToObject(tops, t, finite_lp(l->top_logprobs[i]));
             free(t);

@@ -31,6 +31,12 @@ cJSON *qs_resp_logprobs_new(bool chat);
 void qs_resp_logprobs_add(cJSON *lp, bool chat, const qs_tokenizer *tok, const qs_token_logprobs *l, int n_top,
                           size_t text_offset);
 
+/* The same, with the tokens written "token_id:N" when as_ids (return_tokens_as_token_ids). */
+void qs_resp_logprobs_add_as(cJSON *lp, bool chat, const qs_tokenizer *tok, const qs_token_logprobs *l, int n_top,
+                             size_t text_offset, bool as_ids);
+/* A token's text as it reads inside a sequence, or "token_id:N" when as_ids (malloc'd). */
+char *qs_resp_token_text(const qs_tokenizer *tok, int32_t id, bool as_ids);
+
 /* "data: <json>\n\n" (malloc'd); *len receives its length. */
 char *qs_resp_sse(const cJSON *obj, size_t *len);
 

@@ -67,6 +67,17 @@ static int step(qs_decode_stream *s, bool final, const char **out, size_t *out_l
     return 0;
 }
 
+int qs_decode_stream_prime(qs_decode_stream *s, const int32_t *context, size_t n)
+{
+    size_t keep = n < QS_DECODE_CONTEXT ? n : QS_DECODE_CONTEXT;
+    for (size_t i = n - keep; i < n; i++)
+        if (qs_tids_push(&s->ids, context[i]))
+            return -1;
+    s->prefix = 0;
+    s->read = s->ids.len;
+    return 0;
+}
+
 int qs_decode_stream_push(qs_decode_stream *s, int32_t id, const char **out, size_t *out_len, qs_err *err)
 {
     const qs_tokenizer *tok = s->tok;

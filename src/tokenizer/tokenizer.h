@@ -39,6 +39,11 @@ typedef struct qs_decode_stream qs_decode_stream;
 qs_decode_stream *qs_decode_stream_new(const qs_tokenizer *tok, bool skip_special);
 /* Appends token id; *out points to the new text (valid until the next call), *out_len its length. */
 int qs_decode_stream_push(qs_decode_stream *s, int32_t id, const char **out, size_t *out_len, qs_err *err);
+/* Starts the stream after context (the prompt): its last QS_DECODE_CONTEXT ids open the window
+ * without being emitted, so the first pushed token reads as it does inside prompt + output
+ * (SentencePiece's leading space kept), as HF's and vLLM's incremental detokenizers do. */
+#define QS_DECODE_CONTEXT 5
+int qs_decode_stream_prime(qs_decode_stream *s, const int32_t *context, size_t n);
 /* Remaining bytes (an incomplete UTF-8 tail is emitted as U+FFFD). */
 int qs_decode_stream_flush(qs_decode_stream *s, const char **out, size_t *out_len);
 void qs_decode_stream_free(qs_decode_stream *s);

@@ -108,7 +108,7 @@ static void test_defaults(void **state)
     qs_openai_request r;
     expect_ok(QS_API_COMPLETIONS, "{\"prompt\":\"x\"}", &r);
     assert_int_equal(r.n, 1);
-    assert_int_equal(r.max_tokens, -1);
+    assert_int_equal(r.max_tokens, 16); /* OpenAI's and vLLM's completions default */
     assert_false(r.stream);
     assert_false(r.echo);
     assert_true(r.skip_special_tokens);
@@ -150,7 +150,11 @@ static void test_sampling_fields(void **state)
     expect_ok(QS_API_COMPLETIONS, "{\"prompt\":\"x\",\"stop\":\"END\",\"max_tokens\":null}", &r);
     assert_int_equal(r.n_stop, 1);
     assert_string_equal(r.stop[0], "END");
-    assert_int_equal(r.max_tokens, -1);
+    assert_int_equal(r.max_tokens, 16);
+    qs_openai_request_free(&r);
+
+    expect_ok(QS_API_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", &r);
+    assert_int_equal(r.max_tokens, -1); /* chat runs to the context end */
     qs_openai_request_free(&r);
 }
 
@@ -284,13 +288,71 @@ static void test_error_body(void **state)
     free(json);
 }
 
+/* vLLM's extra fields (request_fields.c): parsed values, refusals by name, duplicate keys. */
+static void test_vllm_fields(void **state)
+{
+    (void)state;
+    qs_openai_request r;
+    expect_ok(QS_API_COMPLETIONS,
+              "{\"prompt\":\"x\",\"n\":2,\"best_of\":3,\"truncate_prompt_tokens\":4,\"prompt_logprobs\":2,"
+              "\"allowed_token_ids\":[5,3],\"bad_words\":[\"a b\"],\"return_tokens_as_token_ids\":true,"
+              "\"add_special_tokens\":false,\"request_id\":\"r-1\",\"priority\":0,\"use_beam_search\":false}",
+              &r);
+    assert_int_equal(r.x.best_of, 3);
+    assert_int_equal(r.x.truncate_prompt_tokens, 4);
+    assert_int_equal(r.x.prompt_logprobs, 2);
+    assert_int_equal(r.x.n_allowed_token_ids, 2);
+    assert_int_equal(r.x.n_bad_words, 1);
+    assert_string_equal(r.x.bad_words[0], "a b");
+    assert_true(r.x.return_tokens_as_token_ids && !r.x.add_special_tokens);
+    assert_string_equal(r.x.request_id, "r-1");
+    qs_openai_request_free(&r);
+
+    expect_ok(QS_API_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"top_logprobs\":0}", &r);
+    assert_int_equal(r.sampling.logprobs, -1); /* vLLM refuses only top_logprobs > 0 without logprobs */
+    qs_openai_request_free(&r);
+
+    expect_ok(QS_API_COMPLETIONS, "{\"prompt\":\"x\",\"max_tokens\":0,\"echo\":true}", &r);
+    assert_int_equal(r.max_tokens, 0); /* scoring the prompt */
+    qs_openai_request_free(&r);
+
+    /* duplicate keys: the last one wins, at every depth */
+    expect_ok(QS_API_COMPLETIONS,
+              "{\"prompt\":\"x\",\"n\":1,\"stream\":true,\"stream_options\":{\"include_usage\":false,"
+              "\"include_usage\":true},\"n\":3}",
+              &r);
+    assert_int_equal(r.n, 3);
+    assert_true(r.include_usage);
+    qs_openai_request_free(&r);
+
+    expect_400(QS_API_COMPLETIONS, "{\"prompt\":\"x\",\"suffix\":\"y\"}", "suffix");
+    expect_400(QS_API_COMPLETIONS, "{\"prompt\":\"x\",\"use_beam_search\":true}", "use_beam_search");
+    expect_400(QS_API_COMPLETIONS, "{\"prompt\":\"x\",\"priority\":2}", "priority");
+    expect_400(QS_API_COMPLETIONS, "{\"prompt\":\"x\",\"best_of\":\"a\"}", "best_of");
+    expect_400(QS_API_COMPLETIONS, "{\"prompt\":\"x\",\"n\":2,\"best_of\":1}", "best_of");
+    expect_400(QS_API_COMPLETIONS, "{\"prompt\":\"x\",\"best_of\":2,\"stream\":true}", "best_of");
+    expect_400(QS_API_COMPLETIONS, "{\"prompt\":\"x\",\"truncate_prompt_tokens\":0}", "truncate_prompt_tokens");
+    expect_400(QS_API_COMPLETIONS, "{\"prompt\":\"x\",\"prompt_logprobs\":21}", "prompt_logprobs");
+    expect_400(QS_API_COMPLETIONS, "{\"prompt\":\"x\",\"allowed_token_ids\":[]}", "allowed_token_ids");
+    expect_400(QS_API_COMPLETIONS, "{\"prompt\":\"x\",\"bad_words\":[\"\"]}", "bad_words");
+    expect_400(QS_API_COMPLETIONS, "{\"prompt\":\"x\",\"request_id\":\"a b\"}", "request_id");
+    expect_400(QS_API_COMPLETIONS, "{\"prompt\":\"x\",\"logits_processors\":[\"m.P\"]}", "logits_processors");
+    expect_400(QS_API_COMPLETIONS, "{\"prompt\":\"x\",\"kv_transfer_params\":{}}", "kv_transfer_params");
+    expect_400(QS_API_COMPLETIONS, "{\"prompt\":\"x\",\"max_tokens\":0}", "max_tokens");
+    expect_400(QS_API_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"continue_final_message\":true}",
+               "continue_final_message");
+    expect_400(QS_API_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"chat_template\":7}",
+               "chat_template");
+    expect_400(QS_API_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"documents\":[]}", "documents");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_prompt_shapes),  cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_sampling_fields), cmocka_unit_test(test_out_of_range),
         cmocka_unit_test(test_chat_fields),    cmocka_unit_test(test_malformed_json),
-        cmocka_unit_test(test_error_body),
+        cmocka_unit_test(test_error_body),     cmocka_unit_test(test_vllm_fields),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
