@@ -2,7 +2,8 @@
  * one prompt through the model on this machine, without the server. Generation flags are parsed
  * here; every other flag (backends, device, threads, --config) goes to qs_config_parse_args, so
  * generate accepts the same backend and device options as `serve`. Sampling defaults come from
- * generation_config.json (as vLLM does), the flags override them; --temperature 0 is greedy.
+ * --generation-config (the model's generation_config.json by default, as vLLM) and
+ * --override-generation-config, the flags override them; --temperature 0 is greedy.
  * Output: the text streamed as it is generated and a tokens/s line on stderr, or with --json one
  * object {"prompt_ids", "token_ids", "text", "logprobs"?}. */
 #include <cJSON.h>
@@ -16,6 +17,7 @@
 #include "cli/model_source.h"
 #include "engine/generate.h"
 #include "engine/kv_setup.h"
+#include "engine/sampling_defaults.h"
 #include "model/model_config.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
@@ -151,20 +153,11 @@ static int check_opts(const gen_opts *o)
     return 0;
 }
 
-/* Sampling parameters: defaults, then generation_config.json, then the flags. */
-static void sampling_params(const gen_opts *o, const qs_generation_config *gc, qs_sampling_params *p)
+/* Sampling parameters: defaults, then --generation-config (the model's generation_config.json by
+ * default) and --override-generation-config, then the flags. */
+static void sampling_params(const gen_opts *o, const qs_sampling_defaults *d, qs_sampling_params *p)
 {
     qs_sampling_params_defaults(p);
-    if (gc->has_temperature)
-        p->temperature = gc->temperature;
-    if (gc->has_top_p)
-        p->top_p = gc->top_p;
-    if (gc->has_top_k)
-        p->top_k = gc->top_k;
-    if (gc->has_min_p)
-        p->min_p = gc->min_p;
-    if (gc->has_repetition_penalty)
-        p->repetition_penalty = gc->repetition_penalty;
     if (o->has_temperature)
         p->temperature = o->temperature;
     if (o->has_top_p)
@@ -175,6 +168,12 @@ static void sampling_params(const gen_opts *o, const qs_generation_config *gc, q
         p->min_p = o->min_p;
     if (o->has_rep)
         p->repetition_penalty = o->rep;
+    qs_sampling_given given = {.temperature = o->has_temperature,
+                               .top_p = o->has_top_p,
+                               .top_k = o->has_top_k,
+                               .min_p = o->has_min_p,
+                               .repetition_penalty = o->has_rep};
+    qs_sampling_defaults_apply(d, &given, p);
     p->has_seed = o->has_seed;
     p->seed = (uint64_t)o->seed;
     p->logprobs = (int)o->logprobs;
@@ -296,6 +295,7 @@ int qs_cmd_generate(int argc, char **argv)
     }
     status = 1;
     qs_generation_config gc;
+    qs_sampling_defaults defaults;
     char tok_dir[1024], tok_path[1200];
     if (qs_cli_resolve_config(&cfg, tok_dir, sizeof tok_dir, &err)) {
         fprintf(stderr, "error: %s\n", err.msg);
@@ -307,7 +307,10 @@ int qs_cmd_generate(int argc, char **argv)
     if (!need_tok)
         fprintf(stderr, "note: %s has no tokenizer.json; printing token ids only\n", tok_dir);
     if ((need_tok && qs_tokenizer_load(tok_dir, &tok, &err)) || prompt_tokens(&o, tok, &prompt, &n_prompt, &err) ||
-        qs_generation_config_load(cfg.model_dir, &gc, &err) || qs_model_load(&cfg, &model, &err)) {
+        qs_generation_config_load(cfg.model_dir, &gc, &err) ||
+        qs_sampling_defaults_resolve(cfg.generation_config, cfg.model_dir, cfg.override_generation_config, &defaults,
+                                     &err) ||
+        qs_model_load(&cfg, &model, &err)) {
         fprintf(stderr, "error: %s\n", err.msg);
         goto done;
     }
@@ -319,10 +322,10 @@ int qs_cmd_generate(int argc, char **argv)
     req.kv_dtype = (int)kvs.dtype;
     req.kv_k_scales = kvs.k_scales;
     req.kv_v_scales = kvs.v_scales;
-    sampling_params(&o, &gc, &req.params);
+    sampling_params(&o, &defaults, &req.params);
     req.prompt = prompt;
     req.n_prompt = (int)n_prompt;
-    req.max_tokens = (int)o.max_tokens;
+    req.max_tokens = qs_sampling_defaults_max_tokens(&defaults, (int)o.max_tokens);
     req.ignore_eos = o.ignore_eos;
     req.stop_strings = o.stops;
     req.n_stop_strings = o.n_stops;

@@ -17,6 +17,7 @@
 #include "server/openai_request.h"
 #include "server/openai_response.h"
 #include "server/prompt_build.h"
+#include "server/request_policy.h"
 #include "server/server_internal.h"
 #include "tokenizer/tokenizer.h"
 #include "util/log.h"
@@ -246,7 +247,7 @@ static int submit(gen_ctx *g, qs_api_error *e)
         q->sampling = r->sampling;
         if (q->sampling.has_seed)
             q->sampling.seed += (uint64_t)(k % r->n); /* n samples of one seeded request differ */
-        q->max_tokens = r->max_tokens > 0 ? r->max_tokens : g->m.max_model_len - q->n_prompt;
+        q->max_tokens = qs_request_max_tokens(g->s, r->max_tokens, g->m.max_model_len - q->n_prompt);
         q->min_tokens = r->min_tokens;
         q->ignore_eos = r->ignore_eos;
         q->stop_token_ids = r->stop_token_ids;
@@ -323,7 +324,7 @@ static enum MHD_Result answer_whole(gen_ctx *g, struct MHD_Connection *conn)
         cJSON_AddNumberToObject(ch, "index", k);
         if (g->chat) {
             cJSON *msg = cJSON_AddObjectToObject(ch, "message");
-            cJSON_AddStringToObject(msg, "role", "assistant");
+            cJSON_AddStringToObject(msg, "role", qs_request_response_role(s, &g->req));
             cJSON_AddStringToObject(msg, "content", c->text ? c->text : "");
             cJSON_AddItemToObject(msg, "tool_calls", cJSON_CreateArray());
         } else {
@@ -384,7 +385,7 @@ static void stream_start(gen_ctx *g)
         if (g->chat) {
             cJSON *chunk = chunk_with_choice(g, k, &ch);
             cJSON *delta = cJSON_AddObjectToObject(ch, "delta");
-            cJSON_AddStringToObject(delta, "role", "assistant");
+            cJSON_AddStringToObject(delta, "role", qs_request_response_role(g->s, &g->req));
             cJSON_AddStringToObject(delta, "content", "");
             cJSON_AddNullToObject(ch, "logprobs");
             cJSON_AddNullToObject(ch, "finish_reason");
@@ -503,6 +504,7 @@ static enum MHD_Result answer_stream(gen_ctx *g, struct MHD_Connection *conn)
     }
     MHD_add_response_header(r, "Content-Type", "text/event-stream");
     MHD_add_response_header(r, "Cache-Control", "no-cache");
+    qs_cors_add_headers(&g->s->cors, conn, r);
     enum MHD_Result ret = MHD_queue_response(conn, 200, r);
     MHD_destroy_response(r); /* the response owns g now */
     qs_server_count(g->s, 200);
@@ -559,7 +561,7 @@ enum MHD_Result qs_handle_generate(qs_server *s, struct MHD_Connection *conn, bo
     qs_api_error e;
     if (qs_openai_request_parse(chat ? QS_API_CHAT : QS_API_COMPLETIONS, body, len, &g->req, &e))
         goto fail;
-    if (g->req.model && strcmp(g->req.model, s->model_name) != 0) {
+    if (g->req.model && !qs_server_serves_name(s, g->req.model)) {
         qs_api_errorf(&e, 404, "model", "The model '%.200s' does not exist; this server serves '%s'.", g->req.model,
                       s->model_name);
         qs_api_error_code(&e, "model_not_found");
@@ -569,9 +571,12 @@ enum MHD_Result qs_handle_generate(qs_server *s, struct MHD_Connection *conn, bo
         gen_free(g);
         return MHD_YES;
     }
+    if (qs_request_apply_policy(s, &g->req, &e)) /* the defaults are set before the server is ready */
+        goto fail;
     if (qs_check_logit_bias(&g->m, &g->req, &e) || build_prompts(g, &e) || submit(g, &e))
         goto fail;
     qs_server_new_id(s, chat ? "chatcmpl-" : "cmpl-", g->id, sizeof g->id);
+    qs_request_log(s, g->id, &g->req, g->m.tokenizer, g->prompt_ids[0], g->prompt_len[0], g->n_prompt_slots);
     g->created = (int64_t)time(NULL);
     g->watch.fd = qs_connection_fd(conn);
     g->watch.engine = g->m.engine;
