@@ -128,7 +128,7 @@ static int apply_pair(const yaml_ctx *y, yaml_node_t *k, yaml_node_t *v, qs_conf
         }
         return 0;
     }
-    if (v->type == YAML_SEQUENCE_NODE && (opt->type == QS_OPT_NAMES || opt->type == QS_OPT_STRING))
+    if (v->type == YAML_SEQUENCE_NODE && (opt->type == QS_OPT_NAMES || !strncmp(opt->name, "allowed-", 8)))
         return apply_list(y, v, opt, cfg, source, err);
     if (v->type != YAML_SCALAR_NODE)
         return qs_errf(err, "%s: expected %s, got %s", source,
