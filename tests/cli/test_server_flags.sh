@@ -174,3 +174,9 @@ rc2=$?
 [ $rc -eq 2 ] && grep -q "qserve does not implement this value" "$TMP/dt.out" && [ $rc2 -eq 2 ] && \
   grep -q "tensor parallelism is not supported yet" "$TMP/tp.out"
 check refused_vllm_values_exit_2 $? "$(tail -1 "$TMP/dt.out"); $(tail -1 "$TMP/tp.out")"
+
+# --- --uvicorn-log-level sets qserve's level (as QSERVE_LOG_LEVEL) --------------------------------------
+"$BIN" generate "$MODEL" --prompt Once --max-tokens 2 --kv-cache-dtype fp8 >"$TMP/lv1.out" 2>&1
+"$BIN" generate "$MODEL" --prompt Once --max-tokens 2 --kv-cache-dtype fp8 --uvicorn-log-level warning >"$TMP/lv2.out" 2>&1
+grep -q '^INFO .*KV cache dtype fp8_e4m3' "$TMP/lv1.out" && ! grep -q '^INFO ' "$TMP/lv2.out"
+check uvicorn_log_level_sets_level $? "$(head -3 "$TMP/lv2.out")"
