@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "cli/args.h"
+#include "cli/chat_template_arg.h"
 #include "cli/commands.h"
 #include "cli/model_source.h"
 #include "engine/generate.h"
@@ -180,7 +181,8 @@ static void sampling_params(const gen_opts *o, const qs_sampling_defaults *d, qs
 }
 
 /* The prompt's token ids: given, or encoded (through the chat template with --chat). */
-static int prompt_tokens(const gen_opts *o, const qs_tokenizer *tok, int32_t **ids, size_t *n, qs_err *err)
+static int prompt_tokens(const gen_opts *o, const qs_tokenizer *tok, const char *chat_template_arg, int32_t **ids,
+                         size_t *n, qs_err *err)
 {
     if (o->prompt_ids) {
         *ids = malloc(sizeof(int32_t) * (size_t)o->n_prompt_ids);
@@ -193,11 +195,16 @@ static int prompt_tokens(const gen_opts *o, const qs_tokenizer *tok, int32_t **i
     }
     if (!o->chat)
         return qs_tokenizer_encode(tok, o->prompt, strlen(o->prompt), true, ids, n, err);
-    const char *src = qs_tokenizer_chat_template(tok);
+    char *own = NULL, origin[1100] = "tokenizer_config.json chat_template";
+    if (chat_template_arg[0] && qs_chat_template_arg_load(chat_template_arg, &own, origin, sizeof origin, err))
+        return -1;
+    const char *src = own ? own : qs_tokenizer_chat_template(tok);
     if (!src)
-        return qs_errf(err, "--chat: the tokenizer has no chat_template (tokenizer_config.json)");
+        return qs_errf(err, "--chat: the tokenizer has no chat_template (tokenizer_config.json); give --chat-template");
     qs_chat_template *t;
-    if (qs_chat_template_compile(src, "tokenizer_config.json chat_template", &t, err))
+    int crc = qs_chat_template_compile(src, origin, &t, err);
+    free(own);
+    if (crc)
         return -1;
     cJSON *messages = cJSON_CreateArray(), *msg = cJSON_CreateObject();
     cJSON_AddStringToObject(msg, "role", "user");
@@ -289,6 +296,10 @@ int qs_cmd_generate(int argc, char **argv)
         status = 0;
         goto done;
     }
+    if (o.logprobs > cfg.max_logprobs) {
+        fprintf(stderr, "error: --logprobs %ld is greater than --max-logprobs %d\n", o.logprobs, cfg.max_logprobs);
+        goto done;
+    }
     if (check_opts(&o)) {
         usage();
         goto done;
@@ -306,7 +317,7 @@ int qs_cmd_generate(int argc, char **argv)
     bool need_tok = !o.prompt_ids || o.n_stops > 0 || qs_file_exists(tok_path);
     if (!need_tok)
         fprintf(stderr, "note: %s has no tokenizer.json; printing token ids only\n", tok_dir);
-    if ((need_tok && qs_tokenizer_load(tok_dir, &tok, &err)) || prompt_tokens(&o, tok, &prompt, &n_prompt, &err) ||
+    if ((need_tok && qs_tokenizer_load(tok_dir, &tok, &err)) || prompt_tokens(&o, tok, cfg.chat_template, &prompt, &n_prompt, &err) ||
         qs_generation_config_load(cfg.model_dir, &gc, &err) ||
         qs_sampling_defaults_resolve(cfg.generation_config, cfg.model_dir, cfg.override_generation_config, &defaults,
                                      &err) ||

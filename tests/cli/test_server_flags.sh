@@ -180,3 +180,12 @@ check refused_vllm_values_exit_2 $? "$(tail -1 "$TMP/dt.out"); $(tail -1 "$TMP/t
 "$BIN" generate "$MODEL" --prompt Once --max-tokens 2 --kv-cache-dtype fp8 --uvicorn-log-level warning >"$TMP/lv2.out" 2>&1
 grep -q '^INFO .*KV cache dtype fp8_e4m3' "$TMP/lv1.out" && ! grep -q '^INFO ' "$TMP/lv2.out"
 check uvicorn_log_level_sets_level $? "$(head -3 "$TMP/lv2.out")"
+
+# --- generate takes --chat-template and --max-logprobs too ---------------------------------------------
+c=$("$BIN" generate "$MODEL" --prompt Lily --chat --max-tokens 1 --json \
+  --chat-template '{% for m in messages %}Once upon a time, {{ m.content }}{% endfor %}' 2>/dev/null | json '.prompt_ids')
+p=$("$BIN" generate "$MODEL" --prompt 'Once upon a time, Lily' --max-tokens 1 --json 2>/dev/null | json 'r.prompt_ids.slice(1)')
+"$BIN" generate "$MODEL" --prompt Once --logprobs 5 --max-logprobs 2 >"$TMP/ml.out" 2>&1
+rc=$?
+[ -n "$c" ] && [ "$c" = "$p" ] && [ $rc -ne 0 ] && grep -q "greater than --max-logprobs 2" "$TMP/ml.out"
+check generate_chat_template_and_max_logprobs $? "chat ids $c, plain ids $p; $(tail -1 "$TMP/ml.out")"
