@@ -269,6 +269,29 @@ static void print_json(const int32_t *prompt, size_t n_prompt, const qs_generati
     cJSON_Delete(o);
 }
 
+/* Serve options that mean nothing without a server: refused on generate's command line rather
+ * than taken and ignored (a --config YAML written for serve may still hold them). */
+static const char *serve_only_option(int n, char **args)
+{
+    static const char *const SERVE_ONLY[] = {
+        "host", "port", "served-model-name", "api-key", "metrics-require-key", "max-connections",
+        "max-connections-per-client", "client-timeout", "shutdown-timeout", "max-num-seqs", "max-num-batched-tokens",
+        "max-num-queued-reqs", "response-role", "allowed-origins", "allowed-methods", "allowed-headers",
+        "allow-credentials", "root-path", "enable-log-requests", "disable-log-stats"};
+    for (int i = 1; i < n; i++) {
+        if (strncmp(args[i], "--", 2) != 0)
+            continue;
+        char name[96];
+        snprintf(name, sizeof name, "%s", args[i] + 2);
+        name[strcspn(name, "=")] = '\0';
+        const qs_option *opt = qs_config_find_option(name);
+        for (size_t k = 0; opt && k < sizeof SERVE_ONLY / sizeof SERVE_ONLY[0]; k++)
+            if (!strcmp(opt->name, SERVE_ONLY[k]))
+                return args[i];
+    }
+    return NULL;
+}
+
 int qs_cmd_generate(int argc, char **argv)
 {
     gen_opts o = {.max_tokens = 16, .logprobs = -1};
@@ -284,6 +307,11 @@ int qs_cmd_generate(int argc, char **argv)
     qs_config cfg;
     if (!rest || parse_generate_flags(argc, argv, &o, rest, &n_rest)) {
         usage();
+        goto done;
+    }
+    const char *serve_only = serve_only_option(n_rest, rest);
+    if (serve_only) {
+        fprintf(stderr, "error: %s is a serve option; generate runs no server\n", serve_only);
         goto done;
     }
     if (qs_config_parse_args(n_rest, rest, &cfg, &err)) {

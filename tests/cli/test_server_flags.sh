@@ -189,3 +189,7 @@ p=$("$BIN" generate "$MODEL" --prompt 'Once upon a time, Lily' --max-tokens 1 --
 rc=$?
 [ -n "$c" ] && [ "$c" = "$p" ] && [ $rc -ne 0 ] && grep -q "greater than --max-logprobs 2" "$TMP/ml.out"
 check generate_chat_template_and_max_logprobs $? "chat ids $c, plain ids $p; $(tail -1 "$TMP/ml.out")"
+"$BIN" generate "$MODEL" --prompt Once --allowed-origins '["*"]' >"$TMP/so.out" 2>&1
+rc=$?
+[ $rc -eq 2 ] && grep -q "error: --allowed-origins is a serve option; generate runs no server" "$TMP/so.out"
+check generate_refuses_serve_options $? "$rc $(tail -1 "$TMP/so.out")"
