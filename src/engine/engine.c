@@ -695,7 +695,8 @@ static void mark_now(qs_engine *e, throughput_mark *m)
 static void log_throughput(qs_engine *e, throughput_mark *last)
 {
     double t = qs_now_seconds();
-    if (e->opt.disable_log_stats || t - last->t < 5.0)
+    double interval = e->opt.log_stats_interval_s > 0 ? e->opt.log_stats_interval_s : 5.0;
+    if (e->opt.disable_log_stats || t - last->t < interval)
         return;
     throughput_mark now;
     pthread_mutex_lock(&e->mu);

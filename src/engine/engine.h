@@ -125,6 +125,7 @@ typedef struct qs_engine_options {
     uint64_t prefix_hash_seed;  /* keys the block hashes; 0 = a random one */
     const char *kv_cache_dtype; /* what the cache holds, for /metrics (static string; NULL = "auto") */
     bool disable_log_stats;     /* no periodic throughput line (--disable-log-stats) */
+    double log_stats_interval_s; /* seconds between those lines while busy; 0 = 5, as vLLM */
 } qs_engine_options;
 
 typedef struct qs_engine qs_engine;
