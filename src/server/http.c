@@ -1,7 +1,8 @@
 /* http.c — libmicrohttpd plumbing: binding (epoll threads in a pool, connection caps fitted to
- * the open-file limit), the request life cycle (the gate's checks on the headers before any body
- * is read, the body under a size cap that stops reading at the limit, routing, the re-entry of a
- * resumed generation), response helpers and client-disconnect detection. */
+ * the open-file limit), the request life cycle (--root-path stripped, CORS preflights answered,
+ * the gate's checks on the headers before any body is read, the body under a size cap that stops
+ * reading at the limit, routing, the re-entry of a resumed generation), response helpers (with
+ * the CORS headers) and client-disconnect detection. */
 #include "server/server_internal.h"
 
 #include "server/fd_limit.h"
