@@ -409,6 +409,7 @@ void qs_config_print_help(FILE *out)
         else
             fprintf(out, "  %-30s %s\n", lhs, o->help);
     }
+    fprintf(out, "  %-30s %s\n", "-tp N", "same as --tensor-parallel-size N (vLLM's short name)");
     fprintf(out, "  %-30s %s\n", "-h, --help", "show this help");
     fprintf(out, "\nenvironment:\n"
                  "  QSERVE_API_KEY=KEY             same as --api-key\n"
