@@ -416,6 +416,11 @@ static void finish_seq(qs_engine *e, qs_seq *seq, qs_engine_event *final_ev)
         if (seq->n_output > 1)
             qs_histogram_observe(&e->stats.request_tpot,
                                  (seq->t_last_token - seq->t_first_token) / (double)(seq->n_output - 1));
+        if (seq->n_output > 0 && seq->scheduled_before) {
+            qs_histogram_observe(&e->stats.prefill_time, seq->t_first_token - seq->t_scheduled);
+            qs_histogram_observe(&e->stats.decode_time, seq->t_last_token - seq->t_first_token);
+            qs_histogram_observe(&e->stats.inference_time, seq->t_last_token - seq->t_scheduled);
+        }
         pthread_mutex_unlock(&e->mu);
         qs_event_sink_push(seq->sink, final_ev);
     }
@@ -614,6 +619,7 @@ int qs_engine_step(qs_engine *e)
         qs_seq *seq = b->items[i].seq;
         if (!seq->scheduled_before) {
             seq->scheduled_before = true;
+            seq->t_scheduled = now;
             pthread_mutex_lock(&e->mu);
             qs_histogram_observe(&e->stats.queue, now - seq->t_arrival);
             pthread_mutex_unlock(&e->mu);

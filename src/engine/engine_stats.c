@@ -68,4 +68,7 @@ void qs_engine_stats_init(qs_engine_stats *s, int max_model_len)
     qs_histogram_init_1_2_5(&s->request_prompt_tokens, max_tokens);
     qs_histogram_init_1_2_5(&s->request_generation_tokens, max_tokens);
     qs_histogram_init(&s->step_tokens, QS_HIST_STEP_TOKENS);
+    qs_histogram_init(&s->prefill_time, QS_HIST_E2E);
+    qs_histogram_init(&s->decode_time, QS_HIST_E2E);
+    qs_histogram_init(&s->inference_time, QS_HIST_E2E);
 }

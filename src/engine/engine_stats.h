@@ -40,6 +40,9 @@ typedef struct qs_engine_stats {
     qs_histogram request_tpot;                     /* per finished request: mean time per output token */
     qs_histogram request_prompt_tokens, request_generation_tokens; /* per finished request */
     qs_histogram step_tokens;                      /* tokens computed in one engine step */
+    /* per finished sequence, as vLLM splits a request's time: first step -> first token (prefill),
+     * first -> last token (decode), first step -> last token (inference) */
+    qs_histogram prefill_time, decode_time, inference_time;
 } qs_engine_stats;
 
 /* max_model_len bounds the per-request token histograms (0: 1-2-5 buckets up to 2^31). */

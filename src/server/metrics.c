@@ -151,6 +151,12 @@ char *qs_metrics_render(const char *model_name, qs_engine *engine, const qs_http
     histogram(&b, "e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", vl, &st.e2e);
     histogram(&b, "request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.", vl,
               &st.queue);
+    histogram(&b, "request_inference_time_seconds", "Histogram of time spent in RUNNING phase for request.", vl,
+              &st.inference_time);
+    histogram(&b, "request_prefill_time_seconds", "Histogram of time spent in PREFILL phase for request.", vl,
+              &st.prefill_time);
+    histogram(&b, "request_decode_time_seconds", "Histogram of time spent in DECODE phase for request.", vl,
+              &st.decode_time);
     gauge(&b, "qserve", "kv_cache_blocks", "KV-cache blocks of 16 positions the cache holds.", labels,
           load.num_blocks);
     if (http) {

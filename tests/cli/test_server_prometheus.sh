@@ -35,6 +35,8 @@ for m in vllm:num_requests_running vllm:num_requests_waiting vllm:kv_cache_usage
          vllm:generation_tokens_total vllm:request_success_total vllm:time_to_first_token_seconds \
          vllm:inter_token_latency_seconds vllm:time_per_output_token_seconds vllm:e2e_request_latency_seconds \
          vllm:request_queue_time_seconds vllm:request_prompt_tokens vllm:request_generation_tokens \
+         vllm:request_prefill_time_seconds vllm:request_decode_time_seconds vllm:request_inference_time_seconds \
+         vllm:request_time_per_output_token_seconds \
          vllm:iteration_tokens_total vllm:num_preemptions_total vllm:cache_config_info \
          vllm:prefix_cache_queries_total vllm:prefix_cache_hits_total qserve:kv_cache_blocks; do
   grep -q "^$m[_a-z]*{model_name=\"stories\"" "$TMP/metrics" || { echo "missing $m"; break; }

@@ -118,6 +118,10 @@ static void test_metrics_text(void **state)
     assert_int_equal(
         value_of(text, "vllm:request_time_per_output_token_seconds_count{model_name=\"stories\",engine=\"0\"} "), 2);
     assert_non_null(strstr(text, "vllm:time_to_first_token_seconds_bucket{model_name=\"stories\",engine=\"0\",le=\"0.001\"} "));
+    assert_int_equal(value_of(text, "vllm:request_prefill_time_seconds_count{model_name=\"stories\",engine=\"0\"} "), 2);
+    assert_int_equal(value_of(text, "vllm:request_decode_time_seconds_count{model_name=\"stories\",engine=\"0\"} "), 2);
+    assert_int_equal(
+        value_of(text, "vllm:request_inference_time_seconds_bucket{model_name=\"stories\",engine=\"0\",le=\"7680.0\"} "), 2);
     assert_non_null(strstr(text, "# TYPE qserve:kv_cache_blocks gauge"));
     assert_null(strstr(text, "kv_cache_blocks_total"));
     /* buckets are cumulative: never decreasing up to +Inf */
