@@ -8,6 +8,7 @@ PKGS=(
   libmicrohttpd-dev libcjson-dev libyaml-dev libpcre2-dev libcurl4-openssl-dev
   libcmocka-dev libunistring-dev libssl-dev
   nodejs curl xz-utils
+  prometheus
 )
 
 missing=()

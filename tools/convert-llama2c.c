@@ -494,7 +494,10 @@ int main(int argc, char **argv)
         goto done;
     cJSON *gen = cJSON_CreateObject();
     cJSON_AddNumberToObject(gen, "bos_token_id", 1);
-    cJSON_AddNumberToObject(gen, "eos_token_id", 2);
+    /* llama2.c's models end every story with BOS (id 1) and llama2.c's run.c stops there; the
+     * SentencePiece EOS (id 2) stays an end too */
+    const int end_ids[] = {1, 2};
+    cJSON_AddItemToObject(gen, "eos_token_id", cJSON_CreateIntArray(end_ids, 2));
     if (write_json(argv[3], "tokenizer.json", tok, &err) || write_json(argv[3], "config.json", build_config(&c), &err) ||
         write_json(argv[3], "generation_config.json", gen, &err) ||
         write_json(argv[3], "tokenizer_config.json", build_tokenizer_config(), &err))

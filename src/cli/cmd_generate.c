@@ -2,7 +2,8 @@
  * one prompt through the model on this machine, without the server. Generation flags are parsed
  * here; every other flag (backends, device, threads, --config) goes to qs_config_parse_args, so
  * generate accepts the same backend and device options as `serve`. Sampling defaults come from
- * generation_config.json (as vLLM does), the flags override them; --temperature 0 is greedy.
+ * --generation-config (the model's generation_config.json by default, as vLLM) and
+ * --override-generation-config, the flags override them; --temperature 0 is greedy.
  * Output: the text streamed as it is generated and a tokens/s line on stderr, or with --json one
  * object {"prompt_ids", "token_ids", "text", "logprobs"?}. */
 #include <cJSON.h>
@@ -12,10 +13,12 @@
 #include <time.h>
 
 #include "cli/args.h"
+#include "cli/chat_template_arg.h"
 #include "cli/commands.h"
 #include "cli/model_source.h"
 #include "engine/generate.h"
 #include "engine/kv_setup.h"
+#include "engine/sampling_defaults.h"
 #include "model/model_config.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
@@ -151,20 +154,11 @@ static int check_opts(const gen_opts *o)
     return 0;
 }
 
-/* Sampling parameters: defaults, then generation_config.json, then the flags. */
-static void sampling_params(const gen_opts *o, const qs_generation_config *gc, qs_sampling_params *p)
+/* Sampling parameters: defaults, then --generation-config (the model's generation_config.json by
+ * default) and --override-generation-config, then the flags. */
+static void sampling_params(const gen_opts *o, const qs_sampling_defaults *d, qs_sampling_params *p)
 {
     qs_sampling_params_defaults(p);
-    if (gc->has_temperature)
-        p->temperature = gc->temperature;
-    if (gc->has_top_p)
-        p->top_p = gc->top_p;
-    if (gc->has_top_k)
-        p->top_k = gc->top_k;
-    if (gc->has_min_p)
-        p->min_p = gc->min_p;
-    if (gc->has_repetition_penalty)
-        p->repetition_penalty = gc->repetition_penalty;
     if (o->has_temperature)
         p->temperature = o->temperature;
     if (o->has_top_p)
@@ -175,13 +169,20 @@ static void sampling_params(const gen_opts *o, const qs_generation_config *gc, q
         p->min_p = o->min_p;
     if (o->has_rep)
         p->repetition_penalty = o->rep;
+    qs_sampling_given given = {.temperature = o->has_temperature,
+                               .top_p = o->has_top_p,
+                               .top_k = o->has_top_k,
+                               .min_p = o->has_min_p,
+                               .repetition_penalty = o->has_rep};
+    qs_sampling_defaults_apply(d, &given, p);
     p->has_seed = o->has_seed;
     p->seed = (uint64_t)o->seed;
     p->logprobs = (int)o->logprobs;
 }
 
 /* The prompt's token ids: given, or encoded (through the chat template with --chat). */
-static int prompt_tokens(const gen_opts *o, const qs_tokenizer *tok, int32_t **ids, size_t *n, qs_err *err)
+static int prompt_tokens(const gen_opts *o, const qs_tokenizer *tok, const char *chat_template_arg, int32_t **ids,
+                         size_t *n, qs_err *err)
 {
     if (o->prompt_ids) {
         *ids = malloc(sizeof(int32_t) * (size_t)o->n_prompt_ids);
@@ -194,11 +195,16 @@ static int prompt_tokens(const gen_opts *o, const qs_tokenizer *tok, int32_t **i
     }
     if (!o->chat)
         return qs_tokenizer_encode(tok, o->prompt, strlen(o->prompt), true, ids, n, err);
-    const char *src = qs_tokenizer_chat_template(tok);
+    char *own = NULL, origin[1100] = "tokenizer_config.json chat_template";
+    if (chat_template_arg[0] && qs_chat_template_arg_load(chat_template_arg, &own, origin, sizeof origin, err))
+        return -1;
+    const char *src = own ? own : qs_tokenizer_chat_template(tok);
     if (!src)
-        return qs_errf(err, "--chat: the tokenizer has no chat_template (tokenizer_config.json)");
+        return qs_errf(err, "--chat: the tokenizer has no chat_template (tokenizer_config.json); give --chat-template");
     qs_chat_template *t;
-    if (qs_chat_template_compile(src, "tokenizer_config.json chat_template", &t, err))
+    int crc = qs_chat_template_compile(src, origin, &t, err);
+    free(own);
+    if (crc)
         return -1;
     cJSON *messages = cJSON_CreateArray(), *msg = cJSON_CreateObject();
     cJSON_AddStringToObject(msg, "role", "user");
@@ -263,6 +269,29 @@ static void print_json(const int32_t *prompt, size_t n_prompt, const qs_generati
     cJSON_Delete(o);
 }
 
+/* Serve options that mean nothing without a server: refused on generate's command line rather
+ * than taken and ignored (a --config YAML written for serve may still hold them). */
+static const char *serve_only_option(int n, char **args)
+{
+    static const char *const SERVE_ONLY[] = {
+        "host", "port", "served-model-name", "api-key", "metrics-require-key", "max-connections",
+        "max-connections-per-client", "client-timeout", "shutdown-timeout", "max-num-seqs", "max-num-batched-tokens",
+        "max-num-queued-reqs", "response-role", "allowed-origins", "allowed-methods", "allowed-headers",
+        "allow-credentials", "root-path", "enable-log-requests", "disable-log-stats"};
+    for (int i = 1; i < n; i++) {
+        if (strncmp(args[i], "--", 2) != 0)
+            continue;
+        char name[96];
+        snprintf(name, sizeof name, "%s", args[i] + 2);
+        name[strcspn(name, "=")] = '\0';
+        const qs_option *opt = qs_config_find_option(name);
+        for (size_t k = 0; opt && k < sizeof SERVE_ONLY / sizeof SERVE_ONLY[0]; k++)
+            if (!strcmp(opt->name, SERVE_ONLY[k]))
+                return args[i];
+    }
+    return NULL;
+}
+
 int qs_cmd_generate(int argc, char **argv)
 {
     gen_opts o = {.max_tokens = 16, .logprobs = -1};
@@ -280,6 +309,11 @@ int qs_cmd_generate(int argc, char **argv)
         usage();
         goto done;
     }
+    const char *serve_only = serve_only_option(n_rest, rest);
+    if (serve_only) {
+        fprintf(stderr, "error: %s is a serve option; generate runs no server\n", serve_only);
+        goto done;
+    }
     if (qs_config_parse_args(n_rest, rest, &cfg, &err)) {
         fprintf(stderr, "error: %s\n", err.msg);
         usage();
@@ -290,12 +324,17 @@ int qs_cmd_generate(int argc, char **argv)
         status = 0;
         goto done;
     }
+    if (o.logprobs > cfg.max_logprobs) {
+        fprintf(stderr, "error: --logprobs %ld is greater than --max-logprobs %d\n", o.logprobs, cfg.max_logprobs);
+        goto done;
+    }
     if (check_opts(&o)) {
         usage();
         goto done;
     }
     status = 1;
     qs_generation_config gc;
+    qs_sampling_defaults defaults;
     char tok_dir[1024], tok_path[1200];
     if (qs_cli_resolve_config(&cfg, tok_dir, sizeof tok_dir, &err)) {
         fprintf(stderr, "error: %s\n", err.msg);
@@ -306,8 +345,11 @@ int qs_cmd_generate(int argc, char **argv)
     bool need_tok = !o.prompt_ids || o.n_stops > 0 || qs_file_exists(tok_path);
     if (!need_tok)
         fprintf(stderr, "note: %s has no tokenizer.json; printing token ids only\n", tok_dir);
-    if ((need_tok && qs_tokenizer_load(tok_dir, &tok, &err)) || prompt_tokens(&o, tok, &prompt, &n_prompt, &err) ||
-        qs_generation_config_load(cfg.model_dir, &gc, &err) || qs_model_load(&cfg, &model, &err)) {
+    if ((need_tok && qs_tokenizer_load(tok_dir, &tok, &err)) || prompt_tokens(&o, tok, cfg.chat_template, &prompt, &n_prompt, &err) ||
+        qs_generation_config_load(cfg.model_dir, &gc, &err) ||
+        qs_sampling_defaults_resolve(cfg.generation_config, cfg.model_dir, cfg.override_generation_config, &defaults,
+                                     &err) ||
+        qs_model_load(&cfg, &model, &err)) {
         fprintf(stderr, "error: %s\n", err.msg);
         goto done;
     }
@@ -319,10 +361,10 @@ int qs_cmd_generate(int argc, char **argv)
     req.kv_dtype = (int)kvs.dtype;
     req.kv_k_scales = kvs.k_scales;
     req.kv_v_scales = kvs.v_scales;
-    sampling_params(&o, &gc, &req.params);
+    sampling_params(&o, &defaults, &req.params);
     req.prompt = prompt;
     req.n_prompt = (int)n_prompt;
-    req.max_tokens = (int)o.max_tokens;
+    req.max_tokens = qs_sampling_defaults_max_tokens(&defaults, (int)o.max_tokens);
     req.ignore_eos = o.ignore_eos;
     req.stop_strings = o.stops;
     req.n_stop_strings = o.n_stops;

@@ -13,12 +13,14 @@
 #ifdef QS_HAVE_CUDA
 #include "qs_cuda_mem.h"
 #endif
+#include "cli/chat_template_arg.h"
 #include "cli/commands.h"
 #include "cli/model_source.h"
 #include "config/config.h"
 #include "engine/engine.h"
 #include "engine/kv_cache.h"
 #include "engine/kv_setup.h"
+#include "engine/sampling_defaults.h"
 #include "model/model.h"
 #include "model/model_config.h"
 #include "server/server.h"
@@ -31,6 +33,9 @@
 
 typedef struct {
     qs_config *cfg; /* model_dir becomes the resolved folder (src/hub) */
+    const char *chat_template;        /* --chat-template's text, or NULL for the tokenizer's */
+    const char *chat_template_origin;
+    qs_sampling_defaults defaults;
     char tok_dir[1024];
     qs_server *server;
     bool failed;
@@ -86,8 +91,25 @@ static int choose_kv_blocks(const qs_config *cfg, const qs_model_config *mc, con
     return (int)(want < cap ? want : cap);
 }
 
-static int load_all(const qs_config *cfg, const char *tok_dir, qs_server_model *out, qs_err *err)
+/* --generation-config / --override-generation-config, said in the log as vLLM says it. */
+static int resolve_sampling_defaults(const qs_config *cfg, qs_sampling_defaults *d, qs_err *err)
 {
+    if (qs_sampling_defaults_resolve(cfg->generation_config, cfg->model_dir, cfg->override_generation_config, d, err))
+        return -1;
+    char desc[256];
+    qs_sampling_defaults_describe(d, desc, sizeof desc);
+    if (strcmp(desc, "none"))
+        qs_info("default sampling parameters for requests that do not set them: %s (from %s; --generation-config "
+                "vllm turns them off)",
+                desc, d->source);
+    else
+        qs_info("default sampling parameters: vLLM's (%s)", d->source);
+    return 0;
+}
+
+static int load_all(const loader_args *la, const char *tok_dir, qs_server_model *out, qs_err *err)
+{
+    const qs_config *cfg = la->cfg;
     memset(out, 0, sizeof *out);
     qs_tokenizer *tok = NULL;
     qs_model *model = NULL;
@@ -141,7 +163,11 @@ static int load_all(const qs_config *cfg, const char *tok_dir, qs_server_model *
     add_eos(eos, &n_eos, qs_tokenizer_eos_id(tok));
 
     const char *src = qs_tokenizer_chat_template(tok);
-    if (src) {
+    if (la->chat_template) {
+        if (qs_chat_template_compile(la->chat_template, la->chat_template_origin, &tmpl, err))
+            goto fail;
+        qs_info("chat template: %s (--chat-template)", la->chat_template_origin);
+    } else if (src) {
         qs_err terr;
         if (qs_chat_template_compile(src, "tokenizer_config.json chat_template", &tmpl, &terr)) {
             qs_warn("chat template not usable, /v1/chat/completions will answer 400: %s", terr.msg);
@@ -169,6 +195,7 @@ static int load_all(const qs_config *cfg, const char *tok_dir, qs_server_model *
         .start_thread = true,
         .enable_prefix_caching = cfg->enable_prefix_caching,
         .kv_cache_dtype = kv_dtype,
+        .disable_log_stats = cfg->disable_log_stats,
     };
     if (opt.max_num_batched_tokens <= 0)
         opt.max_num_batched_tokens = 2048;
@@ -206,13 +233,14 @@ static void *loader_main(void *arg)
     qs_err err = {{0}};
     /* a hub name is resolved (and downloaded) here, while /health answers 503 */
     if (qs_cli_resolve_config(a->cfg, a->tok_dir, sizeof a->tok_dir, &err) ||
-        load_all(a->cfg, a->tok_dir, &m, &err)) {
+        resolve_sampling_defaults(a->cfg, &a->defaults, &err) || load_all(a, a->tok_dir, &m, &err)) {
         qs_error("loading %s failed: %s", a->cfg->model_dir, err.msg);
         qs_server_set_failed(a->server, err.msg);
         a->failed = true;
         kill(getpid(), SIGUSR1); /* wakes the main thread's sigwait */
         return NULL;
     }
+    qs_server_set_sampling_defaults(a->server, &a->defaults);
     qs_server_set_ready(a->server, &m);
     qs_info("ready: serving '%s' (GET /health answers 200)", a->cfg->served_model_name);
     return NULL;
@@ -247,6 +275,12 @@ int qs_cmd_serve(int argc, char **argv)
         snprintf(cfg.served_model_name, sizeof cfg.served_model_name, "%s", cfg.model_dir);
     if (cfg.threads > 0)
         qs_parallel_set_threads(cfg.threads);
+    char *chat_template = NULL, template_origin[1100] = "";
+    if (cfg.chat_template[0] &&
+        qs_chat_template_arg_load(cfg.chat_template, &chat_template, template_origin, sizeof template_origin, &err)) {
+        fprintf(stderr, "error: %s\n", err.msg);
+        return 2;
+    }
 
     /* Every thread created from here on inherits this mask; the main thread takes the signals
      * with sigwait. SIGPIPE from a vanished client must never kill the server. */
@@ -266,10 +300,25 @@ int qs_cmd_serve(int argc, char **argv)
                               .max_body_bytes = 0,
                               .max_connections = cfg.max_connections,
                               .max_connections_per_client = cfg.max_connections_per_client,
-                              .client_timeout_s = cfg.client_timeout};
+                              .client_timeout_s = cfg.client_timeout,
+                              .root_path = cfg.root_path,
+                              .allowed_origins = cfg.allowed_origins,
+                              .allowed_methods = cfg.allowed_methods,
+                              .allowed_headers = cfg.allowed_headers,
+                              .allow_credentials = cfg.allow_credentials,
+                              .log_requests = cfg.enable_log_requests,
+                              .max_logprobs = cfg.max_logprobs,
+                              .max_logprobs_set = true,
+                              .response_role = cfg.response_role};
+    const char *names[QS_MAX_SERVED_NAMES];
+    for (int i = 0; i < cfg.n_served_model_names; i++)
+        names[i] = cfg.served_model_names[i];
+    sopt.model_names = names;
+    sopt.n_model_names = cfg.n_served_model_names;
     qs_server *server = NULL;
     if (qs_server_start(&sopt, &server, &err)) {
         fprintf(stderr, "error: %s\n", err.msg);
+        free(chat_template);
         return 1;
     }
     const char *shown_host = !strcmp(cfg.host, "0.0.0.0") || !cfg.host[0] ? "0.0.0.0" : cfg.host;
@@ -279,7 +328,10 @@ int qs_cmd_serve(int argc, char **argv)
         qs_info("API key required on /v1/*, /tokenize, /detokenize%s (Authorization: Bearer ...)",
                 cfg.metrics_require_key ? " and /metrics" : "");
 
-    loader_args la = {.cfg = &cfg, .server = server};
+    if (cfg.n_served_model_names > 1)
+        qs_info("served model names: %d, responses report '%s'", cfg.n_served_model_names, cfg.served_model_name);
+    loader_args la = {.cfg = &cfg, .server = server, .chat_template = chat_template,
+                      .chat_template_origin = template_origin};
     pthread_t loader;
     if (pthread_create(&loader, NULL, loader_main, &la)) {
         qs_server_stop(server);
@@ -291,6 +343,7 @@ int qs_cmd_serve(int argc, char **argv)
     if (sig == SIGUSR1 && la.failed) {
         pthread_join(loader, NULL);
         qs_server_stop(server);
+        free(chat_template);
         return 1;
     }
     qs_info("received %s: draining (new requests get 503, running ones get %g s to finish)",
@@ -298,6 +351,7 @@ int qs_cmd_serve(int argc, char **argv)
     qs_server_drain(server, cfg.shutdown_timeout); /* a load in progress is answered 503 meanwhile */
     pthread_join(loader, NULL); /* a load in progress finishes first; the engine then stops at once */
     qs_server_stop(server);
+    free(chat_template);
     qs_info("shutdown complete");
     return 0;
 }

@@ -15,6 +15,10 @@
 #define QS_NAME_MAX 64
 #define QS_MAX_DISABLED 32
 #define QS_API_KEY_MAX 8192 /* bytes of an API key, the same limit on every path */
+#define QS_MAX_SERVED_NAMES 8
+#define QS_CHAT_TEMPLATE_ARG_MAX 32768 /* --chat-template: a path or an inline template */
+#define QS_JSON_ARG_MAX 4096           /* --override-generation-config, --allowed-origins, ... */
+#define QS_CONFIG_MAX_LOGPROBS 20      /* the most --max-logprobs can be: the sampler reports top-20 */
 
 typedef struct qs_kernel_config {
     char linear_backend[QS_NAME_MAX];                    /* "auto" or a kernel name */
@@ -29,7 +33,9 @@ typedef enum { QS_DEVICE_AUTO, QS_DEVICE_CPU, QS_DEVICE_CUDA } qs_device_choice;
 
 typedef struct qs_config {
     char model_dir[1024];          /* a folder or a hub repo id as typed; a folder once resolved (src/hub) */
-    char served_model_name[256];   /* default: model_dir as given */
+    char served_model_name[256];   /* the first --served-model-name (the one responses report); default: model_dir as given */
+    char served_model_names[QS_MAX_SERVED_NAMES][256]; /* every name `model` may give; [0] == served_model_name */
+    int n_served_model_names;      /* 0 until set; validate() makes it at least 1 */
     char revision[256];            /* hub revision of the model ("" = main) */
     char download_dir[1024];       /* Hugging Face cache root ("" = the default cache) */
     char tokenizer[1024];          /* tokenizer folder or repo id ("" = the model's) */
@@ -58,6 +64,18 @@ typedef struct qs_config {
     char kv_cache_dtype[16];       /* "auto" (default), "bf16", "fp8" or "fp8_e4m3" */
     int threads;                   /* CPU threads; 0 = all cores */
     int tensor_parallel_size;      /* only 1 is supported */
+    char chat_template[QS_CHAT_TEMPLATE_ARG_MAX]; /* --chat-template: a file, or the template inline ("" = the tokenizer's) */
+    char generation_config[1024];  /* "auto" (default: the model folder's generation_config.json), "vllm", or a folder */
+    char override_generation_config[QS_JSON_ARG_MAX]; /* JSON object over the generation config's sampling defaults */
+    int max_logprobs;              /* requests asking for more logprobs get 400; default 20 */
+    char response_role[64];        /* role of chat responses when add_generation_prompt (default "assistant") */
+    char allowed_origins[QS_JSON_ARG_MAX]; /* CORS: JSON list, default ["*"] */
+    char allowed_methods[QS_JSON_ARG_MAX]; /* CORS: JSON list, default ["*"] */
+    char allowed_headers[QS_JSON_ARG_MAX]; /* CORS: JSON list, default ["*"] */
+    bool allow_credentials;        /* CORS: Access-Control-Allow-Credentials */
+    char root_path[256];           /* path prefix a proxy puts before every route ("" = none) */
+    bool enable_log_requests;      /* log each request's parameters and prompt (bounded) */
+    bool disable_log_stats;        /* no periodic engine throughput line */
     qs_kernel_config kernels;
     char config_file[1024];        /* the --config FILE.yaml that was read, "" if none */
     bool help_requested;           /* --help / -h was given: print qs_config_print_help and exit 0 */
@@ -98,8 +116,11 @@ typedef enum {
     QS_OPT_NAME_LIST,     /* kernel names "a,b" appended to kernels.disabled_kernels */
     QS_OPT_KERNEL_CONFIG, /* JSON object merged into kernels (qs_kernel_config_apply_json) */
     QS_OPT_CONFIG_FILE,   /* --config FILE.yaml */
-    QS_OPT_IGNORED,       /* vLLM flag without meaning here that takes a value: logged, ignored */
-    QS_OPT_IGNORED_FLAG   /* vLLM flag without meaning here and without a value: logged, ignored */
+    QS_OPT_NAMES,         /* served-model-name: one or more names (argv: the following words; YAML: a list) */
+    QS_OPT_LOG_LEVEL,     /* uvicorn-log-level: sets qserve's log level */
+    QS_OPT_ACCEPTED,      /* vLLM flag whose value qserve only has one way (or a few): metavar lists them
+                             ("auto|bfloat16"); any other value stops start-up naming what qserve does */
+    QS_OPT_ACCEPTED_FLAG  /* vLLM bare flag that only states what qserve always does; =false stops start-up */
 } qs_opt_type;
 
 typedef struct qs_option {
@@ -110,6 +131,11 @@ typedef struct qs_option {
     const char *metavar;  /* "N", "HOST", ... */
     const char *help;
 } qs_option;
+
+/* True for options written without a value (--flag), false for those that take one. */
+bool qs_option_is_bare(const qs_option *opt);
+/* -tp is vLLM's short name for --tensor-parallel-size: the long name of a short alias, or NULL. */
+const char *qs_config_short_alias(const char *arg);
 
 /* The whole table, in --help order. */
 const qs_option *qs_config_options(size_t *count);
@@ -154,5 +180,8 @@ const char *qs_device_choice_name(qs_device_choice d);
 /* Levenshtein distance (case-insensitive, '-' == '_'), for "did you mean" suggestions. */
 int qs_edit_distance(const char *a, const char *b);
 int qs_device_choice_from_name(const char *s, qs_device_choice *out); /* -1 if unknown */
+/* JSON text that must be a list of strings (--allowed-origins ...) / an object; errors name flag. */
+int qs_config_check_string_list(const char *flag, const char *json, qs_err *err);
+int qs_config_check_json_object(const char *flag, const char *json, qs_err *err);
 
 #endif

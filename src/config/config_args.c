@@ -27,6 +27,12 @@ void qs_config_defaults(qs_config *cfg)
     cfg->tensor_parallel_size = 1;
     cfg->enable_prefix_caching = true;
     snprintf(cfg->kv_cache_dtype, sizeof cfg->kv_cache_dtype, "auto");
+    snprintf(cfg->generation_config, sizeof cfg->generation_config, "auto");
+    cfg->max_logprobs = 20;
+    snprintf(cfg->response_role, sizeof cfg->response_role, "assistant");
+    snprintf(cfg->allowed_origins, sizeof cfg->allowed_origins, "[\"*\"]");
+    snprintf(cfg->allowed_methods, sizeof cfg->allowed_methods, "[\"*\"]");
+    snprintf(cfg->allowed_headers, sizeof cfg->allowed_headers, "[\"*\"]");
     qs_kernel_config_defaults(&cfg->kernels);
 }
 
@@ -58,16 +64,21 @@ static int cli_pass(int argc, char **argv, qs_config *cfg, bool kernel_config_pa
             snprintf(cfg->model_dir, sizeof cfg->model_dir, "%s", a);
             continue;
         }
-        if (a[1] != '-') {
+        const char *alias = qs_config_short_alias(a);
+        if (a[1] != '-' && !alias) {
             char hint[1024];
             qs_config_suggest(a + 1, hint, sizeof hint);
             return qs_errf(err, "unknown option '%s'; %s", a, hint);
         }
         char name[96];
-        snprintf(name, sizeof name, "%s", a + 2);
         const char *eq = strchr(a, '=');
-        if (eq && (size_t)(eq - (a + 2)) < sizeof name)
-            name[eq - (a + 2)] = '\0';
+        if (alias) {
+            snprintf(name, sizeof name, "%s", alias);
+        } else {
+            snprintf(name, sizeof name, "%s", a + 2);
+            if (eq && (size_t)(eq - (a + 2)) < sizeof name)
+                name[eq - (a + 2)] = '\0';
+        }
         const qs_option *opt = qs_config_find_option(name);
         if (!opt) {
             char hint[1024];
@@ -75,8 +86,18 @@ static int cli_pass(int argc, char **argv, qs_config *cfg, bool kernel_config_pa
             return qs_errf(err, "unknown option '--%s'; %s", name, hint);
         }
         const char *value = eq ? eq + 1 : NULL;
-        bool bare = opt->type == QS_OPT_BOOL || opt->type == QS_OPT_BOOL_OFF || opt->type == QS_OPT_IGNORED_FLAG;
-        if (!value && !bare) {
+        char names[QS_MAX_SERVED_NAMES * 256 + 16];
+        if (!value && opt->type == QS_OPT_NAMES) {
+            /* as argparse's nargs="+": every following word up to the next flag */
+            if (i + 1 >= argc || argv[i + 1][0] == '-')
+                return qs_errf(err, "--%s needs a value (%s)", opt->name, opt->metavar);
+            size_t len = 0;
+            names[0] = '\0';
+            while (i + 1 < argc && argv[i + 1][0] != '-' && len < sizeof names)
+                len += (size_t)snprintf(names + len, sizeof names - len, "%s%s", len ? "\n" : "", argv[++i]);
+            value = names;
+        }
+        if (!value && !qs_option_is_bare(opt)) {
             if (i + 1 >= argc)
                 return qs_errf(err, "--%s needs a value (%s)", opt->name, opt->metavar ? opt->metavar : "VALUE");
             value = argv[++i];
@@ -106,9 +127,13 @@ static int find_config_file(int argc, char **argv, const char **path, qs_err *er
         } else if (a[0] == '-' && a[1] == '-') {
             /* Skip the value of a valued option so `--served-model-name --config` is not misread. */
             const qs_option *opt = qs_config_find_option(a);
-            if (opt && !strchr(a, '=') && opt->type != QS_OPT_BOOL && opt->type != QS_OPT_BOOL_OFF &&
-                opt->type != QS_OPT_IGNORED_FLAG)
+            if (opt && !strchr(a, '=') && opt->type == QS_OPT_NAMES)
+                while (i + 1 < argc && argv[i + 1][0] != '-')
+                    i++;
+            else if (opt && !strchr(a, '=') && !qs_option_is_bare(opt))
                 i++;
+        } else if (qs_config_short_alias(a) && !strchr(a, '=')) {
+            i++;
         }
     }
     return 0;
@@ -153,9 +178,36 @@ static int validate(qs_config *cfg, qs_err *err)
     if (qs_registry_check_kernel_config(&cfg->kernels, err))
         return -1;
     if (!cfg->help_requested && !cfg->model_dir[0])
-        return qs_errf(err, "missing MODEL (usage: qserve serve MODEL [options]; see --help)");
+        return qs_errf(err, "missing MODEL (usage: qserve serve MODEL [options]; see --help)%s",
+                       cfg->n_served_model_names > 1
+                           ? "; --served-model-name takes every word up to the next flag, so put MODEL first"
+                           : "");
+    if (cfg->max_logprobs < 0 || cfg->max_logprobs > QS_CONFIG_MAX_LOGPROBS)
+        return qs_errf(err, "--max-logprobs: must be in [0, %d] (qserve reports at most %d logprobs a token), got %d",
+                       QS_CONFIG_MAX_LOGPROBS, QS_CONFIG_MAX_LOGPROBS, cfg->max_logprobs);
+    if (!cfg->response_role[0])
+        return qs_errf(err, "--response-role: must not be empty");
+    if (cfg->root_path[0] && (cfg->root_path[0] != '/' || strchr(cfg->root_path, '?')))
+        return qs_errf(err, "--root-path: '%s' must be a path starting with '/'", cfg->root_path);
+    const struct {
+        const char *flag, *value;
+    } lists[] = {{"--allowed-origins", cfg->allowed_origins},
+                 {"--allowed-methods", cfg->allowed_methods},
+                 {"--allowed-headers", cfg->allowed_headers}};
+    for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++)
+        if (qs_config_check_string_list(lists[i].flag, lists[i].value, err))
+            return -1;
+    if (cfg->override_generation_config[0] && qs_config_check_json_object("--override-generation-config",
+                                                                          cfg->override_generation_config, err))
+        return -1;
+    if (!cfg->generation_config[0])
+        return qs_errf(err, "--generation-config: expected auto, vllm or a folder");
     if (!cfg->served_model_name[0])
         snprintf(cfg->served_model_name, sizeof cfg->served_model_name, "%s", cfg->model_dir);
+    if (cfg->n_served_model_names == 0) {
+        snprintf(cfg->served_model_names[0], sizeof cfg->served_model_names[0], "%s", cfg->served_model_name);
+        cfg->n_served_model_names = 1;
+    }
     return 0;
 }
 

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "config/config.h"
 #include "registry/registry.h"
@@ -33,8 +34,9 @@ static const qs_option OPTIONS[] = {
      "use only the Hugging Face cache, never the network (or set HF_HUB_OFFLINE=1)"},
     {"host", QS_OPT_STRING, F(host), "HOST", "address to listen on (default 0.0.0.0)"},
     {"port", QS_OPT_INT, F(port), "PORT", "port to listen on (default 8000)"},
-    {"served-model-name", QS_OPT_STRING, F(served_model_name), "NAME",
-     "model name in the API (default: MODEL as given, e.g. ORG/NAME)"},
+    {"served-model-name", QS_OPT_NAMES, F(served_model_names), "NAME [NAME...]",
+     "model names in the API: requests may give any of them, /v1/models lists them all, responses report the "
+     "first (default: MODEL as given, e.g. ORG/NAME)"},
     {"api-key", QS_OPT_STRING, F(api_key), "KEY",
      "require 'Authorization: Bearer KEY' on /v1 requests, /tokenize and /detokenize (or set QSERVE_API_KEY)"},
     {"metrics-require-key", QS_OPT_BOOL, F(metrics_require_key), NULL,
@@ -88,18 +90,49 @@ static const qs_option OPTIONS[] = {
     {"kv-cache-dtype", QS_OPT_KV_DTYPE, F(kv_cache_dtype), "auto|bf16|fp8|fp8_e4m3",
      "KV cache element type: auto = the activation type (BF16 on CUDA, F32 on CPU); fp8 = fp8_e4m3 with "
      "per-layer scales from the checkpoint (k_scale/v_scale) or 1.0, twice the blocks for the memory"},
-    /* vLLM flags that mean nothing here: accepted so vLLM command lines and eval configs run. */
-    {"trust-remote-code", QS_OPT_IGNORED_FLAG, NOF, NULL, "vLLM flag, ignored (qserve runs no model code)"},
-    {"disable-uvicorn-access-log", QS_OPT_IGNORED_FLAG, NOF, NULL, "vLLM flag, ignored"},
-    {"disable-log-requests", QS_OPT_IGNORED_FLAG, NOF, NULL, "vLLM flag, ignored"},
-    {"disable-log-stats", QS_OPT_IGNORED_FLAG, NOF, NULL, "vLLM flag, ignored"},
-    {"enable-chunked-prefill", QS_OPT_IGNORED_FLAG, NOF, NULL, "vLLM flag, ignored (chunked prefill is always on)"},
-    {"dtype", QS_OPT_IGNORED, NOF, "auto", "vLLM flag, ignored (activations are BF16 on CUDA, F32 on CPU)"},
-    {"load-format", QS_OPT_IGNORED, NOF, "auto", "vLLM flag, ignored (safetensors only)"},
-    {"block-size", QS_OPT_IGNORED, NOF, "N", "vLLM flag, ignored (KV blocks hold 16 tokens)"},
-    {"swap-space", QS_OPT_IGNORED, NOF, "GiB", "vLLM flag, ignored"},
-    {"uvicorn-log-level", QS_OPT_IGNORED, NOF, "LEVEL", "vLLM flag, ignored (use QSERVE_LOG_LEVEL)"},
-    {"distributed-executor-backend", QS_OPT_IGNORED, NOF, "NAME", "vLLM flag, ignored"},
+    {"chat-template", QS_OPT_STRING, F(chat_template), "FILE|TEMPLATE",
+     "chat template for /v1/chat/completions: a Jinja file, or the template itself on one line (as vLLM); "
+     "default: the tokenizer's"},
+    {"generation-config", QS_OPT_STRING, F(generation_config), "auto|vllm|FOLDER",
+     "sampling defaults for requests that do not set them: auto = the model's generation_config.json, vllm = "
+     "vLLM's neutral defaults, FOLDER = that folder's generation_config.json (default auto)"},
+    {"override-generation-config", QS_OPT_STRING, F(override_generation_config), "JSON",
+     "sampling defaults over --generation-config, e.g. '{\"temperature\": 0.5}' (keys: temperature, top_p, "
+     "top_k, min_p, repetition_penalty, max_new_tokens)"},
+    {"max-logprobs", QS_OPT_INT, F(max_logprobs), "N",
+     "most logprobs a request may ask for (logprobs / top_logprobs), 0..20 (default 20); more is a 400"},
+    {"response-role", QS_OPT_STRING, F(response_role), "ROLE",
+     "role of chat completion messages when add_generation_prompt is true (default assistant)"},
+    {"allowed-origins", QS_OPT_STRING, F(allowed_origins), "JSON",
+     "CORS: origins allowed, a JSON list (default [\"*\"])"},
+    {"allowed-methods", QS_OPT_STRING, F(allowed_methods), "JSON",
+     "CORS: methods allowed, a JSON list (default [\"*\"])"},
+    {"allowed-headers", QS_OPT_STRING, F(allowed_headers), "JSON",
+     "CORS: request headers allowed, a JSON list (default [\"*\"])"},
+    {"allow-credentials", QS_OPT_BOOL, F(allow_credentials), NULL, "CORS: allow credentials (default off)"},
+    {"root-path", QS_OPT_STRING, F(root_path), "PATH",
+     "path prefix of a proxy in front of the server: /PATH/v1/... is served as /v1/... (both work)"},
+    {"enable-log-requests", QS_OPT_BOOL, F(enable_log_requests), NULL,
+     "log each request: its id, sampling parameters and prompt (the first 256 characters)"},
+    {"disable-log-requests", QS_OPT_BOOL_OFF, F(enable_log_requests), NULL,
+     "do not log requests (the default; vLLM's older flag)"},
+    {"disable-log-stats", QS_OPT_BOOL, F(disable_log_stats), NULL,
+     "no periodic engine line (throughput, running and waiting sequences, KV cache use)"},
+    {"uvicorn-log-level", QS_OPT_LOG_LEVEL, NOF, "LEVEL",
+     "log level: debug, info, warning, error, critical or trace (as QSERVE_LOG_LEVEL)"},
+    /* vLLM flags whose only meaning qserve always has: accepted with those values, refused otherwise. */
+    {"trust-remote-code", QS_OPT_ACCEPTED_FLAG, NOF, NULL,
+     "vLLM flag; qserve runs no code from the model repository, so there is nothing to trust"},
+    {"disable-uvicorn-access-log", QS_OPT_ACCEPTED_FLAG, NOF, NULL,
+     "vLLM flag; qserve writes no access log"},
+    {"enable-chunked-prefill", QS_OPT_ACCEPTED_FLAG, NOF, NULL,
+     "vLLM flag; chunked prefill is always on (=false is refused)"},
+    {"dtype", QS_OPT_ACCEPTED, NOF, "auto|bfloat16|bf16",
+     "activation type: BF16 on CUDA, F32 on the CPU reference path; other types are refused"},
+    {"load-format", QS_OPT_ACCEPTED, NOF, "auto|safetensors", "weights format: safetensors only"},
+    {"block-size", QS_OPT_ACCEPTED, NOF, "16", "KV-cache block size: 16 tokens only"},
+    {"distributed-executor-backend", QS_OPT_ACCEPTED, NOF, "mp|uni",
+     "one process drives one device (tensor parallel size 1), which either name describes"},
 };
 #define N_OPTIONS (sizeof OPTIONS / sizeof OPTIONS[0])
 
@@ -174,10 +207,82 @@ static int parse_int(const char *source, const char *v, long long lo, long long 
     return 0;
 }
 
+bool qs_option_is_bare(const qs_option *opt)
+{
+    return opt->type == QS_OPT_BOOL || opt->type == QS_OPT_BOOL_OFF || opt->type == QS_OPT_ACCEPTED_FLAG;
+}
+
+const char *qs_config_short_alias(const char *arg)
+{
+    size_t n = strcspn(arg, "=");
+    return n == 3 && !strncmp(arg, "-tp", 3) ? "tensor-parallel-size" : NULL;
+}
+
+/* served-model-name: names separated by newlines (the CLI joins the words after the flag, YAML
+ * the items of a list); they replace whatever an earlier layer set. */
+static int set_names(qs_config *cfg, const char *value, const char *source, qs_err *err)
+{
+    int n = 0;
+    for (const char *p = value; *p;) {
+        size_t len = strcspn(p, "\n");
+        if (len == 0)
+            return qs_errf(err, "%s: a model name must not be empty", source);
+        if (n == QS_MAX_SERVED_NAMES)
+            return qs_errf(err, "%s: at most %d names", source, QS_MAX_SERVED_NAMES);
+        if (len >= sizeof cfg->served_model_names[0])
+            return qs_errf(err, "%s: name '%.40s...' is longer than %zu characters", source, p,
+                           sizeof cfg->served_model_names[0] - 1);
+        memcpy(cfg->served_model_names[n], p, len);
+        cfg->served_model_names[n++][len] = '\0';
+        p += len;
+        if (*p)
+            p++;
+    }
+    if (n == 0)
+        return qs_errf(err, "%s: needs at least one name", source);
+    cfg->n_served_model_names = n;
+    snprintf(cfg->served_model_name, sizeof cfg->served_model_name, "%s", cfg->served_model_names[0]);
+    return 0;
+}
+
+/* vLLM's (uvicorn's) level names onto qserve's four levels. */
+static int set_log_level(const char *value, const char *source, qs_err *err)
+{
+    static const struct {
+        const char *name;
+        qs_log_level level;
+    } LEVELS[] = {{"trace", QS_LOG_DEBUG}, {"debug", QS_LOG_DEBUG}, {"info", QS_LOG_INFO},     {"warning", QS_LOG_WARN},
+                  {"warn", QS_LOG_WARN},   {"error", QS_LOG_ERROR}, {"critical", QS_LOG_ERROR}};
+    for (size_t i = 0; i < sizeof LEVELS / sizeof LEVELS[0]; i++)
+        if (!strcasecmp(value, LEVELS[i].name)) {
+            qs_log_set_level(LEVELS[i].level);
+            return 0;
+        }
+    return qs_errf(err, "%s: unknown log level '%s'; expected debug, info, warning, error, critical or trace", source,
+                   value);
+}
+
+static int check_accepted(const qs_option *opt, const char *value, const char *source, qs_err *err)
+{
+    char want[64];
+    snprintf(want, sizeof want, "%s", value);
+    qs_normalize_name(want);
+    for (const char *p = opt->metavar; *p;) {
+        size_t len = strcspn(p, "|");
+        if (len == strlen(want) && !strncmp(p, want, len))
+            return 0;
+        p += len;
+        if (*p)
+            p++;
+    }
+    return qs_errf(err, "%s %s: qserve does not implement this value (%s; accepted: %s)", source, value, opt->help,
+                   opt->metavar);
+}
+
 int qs_config_set_option(qs_config *cfg, const qs_option *opt, const char *value, const char *source, qs_err *err)
 {
     char *field = (char *)cfg + opt->offset;
-    if (!value && opt->type != QS_OPT_BOOL && opt->type != QS_OPT_BOOL_OFF && opt->type != QS_OPT_IGNORED_FLAG)
+    if (!value && !qs_option_is_bare(opt))
         return qs_errf(err, "%s needs a value (%s)", source, opt->metavar ? opt->metavar : "VALUE");
     switch (opt->type) {
     case QS_OPT_STRING:
@@ -270,12 +375,20 @@ int qs_config_set_option(qs_config *cfg, const qs_option *opt, const char *value
         return qs_kernel_config_apply_json(&cfg->kernels, value, err);
     case QS_OPT_CONFIG_FILE:
         return qs_errf(err, "%s: a config file cannot name another config file", source);
-    case QS_OPT_IGNORED:
-        qs_info("ignoring vLLM option --%s %s: it has no meaning in qserve", opt->name, value);
+    case QS_OPT_NAMES:
+        return set_names(cfg, value, source, err);
+    case QS_OPT_LOG_LEVEL:
+        return set_log_level(value, source, err);
+    case QS_OPT_ACCEPTED:
+        return check_accepted(opt, value, source, err);
+    case QS_OPT_ACCEPTED_FLAG: {
+        bool on = true;
+        if (value && qs_parse_bool(value, &on))
+            return qs_errf(err, "%s: expected true or false, got '%s'", source, value);
+        if (!on)
+            return qs_errf(err, "%s=false: qserve does not implement that (%s)", source, opt->help);
         return 0;
-    case QS_OPT_IGNORED_FLAG:
-        qs_info("ignoring vLLM option --%s: it has no meaning in qserve", opt->name);
-        return 0;
+    }
     }
     return qs_errf(err, "%s: unhandled option type", source);
 }
@@ -296,6 +409,7 @@ void qs_config_print_help(FILE *out)
         else
             fprintf(out, "  %-30s %s\n", lhs, o->help);
     }
+    fprintf(out, "  %-30s %s\n", "-tp N", "same as --tensor-parallel-size N (vLLM's short name)");
     fprintf(out, "  %-30s %s\n", "-h, --help", "show this help");
     fprintf(out, "\nenvironment:\n"
                  "  QSERVE_API_KEY=KEY             same as --api-key\n"

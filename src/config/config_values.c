@@ -8,6 +8,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include <cJSON.h>
+
 #include "config/config.h"
 
 void qs_normalize_name(char *s)
@@ -119,4 +121,27 @@ int qs_edit_distance(const char *a, const char *b)
         }
     }
     return row[lb];
+}
+
+int qs_config_check_string_list(const char *flag, const char *json, qs_err *err)
+{
+    cJSON *v = cJSON_Parse(json);
+    bool ok = cJSON_IsArray(v);
+    const cJSON *it;
+    cJSON_ArrayForEach(it, v) ok = ok && cJSON_IsString(it);
+    cJSON_Delete(v);
+    if (!ok)
+        return qs_errf(err, "%s: expected a JSON list of strings such as [\"*\"] or [\"https://a.example\"], got '%.200s'",
+                       flag, json);
+    return 0;
+}
+
+int qs_config_check_json_object(const char *flag, const char *json, qs_err *err)
+{
+    cJSON *v = cJSON_Parse(json);
+    bool ok = cJSON_IsObject(v);
+    cJSON_Delete(v);
+    if (!ok)
+        return qs_errf(err, "%s: expected a JSON object, got '%.200s'", flag, json);
+    return 0;
 }

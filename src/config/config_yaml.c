@@ -2,7 +2,9 @@
  * keys are the serve flag names (with '-' or '_'); values are scalars, a sequence for
  * disabled-kernels, and kernel_config may be a nested mapping with the --kernel-config keys (or a
  * JSON string). Any unknown key or wrong type is an error naming the file, line and key. */
+#include <cJSON.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <yaml.h>
 
@@ -63,6 +65,34 @@ static int kernel_config_mapping(const yaml_ctx *y, const yaml_node_t *map, qs_k
     return 0;
 }
 
+/* A YAML list for served-model-name (the names) or for a JSON-list flag such as allowed-origins
+ * (written as that JSON list). */
+static int apply_list(const yaml_ctx *y, yaml_node_t *v, const qs_option *opt, qs_config *cfg, const char *source,
+                      qs_err *err)
+{
+    bool names = opt->type == QS_OPT_NAMES;
+    cJSON *arr = cJSON_CreateArray();
+    char joined[QS_MAX_SERVED_NAMES * 256 + 16] = "";
+    size_t len = 0;
+    for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top; it++) {
+        yaml_node_t *e = yaml_document_get_node(y->doc, *it);
+        if (!e || e->type != YAML_SCALAR_NODE) {
+            cJSON_Delete(arr);
+            return qs_errf(err, "%s: expected a list of strings", source);
+        }
+        if (names && len < sizeof joined)
+            len += (size_t)snprintf(joined + len, sizeof joined - len, "%s%s", len ? "\n" : "", scalar(e));
+        cJSON_AddItemToArray(arr, cJSON_CreateString(scalar(e)));
+    }
+    char *json = names ? NULL : cJSON_PrintUnformatted(arr);
+    cJSON_Delete(arr);
+    if (!names && !json)
+        return qs_errf(err, "%s: out of memory", source);
+    int rc = qs_config_set_option(cfg, opt, names ? joined : json, source, err);
+    free(json);
+    return rc;
+}
+
 /* Applies one top-level key; kernel_config_pass selects kernel_config (first) or the others. */
 static int apply_pair(const yaml_ctx *y, yaml_node_t *k, yaml_node_t *v, qs_config *cfg, bool kernel_config_pass,
                       qs_err *err)
@@ -98,6 +128,8 @@ static int apply_pair(const yaml_ctx *y, yaml_node_t *k, yaml_node_t *v, qs_conf
         }
         return 0;
     }
+    if (v->type == YAML_SEQUENCE_NODE && (opt->type == QS_OPT_NAMES || !strncmp(opt->name, "allowed-", 8)))
+        return apply_list(y, v, opt, cfg, source, err);
     if (v->type != YAML_SCALAR_NODE)
         return qs_errf(err, "%s: expected %s, got %s", source,
                        opt->type == QS_OPT_KERNEL_CONFIG ? "a mapping or a JSON string" : "a scalar value",

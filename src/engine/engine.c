@@ -295,7 +295,7 @@ int qs_engine_create(const qs_engine_options *opt, const qs_engine_backend *back
     }
     pthread_mutex_init(&e->mu, NULL);
     pthread_cond_init(&e->cv, NULL);
-    qs_engine_stats_init(&e->stats);
+    qs_engine_stats_init(&e->stats, e->opt.max_model_len);
     e->load.num_blocks = backend->num_blocks;
     e->load.num_free_blocks = backend->num_blocks;
     e->load.prefix_caching = opt->enable_prefix_caching;
@@ -414,6 +414,16 @@ static void finish_seq(qs_engine *e, qs_seq *seq, qs_engine_event *final_ev)
             e->stats.finished[final_ev->finish]++;
         if (final_ev->finish != QS_FINISH_ABORT)
             qs_histogram_observe(&e->stats.e2e, qs_now_seconds() - seq->t_arrival);
+        qs_histogram_observe(&e->stats.request_prompt_tokens, seq->n_prompt);
+        qs_histogram_observe(&e->stats.request_generation_tokens, seq->n_output);
+        if (seq->n_output > 1)
+            qs_histogram_observe(&e->stats.request_tpot,
+                                 (seq->t_last_token - seq->t_first_token) / (double)(seq->n_output - 1));
+        if (seq->n_output > 0 && seq->scheduled_before) {
+            qs_histogram_observe(&e->stats.prefill_time, seq->t_first_token - seq->t_scheduled);
+            qs_histogram_observe(&e->stats.decode_time, seq->t_last_token - seq->t_first_token);
+            qs_histogram_observe(&e->stats.inference_time, seq->t_last_token - seq->t_scheduled);
+        }
         pthread_mutex_unlock(&e->mu);
         qs_event_sink_push(seq->sink, final_ev);
     }
@@ -614,10 +624,17 @@ int qs_engine_step(qs_engine *e)
         return -1;
     }
     double now = qs_now_seconds();
+    int step_tokens = 0;
+    for (int i = 0; i < b->n_items; i++)
+        step_tokens += b->items[i].n_new;
+    pthread_mutex_lock(&e->mu);
+    qs_histogram_observe(&e->stats.step_tokens, step_tokens);
+    pthread_mutex_unlock(&e->mu);
     for (int i = 0; i < b->n_items; i++) {
         qs_seq *seq = b->items[i].seq;
         if (!seq->scheduled_before) {
             seq->scheduled_before = true;
+            seq->t_scheduled = now;
             pthread_mutex_lock(&e->mu);
             qs_histogram_observe(&e->stats.queue, now - seq->t_arrival);
             pthread_mutex_unlock(&e->mu);
@@ -712,7 +729,8 @@ static void mark_now(qs_engine *e, throughput_mark *m)
 static void log_throughput(qs_engine *e, throughput_mark *last)
 {
     double t = qs_now_seconds();
-    if (t - last->t < 5.0)
+    double interval = e->opt.log_stats_interval_s > 0 ? e->opt.log_stats_interval_s : 5.0;
+    if (e->opt.disable_log_stats || t - last->t < interval)
         return;
     throughput_mark now;
     pthread_mutex_lock(&e->mu);

@@ -143,6 +143,8 @@ typedef struct qs_engine_options {
     bool enable_prefix_caching; /* reuse cached KV blocks of shared prefixes (prefix_cache.h) */
     uint64_t prefix_hash_seed;  /* keys the block hashes; 0 = a random one */
     const char *kv_cache_dtype; /* what the cache holds, for /metrics (static string; NULL = "auto") */
+    bool disable_log_stats;     /* no periodic throughput line (--disable-log-stats) */
+    double log_stats_interval_s; /* seconds between those lines while busy; 0 = 5, as vLLM */
 } qs_engine_options;
 
 typedef struct qs_engine qs_engine;

@@ -68,6 +68,7 @@ typedef struct qs_seq {
     qs_finish_reason finish;
 
     double t_arrival, t_first_token, t_last_token;
+    double t_scheduled;        /* first step it ran in (for the prefill / inference time stats) */
 } qs_seq;
 
 /* Builds a sequence from a request (copies everything). */

@@ -465,8 +465,13 @@ static int parse_generation(qs_cfg_ctx *c, const cJSON *root, qs_generation_conf
     if ((rc = qs_cfg_get_num(c, root, "", "repetition_penalty", false, &gen->repetition_penalty)) < 0)
         return -1;
     gen->has_repetition_penalty = rc == 1;
+    if ((rc = qs_cfg_get_int(c, root, "", "max_new_tokens", false, &gen->max_new_tokens)) < 0)
+        return -1;
+    gen->has_max_new_tokens = rc == 1;
     if (qs_cfg_get_bool(c, root, "do_sample", &gen->do_sample) < 0)
         return -1;
+    if (gen->has_max_new_tokens && gen->max_new_tokens < 1)
+        return qs_errf(c->err, "%s: field 'max_new_tokens' must be at least 1, got %d", c->fname, gen->max_new_tokens);
     if (gen->has_temperature && gen->temperature < 0)
         return qs_errf(c->err, "%s: field 'temperature' must not be negative", c->fname);
     if (gen->has_top_p && !(gen->top_p > 0 && gen->top_p <= 1))
@@ -480,7 +485,7 @@ static int parse_generation(qs_cfg_ctx *c, const cJSON *root, qs_generation_conf
     return 0;
 }
 
-static int generation_config_parse(const char *json, const char *fname, qs_generation_config *gen, qs_err *err)
+int qs_generation_config_parse(const char *json, const char *fname, qs_generation_config *gen, qs_err *err)
 {
     memset(gen, 0, sizeof *gen);
     gen->bos_token_id = -1;
@@ -509,7 +514,7 @@ int qs_generation_config_load(const char *model_dir, qs_generation_config *gen, 
         return 0;
     if (qs_read_file(path, &text, NULL, err))
         return -1;
-    int rc = generation_config_parse(text, path, gen, err);
+    int rc = qs_generation_config_parse(text, path, gen, err);
     free(text);
     return rc;
 }

@@ -78,9 +78,10 @@ typedef struct qs_generation_config {
     int eos_token_ids[QS_MAX_EOS];
     int n_eos;
     int bos_token_id;            /* -1 if absent */
-    bool has_temperature, has_top_p, has_top_k, has_min_p, has_repetition_penalty;
+    bool has_temperature, has_top_p, has_top_k, has_min_p, has_repetition_penalty, has_max_new_tokens;
     double temperature, top_p, min_p, repetition_penalty;
     int top_k;
+    int max_new_tokens;          /* >= 1 when has_max_new_tokens */
     bool do_sample;
 } qs_generation_config;
 
@@ -94,8 +95,11 @@ void qs_model_config_free(qs_model_config *cfg);
 int qs_model_config_parse_llama4(const void *root_json, const char *fname, qs_model_config *cfg, qs_err *err);
 /* True if layer i uses the MoE block. */
 bool qs_model_layer_is_moe(const qs_model_config *cfg, int layer);
-/* MODEL_DIR/generation_config.json; absent file -> defaults (n_eos = 0), not an error. */
+/* MODEL_DIR/generation_config.json; absent file -> defaults (n_eos = 0), not an error. The one
+ * reader of that file: serve and generate both refuse a malformed one, naming it. */
 int qs_generation_config_load(const char *model_dir, qs_generation_config *gen, qs_err *err);
+/* The same fields from JSON text (fname names it in messages: a path, or a flag). */
+int qs_generation_config_parse(const char *json, const char *fname, qs_generation_config *gen, qs_err *err);
 const char *qs_arch_name(qs_arch a);
 /* "LlamaForCausalLM, MistralForCausalLM, ..." for error messages. */
 const char *qs_supported_architectures(void);

@@ -19,6 +19,7 @@
 #include "server/prompt_build.h"
 #include "server/prompt_logprobs_json.h"
 #include "server/request_prepare.h"
+#include "server/request_policy.h"
 #include "server/server_internal.h"
 #include "tokenizer/tokenizer.h"
 #include "util/log.h"
@@ -274,7 +275,7 @@ static int submit(gen_ctx *g, qs_api_error *e)
             q->sampling.seed += (uint64_t)(k % g->per_prompt); /* n samples of one seeded request differ */
         if (g->per_prompt > r->n && q->sampling.logprobs < 0)
             q->sampling.logprobs = 0; /* best_of ranks by the cumulative logprob */
-        q->max_tokens = r->max_tokens > 0 ? r->max_tokens : r->max_tokens == 0 ? 1 : g->m.max_model_len - q->n_prompt;
+        q->max_tokens = r->max_tokens == 0 ? 1 : qs_request_max_tokens(g->s, r->max_tokens, g->m.max_model_len - q->n_prompt);
         q->prompt_only = r->max_tokens == 0;
         int prompt_top = r->x.prompt_logprobs;
         if (prompt_top < 0 && r->echo && r->sampling.logprobs >= 0)
@@ -433,7 +434,7 @@ static enum MHD_Result answer_whole(gen_ctx *g, struct MHD_Connection *conn)
         cJSON_AddNumberToObject(ch, "index", out);
         if (g->chat) {
             cJSON *msg = cJSON_AddObjectToObject(ch, "message");
-            cJSON_AddStringToObject(msg, "role", "assistant");
+            cJSON_AddStringToObject(msg, "role", qs_request_response_role(s, &g->req));
             char *content = NULL;
             size_t len = 0, cap = 0;
             if (g->req.x.chat_echo) {
@@ -517,7 +518,7 @@ static void stream_start(gen_ctx *g)
         if (g->chat) {
             cJSON *chunk = chunk_with_choice(g, k, &ch);
             cJSON *delta = cJSON_AddObjectToObject(ch, "delta");
-            cJSON_AddStringToObject(delta, "role", "assistant");
+            cJSON_AddStringToObject(delta, "role", qs_request_response_role(g->s, &g->req));
             cJSON_AddStringToObject(delta, "content", "");
             cJSON_AddNullToObject(ch, "logprobs");
             cJSON_AddNullToObject(ch, "finish_reason");
@@ -681,6 +682,7 @@ static enum MHD_Result answer_stream(gen_ctx *g, struct MHD_Connection *conn)
     }
     MHD_add_response_header(r, "Content-Type", "text/event-stream");
     MHD_add_response_header(r, "Cache-Control", "no-cache");
+    qs_cors_add_headers(&g->s->cors, conn, r);
     enum MHD_Result ret = MHD_queue_response(conn, 200, r);
     MHD_destroy_response(r); /* the response owns g now */
     qs_server_count(g->s, 200);
@@ -737,7 +739,7 @@ enum MHD_Result qs_handle_generate(qs_server *s, struct MHD_Connection *conn, bo
     qs_api_error e;
     if (qs_openai_request_parse(chat ? QS_API_CHAT : QS_API_COMPLETIONS, body, len, &g->req, &e))
         goto fail;
-    if (g->req.model && strcmp(g->req.model, s->model_name) != 0) {
+    if (g->req.model && !qs_server_serves_name(s, g->req.model)) {
         qs_api_errorf(&e, 404, "model", "The model '%.200s' does not exist; this server serves '%s'.", g->req.model,
                       s->model_name);
         qs_api_error_code(&e, "model_not_found");
@@ -747,6 +749,8 @@ enum MHD_Result qs_handle_generate(qs_server *s, struct MHD_Connection *conn, bo
         gen_free(g);
         return MHD_YES;
     }
+    if (qs_request_apply_policy(s, &g->req, &e)) /* the defaults are set before the server is ready */
+        goto fail;
     if (qs_check_logit_bias(&g->m, &g->req, &e) || qs_check_allowed_token_ids(&g->m, &g->req, &e) ||
         qs_encode_bad_words(&g->m, &g->req, &g->bad_word_ids, &g->bad_word_lens, &g->n_bad_words, &e) ||
         build_prompts(g, &e) || submit(g, &e))
@@ -755,6 +759,7 @@ enum MHD_Result qs_handle_generate(qs_server *s, struct MHD_Connection *conn, bo
         snprintf(g->id, sizeof g->id, "%s%s", chat ? "chatcmpl-" : "cmpl-", g->req.x.request_id);
     else
         qs_server_new_id(s, chat ? "chatcmpl-" : "cmpl-", g->id, sizeof g->id);
+    qs_request_log(s, g->id, &g->req, g->m.tokenizer, g->prompt_ids[0], g->prompt_len[0], g->n_prompt_slots);
     g->created = (int64_t)time(NULL);
     g->watch.fd = qs_connection_fd(conn);
     g->watch.engine = g->m.engine;

@@ -16,15 +16,18 @@ enum MHD_Result qs_handle_models(qs_server *s, struct MHD_Connection *c)
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "object", "list");
     cJSON *data = cJSON_AddArrayToObject(root, "data");
-    cJSON *model = cJSON_CreateObject();
-    cJSON_AddStringToObject(model, "id", s->model_name);
-    cJSON_AddStringToObject(model, "object", "model");
-    cJSON_AddNumberToObject(model, "created", (double)m.created);
-    cJSON_AddStringToObject(model, "owned_by", "qserve");
-    cJSON_AddStringToObject(model, "root", s->model_name);
-    cJSON_AddNullToObject(model, "parent");
-    cJSON_AddNumberToObject(model, "max_model_len", m.max_model_len);
-    cJSON_AddItemToArray(data, model);
+    /* one card per served name, as vLLM lists every --served-model-name */
+    for (int i = 0; i < s->n_model_names; i++) {
+        cJSON *model = cJSON_CreateObject();
+        cJSON_AddStringToObject(model, "id", s->model_names[i]);
+        cJSON_AddStringToObject(model, "object", "model");
+        cJSON_AddNumberToObject(model, "created", (double)m.created);
+        cJSON_AddStringToObject(model, "owned_by", "qserve");
+        cJSON_AddStringToObject(model, "root", s->model_name);
+        cJSON_AddNullToObject(model, "parent");
+        cJSON_AddNumberToObject(model, "max_model_len", m.max_model_len);
+        cJSON_AddItemToArray(data, model);
+    }
     return qs_send_json(s, c, 200, root);
 }
 
@@ -68,7 +71,7 @@ static bool check_model(qs_server *s, const cJSON *root, qs_api_error *e)
         qs_api_errorf(e, 400, "model", "'model' must be a string.");
         return false;
     }
-    if (strcmp(model->valuestring, s->model_name) != 0) {
+    if (!qs_server_serves_name(s, model->valuestring)) {
         qs_api_errorf(e, 404, "model", "The model '%.200s' does not exist; this server serves '%s'.",
                       model->valuestring, s->model_name);
         qs_api_error_code(e, "model_not_found");

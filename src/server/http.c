@@ -1,7 +1,8 @@
 /* http.c — libmicrohttpd plumbing: binding (epoll threads in a pool, connection caps fitted to
- * the open-file limit), the request life cycle (the gate's checks on the headers before any body
- * is read, the body under a size cap that stops reading at the limit, routing, the re-entry of a
- * resumed generation), response helpers and client-disconnect detection. */
+ * the open-file limit), the request life cycle (--root-path stripped, CORS preflights answered,
+ * the gate's checks on the headers before any body is read, the body under a size cap that stops
+ * reading at the limit, routing, the re-entry of a resumed generation), response helpers (with
+ * the CORS headers) and client-disconnect detection. */
 #include "server/server_internal.h"
 
 #include "server/fd_limit.h"
@@ -71,6 +72,7 @@ static enum MHD_Result queue(qs_server *s, struct MHD_Connection *c, int status,
         return MHD_NO;
     }
     MHD_add_response_header(r, "Content-Type", ctype);
+    qs_cors_add_headers(&s->cors, c, r);
     if (status == 429)
         MHD_add_response_header(r, "Retry-After", "1");
     else if (status == 503)
@@ -139,6 +141,36 @@ bool qs_server_draining(qs_server *s)
     return d;
 }
 
+bool qs_server_serves_name(const qs_server *s, const char *name)
+{
+    for (int i = 0; i < s->n_model_names; i++)
+        if (!strcmp(s->model_names[i], name))
+            return true;
+    return false;
+}
+
+/* With --root-path /p, "/p/v1/models" is "/v1/models"; paths without the prefix are served as
+ * they are (a proxy that strips the prefix), as Starlette does with a root_path. */
+static const char *strip_root_path(const qs_server *s, const char *url)
+{
+    size_t n = strlen(s->root_path);
+    if (n && !strncmp(url, s->root_path, n) && (url[n] == '/' || url[n] == '\0'))
+        return url[n] ? url + n : "/";
+    return url;
+}
+
+static enum MHD_Result answer_preflight(qs_server *s, struct MHD_Connection *c)
+{
+    struct MHD_Response *r = NULL;
+    int status = qs_cors_preflight(&s->cors, c, &r);
+    if (status < 0)
+        return MHD_NO;
+    enum MHD_Result ret = MHD_queue_response(c, (unsigned)status, r);
+    MHD_destroy_response(r);
+    qs_server_count(s, status);
+    return ret;
+}
+
 bool qs_server_get_model(qs_server *s, struct MHD_Connection *c, qs_server_model *out)
 {
     pthread_mutex_lock(&s->mu);
@@ -202,6 +234,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     (void)version;
     qs_server *s = cls;
     conn_ctx *cc = *con_cls;
+    url = strip_root_path(s, url);
     if (!cc) {
         cc = calloc(1, sizeof *cc);
         if (!cc)
@@ -215,6 +248,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         /* Everything that can be refused from the headers is refused before any body is read:
          * route and method, the API key, the content type and length. */
+        if (qs_cors_is_preflight(c, method)) {
+            cc->started = true;
+            return answer_preflight(s, c);
+        }
         qs_api_error e;
         if (qs_gate_check_headers(s, c, url, method, &e)) {
             cc->started = true;
@@ -291,6 +328,7 @@ static void log_mhd(void *cls, const char *fmt, va_list ap)
 static void free_server(qs_server *s)
 {
     pthread_mutex_destroy(&s->mu);
+    qs_cors_free(&s->cors);
     free(s->api_key);
     free(s);
 }
@@ -313,8 +351,29 @@ int qs_server_start(const qs_server_options *opt, qs_server **out, qs_err *err)
         freeaddrinfo(ai);
         return qs_errf(err, "out of memory");
     }
+    if (qs_cors_init(&s->cors, opt->allowed_origins, opt->allowed_methods, opt->allowed_headers, opt->allow_credentials,
+                     err)) {
+        free(s->api_key);
+        free(s);
+        freeaddrinfo(ai);
+        return -1;
+    }
     pthread_mutex_init(&s->mu, NULL);
     snprintf(s->model_name, sizeof s->model_name, "%s", opt->model_name ? opt->model_name : "model");
+    for (int i = 0; opt->model_names && i < opt->n_model_names && i < QS_SERVER_MAX_NAMES; i++)
+        snprintf(s->model_names[s->n_model_names++], sizeof s->model_names[0], "%s", opt->model_names[i]);
+    if (s->n_model_names == 0)
+        snprintf(s->model_names[s->n_model_names++], sizeof s->model_names[0], "%s", s->model_name);
+    snprintf(s->root_path, sizeof s->root_path, "%s", opt->root_path ? opt->root_path : "");
+    size_t rp = strlen(s->root_path);
+    while (rp && s->root_path[rp - 1] == '/') /* "/api/" routes like "/api" */
+        s->root_path[--rp] = '\0';
+    s->log_requests = opt->log_requests;
+    s->max_logprobs = opt->max_logprobs_set ? opt->max_logprobs : QS_MAX_LOGPROBS;
+    snprintf(s->response_role, sizeof s->response_role, "%s",
+             opt->response_role && opt->response_role[0] ? opt->response_role : "assistant");
+    if (opt->sampling_defaults)
+        s->sampling_defaults = *opt->sampling_defaults;
     s->metrics_require_key = opt->metrics_require_key;
     s->max_body_bytes = opt->max_body_bytes ? opt->max_body_bytes : QS_MAX_BODY_BYTES;
     s->client_timeout_s = opt->client_timeout_s > 0 ? opt->client_timeout_s : QS_DEFAULT_CLIENT_TIMEOUT_S;
@@ -383,6 +442,13 @@ void qs_server_set_ready(qs_server *s, const qs_server_model *m)
     s->model = copy;
     if (s->state == QS_STATE_LOADING) /* a drain that began while loading stays a drain */
         s->state = QS_STATE_READY;
+    pthread_mutex_unlock(&s->mu);
+}
+
+void qs_server_set_sampling_defaults(qs_server *s, const qs_sampling_defaults *d)
+{
+    pthread_mutex_lock(&s->mu);
+    s->sampling_defaults = *d;
     pthread_mutex_unlock(&s->mu);
 }
 

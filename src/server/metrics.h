@@ -1,6 +1,7 @@
 /* metrics.h — GET /metrics: the engine's load and statistics in Prometheus text format, under
- * vLLM's metric names with a qserve: prefix (qserve:num_requests_running, ...), labelled with
- * model_name, plus HTTP request counters kept by the server. */
+ * vLLM's metric names, types, buckets and labels (vllm:num_requests_running, ..., labelled
+ * model_name and engine) so vLLM dashboards work unchanged; qserve's own figures (KV blocks, HTTP
+ * request counters kept by the server) under qserve:. */
 #ifndef QS_SERVER_METRICS_H
 #define QS_SERVER_METRICS_H
 

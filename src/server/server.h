@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "engine/engine.h"
+#include "engine/sampling_defaults.h"
 #include "server/metrics.h"
 #include "util/error.h"
 
@@ -32,7 +33,9 @@ typedef struct qs_chat_template qs_chat_template;
 typedef struct qs_server_options {
     const char *host;          /* "0.0.0.0", "127.0.0.1", "::", a name */
     int port;                  /* 0 = any free port (see qs_server_port) */
-    const char *model_name;    /* served model name */
+    const char *model_name;    /* served model name: the one responses and metrics report */
+    const char *const *model_names; /* every name `model` may give (/v1/models lists them); NULL = model_name only */
+    int n_model_names;
     const char *api_key;       /* "" or NULL = open; any length */
     bool metrics_require_key;  /* /metrics needs the key too */
     size_t max_body_bytes;     /* 0 = QS_MAX_BODY_BYTES */
@@ -40,6 +43,16 @@ typedef struct qs_server_options {
     int max_connections_per_client; /* 0 = QS_DEFAULT_MAX_CONN_PER_CLIENT */
     int client_timeout_s;      /* 0 = QS_DEFAULT_CLIENT_TIMEOUT_S: seconds to deliver a whole request */
     int http_threads;          /* 0 = automatic */
+    const char *root_path;     /* "/prefix" a proxy adds before every route; NULL or "" = none */
+    /* CORS (vLLM's --allowed-origins / --allowed-methods / --allowed-headers, JSON lists; NULL =
+     * ["*"]) and --allow-credentials */
+    const char *allowed_origins, *allowed_methods, *allowed_headers;
+    bool allow_credentials;
+    bool log_requests;         /* --enable-log-requests */
+    int max_logprobs;          /* requests asking for more get 400; 0 with max_logprobs_set false = 20 */
+    bool max_logprobs_set;
+    const char *response_role; /* chat responses' role with add_generation_prompt; NULL = "assistant" */
+    const qs_sampling_defaults *sampling_defaults; /* NULL = none; copied */
 } qs_server_options;
 
 typedef struct qs_server qs_server;
@@ -59,6 +72,8 @@ typedef struct qs_server_model {
 int qs_server_start(const qs_server_options *opt, qs_server **out, qs_err *err);
 int qs_server_port(const qs_server *s);
 void qs_server_set_ready(qs_server *s, const qs_server_model *m);
+/* The sampling defaults known once the model folder is (before qs_server_set_ready). */
+void qs_server_set_sampling_defaults(qs_server *s, const qs_sampling_defaults *d);
 /* Loading failed: /health answers 500 with this message. */
 void qs_server_set_failed(qs_server *s, const char *why);
 /* Graceful drain (server_drain.c): new requests get 503 from now on; running generations get up

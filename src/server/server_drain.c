@@ -103,6 +103,7 @@ void qs_server_stop(qs_server *s)
     pthread_mutex_destroy(&s->watch_mu);
     pthread_cond_destroy(&s->watch_cv);
     pthread_mutex_destroy(&s->mu);
+    qs_cors_free(&s->cors);
     free(s->api_key);
     free(s);
 }

@@ -12,8 +12,11 @@
 #include <microhttpd.h>
 
 #include "server/api_error.h"
+#include "server/cors.h"
 #include "server/metrics.h"
 #include "server/server.h"
+
+#define QS_SERVER_MAX_NAMES 8
 
 typedef enum {
     QS_STATE_LOADING,
@@ -42,7 +45,15 @@ typedef struct qs_watch_gen {
 
 struct qs_server {
     struct MHD_Daemon *daemon;
-    char model_name[256];
+    char model_name[256];      /* the first served name: what responses and metrics report */
+    char model_names[QS_SERVER_MAX_NAMES][256]; /* every name `model` may give */
+    int n_model_names;
+    char root_path[256];       /* "" or "/prefix" */
+    qs_cors cors;
+    bool log_requests;
+    int max_logprobs;
+    char response_role[64];
+    qs_sampling_defaults sampling_defaults;
     char *api_key;             /* "" = open */
     bool metrics_require_key;
     size_t max_body_bytes;
@@ -65,6 +76,9 @@ struct qs_server {
     bool watch_started;
     pthread_t watch_thread;
 };
+
+/* True when name is one of the served model names. */
+bool qs_server_serves_name(const qs_server *s, const char *name);
 
 /* Snapshot of the served model; false (and a 503 queued) when not ready. */
 bool qs_server_get_model(qs_server *s, struct MHD_Connection *c, qs_server_model *out);

@@ -195,7 +195,7 @@ big_chunked=$(curl -s -o "$TMP/body" -w '%{http_code}' -H 'Content-Type: applica
 check oversize_chunked_body_413 $? "$big_chunked"
 
 # --- a client that disconnects has its sequence aborted at once ---
-running() { curl -s "$URL/metrics" | awk '/^qserve:num_requests_running/ {print $2}'; }
+running() { curl -s "$URL/metrics" | awk '/^vllm:num_requests_running/ {print $2}'; }
 # 32 x 450 tokens keep the engine busy for many seconds; the clients give up after a second
 # (long enough to be admitted even on a loaded machine). The server notices at its next step.
 curl -sN --max-time 1 "$URL/v1/completions" -d "{\"prompt\":\"$PROMPT\",\"max_tokens\":450,\"n\":32,\"ignore_eos\":true,\"stream\":true}" >/dev/null 2>&1
@@ -210,22 +210,22 @@ check disconnects_counted $? "disconnects=$disc"
 aborts=$(curl -s "$URL/metrics" | grep 'finished_reason="abort"' | awk '{print $2}')
 [ "${aborts:-0}" -ge 16 ]
 check aborted_sequences_in_metrics $? "aborts=$aborts"
-free_after=$(curl -s "$URL/metrics" | awk '/^qserve:kv_cache_usage_perc/ {print $2}')
+free_after=$(curl -s "$URL/metrics" | awk '/^vllm:kv_cache_usage_perc/ {print $2}')
 [ "$free_after" = 0 ]
 check kv_cache_empty_after_disconnects $? "usage=$free_after"
 
 # --- metrics ---
 curl -s "$URL/metrics" >"$TMP/metrics"
 missing=""
-for m in 'qserve:num_requests_running{model_name="stories"}' 'qserve:num_requests_waiting{' 'qserve:kv_cache_usage_perc{' \
-         'qserve:prompt_tokens_total{' 'qserve:generation_tokens_total{' 'qserve:request_success_total{model_name="stories",finished_reason="length"}' \
-         'qserve:time_to_first_token_seconds_bucket{' 'qserve:inter_token_latency_seconds_count{' 'qserve:e2e_request_latency_seconds_sum{' \
-         '# TYPE qserve:time_to_first_token_seconds histogram'; do
+for m in 'vllm:num_requests_running{model_name="stories",engine="0"}' 'vllm:num_requests_waiting{' 'vllm:kv_cache_usage_perc{' \
+         'vllm:prompt_tokens_total{' 'vllm:generation_tokens_total{' 'vllm:request_success_total{model_name="stories",engine="0",finished_reason="length"}' \
+         'vllm:time_to_first_token_seconds_bucket{' 'vllm:inter_token_latency_seconds_count{' 'vllm:e2e_request_latency_seconds_sum{' \
+         '# TYPE vllm:time_to_first_token_seconds histogram'; do
   grep -qF "$m" "$TMP/metrics" || missing="$missing $m"
 done
 [ -z "$missing" ]
 check metrics_names $? "missing:$missing"
-gen=$(awk '/^qserve:generation_tokens_total/ {print $2}' "$TMP/metrics")
+gen=$(awk '/^vllm:generation_tokens_total/ {print $2}' "$TMP/metrics")
 [ "${gen:-0}" -gt 500 ]
 check metrics_count_tokens $? "generation_tokens_total=$gen"
 

@@ -41,8 +41,8 @@ launch() {
 wait_running() {
   for _ in $(seq 1 100); do
     local n
-    n=$(command curl -s "$URL/metrics" | awk -v fin="${2:-}" '/^qserve:num_requests_(running|waiting)\{/ {s+=$2}
-      fin && /^qserve:request_success_total\{/ {s+=$2} END {print s+0}')
+    n=$(command curl -s "$URL/metrics" | awk -v fin="${2:-}" '/^vllm:num_requests_(running|waiting)\{/ {s+=$2}
+      fin && /^vllm:request_success_total\{/ {s+=$2} END {print s+0}')
     [ "${n:-0}" -ge "$1" ] && return 0
     sleep 0.1
   done

@@ -87,7 +87,7 @@ for i in 1 2 3; do # 2 running (--max-num-seqs 2) + 2 waiting fill the queue of 
   pids+=($!)
 done
 for _ in $(seq 1 50); do # until 2 sequences wait
-  w=$(command curl -s "${AUTH[@]}" "$URL/metrics" | awk '/^qserve:num_requests_waiting\{/ {print $2}')
+  w=$(command curl -s "${AUTH[@]}" "$URL/metrics" | awk '/^vllm:num_requests_waiting\{/ {print $2}')
   [ "${w%.*}" = 2 ] && break
   sleep 0.1
 done

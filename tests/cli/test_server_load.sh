@@ -42,7 +42,7 @@ echo "# RSS ${rss_before} kB -> ${rss_after} kB" >&2
 $LOAD hostile "$TMP/ref.json"
 kill -0 "$SERVER_PID" 2>/dev/null
 check server_alive_after_hostile_input $? "the server died: $(tail -c 300 "$TMP/server.log")"
-running=$(curl -s "$URL/metrics" | awk '/^qserve:num_requests_running/ {print $2}')
+running=$(curl -s "$URL/metrics" | awk '/^vllm:num_requests_running/ {print $2}')
 [ "$running" = 0 ]
 check nothing_left_running $? "running=$running"
 exit 0

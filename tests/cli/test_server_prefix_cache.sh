@@ -2,7 +2,7 @@
 # test_server_prefix_cache.sh — automatic prefix caching through the HTTP API (stories260K on
 # CPU): a repeated prompt reports usage.prompt_tokens_details.cached_tokens (every full block
 # but the one holding the last token) and gives the same greedy text; cache_salt isolates and is
-# validated; n > 1 choices share; the qserve:prefix_cache_* counters add up; streaming usage carries
+# validated; n > 1 choices share; the vllm:prefix_cache_* counters add up; streaming usage carries
 # the field; --no-enable-prefix-caching serves the same text with nothing cached; a bad
 # --kv-cache-dtype stops start-up with a clear error.
 set -u
@@ -83,7 +83,7 @@ else
 fi
 
 # --- FP8 KV cache: twice the blocks of bf16 in the same memory, named in the log and the metrics ---
-blocks_of() { awk -F'num_gpu_blocks="' '/^qserve:cache_config_info/ {split($2, a, "\""); print a[1]}' "$TMP/metrics"; }
+blocks_of() { awk -F'num_gpu_blocks="' '/^vllm:cache_config_info/ {split($2, a, "\""); print a[1]}' "$TMP/metrics"; }
 if start_server "$MODEL" --max-num-seqs 4 --kv-cache-memory 4MiB --kv-cache-dtype bf16; then
   curl -s "$URL/metrics" >"$TMP/metrics"; bf16_blocks=$(blocks_of)
   grep -q 'cache_dtype="bf16"' "$TMP/metrics"

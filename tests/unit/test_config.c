@@ -156,6 +156,108 @@ static void vllm_flags_are_accepted(void **state)
     assert_true(c.enforce_eager); /* not ignored: it turns the decode graphs off */
 }
 
+static void vllm_flags_with_one_meaning_refuse_other_values(void **state)
+{
+    qs_config c;
+    qs_err e;
+    char *ok[] = {"serve", "m", "--dtype", "bfloat16", "--load-format", "safetensors", "--block-size", "16",
+                  "--distributed-executor-backend", "mp", "--enable-chunked-prefill", "--trust-remote-code=true"};
+    assert_int_equal(qs_config_parse_args(ARGC(ok), ok, &c, &e), 0);
+    struct {
+        char *flag, *value, *says;
+    } refused[] = {{"--dtype", "float16", "accepted: auto|bfloat16|bf16"},
+                   {"--load-format", "gguf", "safetensors only"},
+                   {"--block-size", "32", "16 tokens only"},
+                   {"--distributed-executor-backend", "ray", "accepted: mp|uni"},
+                   {"--enable-chunked-prefill=false", NULL, "chunked prefill is always on"},
+                   {"--uvicorn-log-level", "loud", "unknown log level 'loud'"}};
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        char *argv[] = {"serve", "m", refused[i].flag, refused[i].value};
+        assert_int_equal(qs_config_parse_args(refused[i].value ? 4 : 3, argv, &c, &e), -1);
+        if (!strstr(e.msg, refused[i].says))
+            fail_msg("%s %s: '%s' lacks '%s'", refused[i].flag, refused[i].value ? refused[i].value : "", e.msg,
+                     refused[i].says);
+    }
+    /* nothing in the table is "ignored" any more */
+    size_t n;
+    const qs_option *opts = qs_config_options(&n);
+    for (size_t i = 0; i < n; i++)
+        if (strstr(opts[i].help, "ignored"))
+            fail_msg("--%s says it is ignored: %s", opts[i].name, opts[i].help);
+}
+
+static void server_flags_of_issue_36(void **state)
+{
+    qs_config c;
+    qs_err e;
+    char *def[] = {"serve", "m"};
+    assert_int_equal(qs_config_parse_args(ARGC(def), def, &c, &e), 0);
+    assert_string_equal(c.generation_config, "auto");
+    assert_int_equal(c.max_logprobs, 20);
+    assert_string_equal(c.response_role, "assistant");
+    assert_string_equal(c.allowed_origins, "[\"*\"]");
+    assert_int_equal(c.n_served_model_names, 1);
+    assert_string_equal(c.served_model_names[0], "m");
+    assert_false(c.enable_log_requests);
+
+    char *argv[] = {"serve", "m", "--served-model-name", "first", "second", "third", "-tp", "1",
+                    "--generation-config", "vllm", "--override-generation-config", "{\"temperature\": 0.5}",
+                    "--max-logprobs", "5", "--response-role", "bot", "--allowed-origins", "[\"https://a.example\"]",
+                    "--allowed-methods", "[\"GET\", \"POST\"]", "--allowed-headers", "[\"x-key\"]",
+                    "--allow-credentials", "--root-path", "/api", "--enable-log-requests", "--disable-log-stats",
+                    "--chat-template", "{{ messages[0].content }}"};
+    assert_int_equal(qs_config_parse_args(ARGC(argv), argv, &c, &e), 0);
+    assert_int_equal(c.n_served_model_names, 3);
+    assert_string_equal(c.served_model_name, "first");
+    assert_string_equal(c.served_model_names[2], "third");
+    assert_string_equal(c.generation_config, "vllm");
+    assert_string_equal(c.override_generation_config, "{\"temperature\": 0.5}");
+    assert_int_equal(c.max_logprobs, 5);
+    assert_string_equal(c.response_role, "bot");
+    assert_true(c.allow_credentials);
+    assert_string_equal(c.root_path, "/api");
+    assert_true(c.enable_log_requests);
+    assert_true(c.disable_log_stats);
+    assert_string_equal(c.chat_template, "{{ messages[0].content }}");
+    char *disable[] = {"serve", "m", "--enable-log-requests", "--disable-log-requests"};
+    assert_int_equal(qs_config_parse_args(ARGC(disable), disable, &c, &e), 0);
+    assert_false(c.enable_log_requests);
+
+    char *tp[] = {"serve", "m", "-tp=2"};
+    assert_int_equal(qs_config_parse_args(ARGC(tp), tp, &c, &e), -1);
+    assert_non_null(strstr(e.msg, "tensor parallelism is not supported yet"));
+    char *names_first[] = {"serve", "--served-model-name", "a", "b"};
+    assert_int_equal(qs_config_parse_args(ARGC(names_first), names_first, &c, &e), -1);
+    assert_non_null(strstr(e.msg, "put MODEL first"));
+
+    struct {
+        char *flag, *value, *says;
+    } bad[] = {{"--max-logprobs", "21", "--max-logprobs: must be in [0, 20]"},
+               {"--allowed-origins", "*", "--allowed-origins: expected a JSON list of strings"},
+               {"--allowed-headers", "[1]", "--allowed-headers: expected a JSON list of strings"},
+               {"--override-generation-config", "[1]", "--override-generation-config: expected a JSON object"},
+               {"--root-path", "api", "--root-path: 'api' must be a path starting with '/'"},
+               {"--response-role", "", "--response-role: must not be empty"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char *a[] = {"serve", "m", bad[i].flag, bad[i].value};
+        assert_int_equal(qs_config_parse_args(ARGC(a), a, &c, &e), -1);
+        if (!strstr(e.msg, bad[i].says))
+            fail_msg("%s %s: '%s' lacks '%s'", bad[i].flag, bad[i].value, e.msg, bad[i].says);
+    }
+
+    char path[64];
+    write_yaml(path, "served-model-name: [y1, y2]\nallowed-origins: [\"https://b.example\"]\n"
+                     "generation-config: /some/folder\nmax_logprobs: 7\n");
+    char *yaml[] = {"serve", "m", "--config", path};
+    assert_int_equal(qs_config_parse_args(ARGC(yaml), yaml, &c, &e), 0);
+    unlink(path);
+    assert_int_equal(c.n_served_model_names, 2);
+    assert_string_equal(c.served_model_names[1], "y2");
+    assert_string_equal(c.allowed_origins, "[\"https://b.example\"]");
+    assert_string_equal(c.generation_config, "/some/folder");
+    assert_int_equal(c.max_logprobs, 7);
+}
+
 static void prefix_caching_and_kv_dtype_flags(void **state)
 {
     qs_config c;
@@ -477,6 +579,8 @@ int main(void)
         cmocka_unit_test_setup(tensor_parallel_is_parsed_but_refused, setup),
         cmocka_unit_test_setup(unknown_flags_suggest_close_matches, setup),
         cmocka_unit_test_setup(vllm_flags_are_accepted, setup),
+        cmocka_unit_test_setup(vllm_flags_with_one_meaning_refuse_other_values, setup),
+        cmocka_unit_test_setup(server_flags_of_issue_36, setup),
         cmocka_unit_test_setup(prefix_caching_and_kv_dtype_flags, setup),
         cmocka_unit_test_setup(value_errors_name_the_flag, setup),
         cmocka_unit_test_setup(unknown_backend_names_are_explained, setup),

@@ -1,4 +1,4 @@
-/* test_server_metrics.c — the Prometheus text of /metrics: names with the qserve: prefix, the
+/* test_server_metrics.c — the Prometheus text of /metrics: vLLM's names (vllm:) and labels, the
  * model_name label (escaped), gauges from the engine's load, counters and cumulative histogram
  * buckets from its statistics, driven by an engine over a one-token fake model. */
 #include <setjmp.h>
@@ -82,30 +82,53 @@ static void test_metrics_text(void **state)
     assert_int_equal(qs_engine_submit(e, r, 2, sink, &err), QS_SUBMIT_OK);
     qs_engine_step(e); /* prefill both: one running step */
     char *mid = qs_metrics_render("m\"x", e, NULL);
-    assert_non_null(strstr(mid, "qserve:num_requests_running{model_name=\"m\\\"x\"} 2\n"));
-    assert_non_null(strstr(mid, "# TYPE qserve:kv_cache_usage_perc gauge"));
+    assert_non_null(strstr(mid, "vllm:num_requests_running{model_name=\"m\\\"x\",engine=\"0\"} 2\n"));
+    assert_non_null(strstr(mid, "# TYPE vllm:kv_cache_usage_perc gauge"));
     free(mid);
     while (qs_engine_step(e) > 0)
         ;
     qs_http_counters http = {.requests_total = 7, .errors_4xx = 2, .errors_5xx = 1, .aborted_by_client = 1};
     char *text = qs_metrics_render("stories", e, &http);
-    assert_int_equal(value_of(text, "qserve:num_requests_running{model_name=\"stories\"} "), 0);
-    assert_int_equal(value_of(text, "qserve:prompt_tokens_total{model_name=\"stories\"} "), 10);
-    assert_int_equal(value_of(text, "qserve:generation_tokens_total{model_name=\"stories\"} "), 12);
+    assert_int_equal(value_of(text, "vllm:num_requests_running{model_name=\"stories\",engine=\"0\"} "), 0);
+    assert_int_equal(value_of(text, "vllm:prompt_tokens_total{model_name=\"stories\",engine=\"0\"} "), 10);
+    assert_int_equal(value_of(text, "vllm:generation_tokens_total{model_name=\"stories\",engine=\"0\"} "), 12);
     assert_int_equal(
-        value_of(text, "qserve:request_success_total{model_name=\"stories\",finished_reason=\"length\"} "), 2);
-    assert_int_equal(value_of(text, "qserve:time_to_first_token_seconds_count{model_name=\"stories\"} "), 2);
-    assert_int_equal(value_of(text, "qserve:inter_token_latency_seconds_count{model_name=\"stories\"} "), 10);
+        value_of(text, "vllm:request_success_total{model_name=\"stories\",engine=\"0\",finished_reason=\"length\"} "), 2);
+    assert_int_equal(value_of(text, "vllm:time_to_first_token_seconds_count{model_name=\"stories\",engine=\"0\"} "), 2);
+    assert_int_equal(value_of(text, "vllm:inter_token_latency_seconds_count{model_name=\"stories\",engine=\"0\"} "), 10);
     assert_int_equal(
-        value_of(text, "qserve:time_to_first_token_seconds_bucket{model_name=\"stories\",le=\"+Inf\"} "), 2);
+        value_of(text, "vllm:time_to_first_token_seconds_bucket{model_name=\"stories\",engine=\"0\",le=\"+Inf\"} "), 2);
     assert_int_equal(value_of(text, "qserve:http_requests_total{model_name=\"stories\"} "), 7);
     assert_int_equal(value_of(text, "qserve:http_client_disconnects_total{model_name=\"stories\"} "), 1);
-    assert_non_null(strstr(text, "# TYPE qserve:e2e_request_latency_seconds histogram"));
+    assert_non_null(strstr(text, "# TYPE vllm:e2e_request_latency_seconds histogram"));
+    /* per-request token histograms use vLLM's 1-2-5 buckets up to max_model_len (128) */
+    assert_int_equal(value_of(text, "vllm:request_prompt_tokens_count{model_name=\"stories\",engine=\"0\"} "), 2);
+    assert_int_equal(value_of(text, "vllm:request_prompt_tokens_sum{model_name=\"stories\",engine=\"0\"} "), 10);
+    assert_int_equal(
+        value_of(text, "vllm:request_generation_tokens_bucket{model_name=\"stories\",engine=\"0\",le=\"5.0\"} "), 0);
+    assert_int_equal(
+        value_of(text, "vllm:request_generation_tokens_bucket{model_name=\"stories\",engine=\"0\",le=\"10.0\"} "), 2);
+    assert_int_equal(
+        value_of(text, "vllm:request_generation_tokens_bucket{model_name=\"stories\",engine=\"0\",le=\"100.0\"} "), 2);
+    assert_null(strstr(text, "le=\"200.0\""));
+    /* the prefill step computed 10 tokens, then 5 steps decoded 2 each */
+    assert_int_equal(value_of(text, "vllm:iteration_tokens_total_count{model_name=\"stories\",engine=\"0\"} "), 6);
+    assert_int_equal(value_of(text, "vllm:iteration_tokens_total_sum{model_name=\"stories\",engine=\"0\"} "), 20);
+    assert_int_equal(value_of(text, "vllm:time_per_output_token_seconds_count{model_name=\"stories\",engine=\"0\"} "), 10);
+    assert_int_equal(
+        value_of(text, "vllm:request_time_per_output_token_seconds_count{model_name=\"stories\",engine=\"0\"} "), 2);
+    assert_non_null(strstr(text, "vllm:time_to_first_token_seconds_bucket{model_name=\"stories\",engine=\"0\",le=\"0.001\"} "));
+    assert_int_equal(value_of(text, "vllm:request_prefill_time_seconds_count{model_name=\"stories\",engine=\"0\"} "), 2);
+    assert_int_equal(value_of(text, "vllm:request_decode_time_seconds_count{model_name=\"stories\",engine=\"0\"} "), 2);
+    assert_int_equal(
+        value_of(text, "vllm:request_inference_time_seconds_bucket{model_name=\"stories\",engine=\"0\",le=\"7680.0\"} "), 2);
+    assert_non_null(strstr(text, "# TYPE qserve:kv_cache_blocks gauge"));
+    assert_null(strstr(text, "kv_cache_blocks_total"));
     /* buckets are cumulative: never decreasing up to +Inf */
     unsigned long long prev = 0;
     const char *p = text;
     int buckets = 0;
-    while ((p = strstr(p, "qserve:inter_token_latency_seconds_bucket{"))) {
+    while ((p = strstr(p, "vllm:inter_token_latency_seconds_bucket{"))) {
         const char *sp = strchr(p, '}');
         unsigned long long v = strtoull(sp + 2, NULL, 10);
         assert_true(v >= prev);
@@ -118,7 +141,7 @@ static void test_metrics_text(void **state)
     free(text);
     /* while loading there is no engine: zeros, same names */
     char *empty = qs_metrics_render("stories", NULL, NULL);
-    assert_int_equal(value_of(empty, "qserve:generation_tokens_total{model_name=\"stories\"} "), 0);
+    assert_int_equal(value_of(empty, "vllm:generation_tokens_total{model_name=\"stories\",engine=\"0\"} "), 0);
     free(empty);
     qs_engine_event_free_list(qs_event_sink_take(sink, 0));
     qs_event_sink_release(sink);
