@@ -407,7 +407,7 @@ static qs_mask_cache *cache_get(qs_grammar *g, const qs_vocab_trie *t)
             pthread_mutex_init(&c->mu, NULL);
             c->trie = t;
             c->words = qs_mask_words(t);
-            size_t budget = (size_t)64 << 20; /* bytes of masks per grammar */
+            size_t budget = (size_t)8 << 20; /* bytes of masks per grammar (16 grammars stay cached) */
             c->max_entries = (int)(budget / (c->words * 4));
             if (c->max_entries < 8)
                 c->max_entries = 8;
@@ -446,17 +446,8 @@ void qs_mask_cache_free(qs_mask_cache *c)
     free(c);
 }
 
-static uint64_t state_key(const qs_matcher *m)
-{
-    /* order-independent combination of the stack hashes */
-    uint64_t sum = 0, x = 0;
-    for (int i = 0; i < m->n_cur; i++) {
-        sum += m->cur_h[i];
-        x ^= mix(m->cur_h[i], 7);
-    }
-    uint64_t k = mix(mix(sum, x), (uint64_t)m->n_cur);
-    return k ? k : 1;
-}
+static uint64_t set_key(const uint64_t *h, int n);
+static uint64_t state_key(const qs_matcher *m) { return set_key(m->cur_h, m->n_cur); }
 
 static bool cache_lookup(qs_mask_cache *c, uint64_t key, uint32_t *mask, int *count)
 {
@@ -499,38 +490,178 @@ static void cache_store(qs_mask_cache *c, uint64_t key, const uint32_t *mask, in
     pthread_mutex_unlock(&c->mu);
 }
 
+/* The stack sets met during one trie walk, as states of a small DFA built on the fly: many trie
+ * nodes reach the same set (every letter inside a JSON string leads back to "inside the
+ * string"), so each (set, byte) transition is computed once and the walk itself is table lookups. */
+typedef struct walk_dfa {
+    int n, cap;
+    int *first, *count;    /* [cap]: tops of state s are pool[first[s] .. first[s] + count[s]) */
+    uint64_t *key;         /* [cap] */
+    int32_t *trans;        /* [cap * 256]: -2 unknown, -1 dead, else the next state */
+    int32_t *pool;
+    uint64_t *pool_h;
+    int pool_n, pool_cap;
+    int32_t *slots;        /* open addressing over keys: state index or -1 */
+    int slot_cap;
+} walk_dfa;
+
+static void dfa_free(walk_dfa *d)
+{
+    free(d->first);
+    free(d->count);
+    free(d->key);
+    free(d->trans);
+    free(d->pool);
+    free(d->pool_h);
+    free(d->slots);
+    memset(d, 0, sizeof *d);
+}
+
+static uint64_t set_key(const uint64_t *h, int n)
+{
+    uint64_t sum = 0, x = 0;
+    for (int i = 0; i < n; i++) {
+        sum += h[i];
+        x ^= mix(h[i], 7);
+    }
+    uint64_t k = mix(mix(sum, x), (uint64_t)n);
+    return k ? k : 1;
+}
+
+/* The state for the set (tops, hashes) of n stacks, added if new; -1 when out of memory. */
+static int dfa_state(walk_dfa *d, const int32_t *tops, const uint64_t *h, int n)
+{
+    uint64_t key = set_key(h, n);
+    if (2 * (d->n + 1) > d->slot_cap) {
+        int cap = d->slot_cap ? d->slot_cap * 2 : 256;
+        int32_t *sl = malloc(sizeof *sl * (size_t)cap);
+        if (!sl)
+            return -1;
+        for (int i = 0; i < cap; i++)
+            sl[i] = -1;
+        for (int s = 0; s < d->n; s++) {
+            int j = (int)(d->key[s] & (uint64_t)(cap - 1));
+            while (sl[j] >= 0)
+                j = (j + 1) & (cap - 1);
+            sl[j] = s;
+        }
+        free(d->slots);
+        d->slots = sl;
+        d->slot_cap = cap;
+    }
+    int j = (int)(key & (uint64_t)(d->slot_cap - 1));
+    while (d->slots[j] >= 0) {
+        if (d->key[d->slots[j]] == key)
+            return d->slots[j];
+        j = (j + 1) & (d->slot_cap - 1);
+    }
+    if (d->n == d->cap) {
+        int cap = d->cap ? d->cap * 2 : 64;
+        int *f = realloc(d->first, sizeof *f * (size_t)cap);
+        if (f)
+            d->first = f;
+        int *c = realloc(d->count, sizeof *c * (size_t)cap);
+        if (c)
+            d->count = c;
+        uint64_t *k = realloc(d->key, sizeof *k * (size_t)cap);
+        if (k)
+            d->key = k;
+        int32_t *t = realloc(d->trans, sizeof *t * (size_t)cap * 256);
+        if (t)
+            d->trans = t;
+        if (!f || !c || !k || !t)
+            return -1;
+        d->cap = cap;
+    }
+    if (d->pool_n + n > d->pool_cap) {
+        int cap = d->pool_cap ? d->pool_cap * 2 : 1024;
+        while (cap < d->pool_n + n)
+            cap *= 2;
+        int32_t *p = realloc(d->pool, sizeof *p * (size_t)cap);
+        if (p)
+            d->pool = p;
+        uint64_t *ph = realloc(d->pool_h, sizeof *ph * (size_t)cap);
+        if (ph)
+            d->pool_h = ph;
+        if (!p || !ph)
+            return -1;
+        d->pool_cap = cap;
+    }
+    int s = d->n++;
+    d->first[s] = d->pool_n;
+    d->count[s] = n;
+    d->key[s] = key;
+    memcpy(d->pool + d->pool_n, tops, sizeof *tops * (size_t)n);
+    memcpy(d->pool_h + d->pool_n, h, sizeof *h * (size_t)n);
+    d->pool_n += n;
+    for (int b = 0; b < 256; b++)
+        d->trans[(size_t)s * 256 + (size_t)b] = -2;
+    d->slots[j] = s;
+    return s;
+}
+
+/* The state after byte from state s: -1 dead, -3 out of memory. */
+static int dfa_step(qs_matcher *m, walk_dfa *d, int s, unsigned byte)
+{
+    int32_t t = d->trans[(size_t)s * 256 + byte];
+    if (t != -2)
+        return t;
+    int n = d->count[s];
+    if (!lv_reserve(m, n + 1))
+        return -3;
+    memcpy(m->lv, d->pool + d->first[s], sizeof *m->lv * (size_t)n);
+    memcpy(m->lv_h, d->pool_h + d->first[s], sizeof *m->lv_h * (size_t)n);
+    int out_end;
+    advance(m, 0, n, byte, &out_end);
+    if (m->oom)
+        return -3;
+    t = out_end == n ? -1 : dfa_state(d, m->lv + n, m->lv_h + n, out_end - n);
+    if (t == -1 && out_end != n)
+        return -3;
+    d->trans[(size_t)s * 256 + byte] = t;
+    return t;
+}
+
 /* The walk (no end ids, no cache). */
 static int walk_trie(qs_matcher *m, uint32_t *mask)
 {
     const qs_vocab_trie *t = m->trie;
     size_t words = qs_mask_words(t);
     memset(mask, 0, words * 4);
-    if (!load_current(m))
-        return 0;
     int base_nodes = m->n_nodes;
-    m->lv_start[0] = 0;
-    m->lv_start[1] = m->n_cur;
-    m->lv_mark[1] = base_nodes;
+    walk_dfa d = {0};
     int allowed = 0;
-    for (int i = 0; i < t->n_nodes && !m->oom;) {
-        int d = t->depth[i];
-        /* level d-1 lives at [lv_start[d-1], lv_start[d]); level d goes after it */
-        m->n_nodes = m->lv_mark[d];
-        int out_end;
-        advance(m, m->lv_start[d - 1], m->lv_start[d], t->byte[i], &out_end);
-        if (out_end == m->lv_start[d]) {
-            i = t->subtree_end[i];
+    int *state_at = m->lv_start; /* [max_depth + 2]: the state after each depth of the current path */
+    state_at[0] = dfa_state(&d, m->cur, m->cur_h, m->n_cur);
+    if (state_at[0] < 0) {
+        m->oom = true;
+        dfa_free(&d);
+        return 0;
+    }
+    const qs_trie_node *nodes = t->nodes;
+    for (int i = 0; i < t->n_nodes;) {
+        int depth = nodes[i].depth;
+        int prev = state_at[depth - 1];
+        int32_t s = d.trans[(size_t)prev * 256 + nodes[i].byte];
+        if (s == -2)
+            s = dfa_step(m, &d, prev, nodes[i].byte);
+        if (s == -3) {
+            m->oom = true;
+            break;
+        }
+        if (s < 0) {
+            i = nodes[i].subtree_end;
             continue;
         }
-        for (int k = t->tok_first[i]; k < t->tok_first[i + 1]; k++) {
+        for (int k = nodes[i].tok_first; k < nodes[i + 1].tok_first; k++) {
             int32_t id = t->ids[k];
             mask[id >> 5] |= 1u << (id & 31);
             allowed++;
         }
-        m->lv_start[d + 1] = out_end;
-        m->lv_mark[d + 1] = m->n_nodes;
+        state_at[depth] = s;
         i++;
     }
+    dfa_free(&d);
     m->n_nodes = base_nodes;
     return allowed;
 }

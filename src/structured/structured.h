@@ -34,6 +34,9 @@ typedef struct qs_so_options {
      * lets a caller wrap a schema in markup such as "<tool_call>\n" ... "\n</tool_call>". */
     const char *prefix;
     const char *suffix;
+    /* Compile afresh and keep nothing: compiled grammars are otherwise shared by identical
+     * specifications (the last 16), together with the masks they have cached. */
+    bool uncached;
 } qs_so_options;
 
 typedef struct qs_grammar qs_grammar;

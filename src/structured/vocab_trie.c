@@ -30,10 +30,7 @@ void qs_vocab_trie_free(qs_vocab_trie *t)
 {
     if (!t)
         return;
-    free(t->byte);
-    free(t->depth);
-    free(t->subtree_end);
-    free(t->tok_first);
+    free(t->nodes);
     free(t->ids);
     free(t->end_ids);
     free(t->bytes);
@@ -76,22 +73,20 @@ qs_vocab_trie *qs_vocab_trie_new(int vocab_size, const uint8_t *const *token_byt
     t->vocab_size = vocab_size;
     /* at most one node per byte of every token */
     size_t cap = (size_t)total + 1;
-    t->byte = malloc(cap);
-    t->depth = malloc(sizeof *t->depth * cap);
-    t->subtree_end = malloc(sizeof *t->subtree_end * cap);
-    t->tok_first = calloc(cap + 1, sizeof *t->tok_first);
+    t->nodes = calloc(cap + 1, sizeof *t->nodes);
+    int32_t *count = calloc(cap + 1, sizeof *count); /* tokens ending at each node */
     t->ids = malloc(sizeof *t->ids * (size_t)(n ? n : 1));
     int32_t *path = malloc(sizeof *path * 65536);
     t->end_ids = malloc(sizeof *t->end_ids * (size_t)(n_end ? n_end : 1));
-    if (!t->byte || !t->depth || !t->subtree_end || !t->tok_first || !t->ids || !path || !t->end_ids) {
+    if (!t->nodes || !count || !t->ids || !path || !t->end_ids) {
         free(path);
+        free(count);
         goto oom;
     }
     memcpy(t->end_ids, end_ids, sizeof *end_ids * (size_t)n_end);
     t->n_end = n_end;
     /* path[d] = node at depth d+1 along the previous token; tok_first counts per node first */
     int depth = 0, nodes = 0;
-    int32_t *count = t->tok_first + 1; /* counts shifted by one, prefix-summed below */
     for (int k = 0; k < n; k++) {
         const tok_ref *r = &refs[k];
         int lcp = 0;
@@ -101,10 +96,10 @@ qs_vocab_trie *qs_vocab_trie_new(int vocab_size, const uint8_t *const *token_byt
                 lcp++;
         }
         for (int d = depth - 1; d >= lcp; d--)
-            t->subtree_end[path[d]] = nodes;
+            t->nodes[path[d]].subtree_end = nodes;
         for (int d = lcp; d < r->len; d++) {
-            t->byte[nodes] = r->p[d];
-            t->depth[nodes] = (uint16_t)(d + 1);
+            t->nodes[nodes].byte = r->p[d];
+            t->nodes[nodes].depth = (uint16_t)(d + 1);
             path[d] = nodes++;
         }
         depth = r->len;
@@ -113,11 +108,12 @@ qs_vocab_trie *qs_vocab_trie_new(int vocab_size, const uint8_t *const *token_byt
         count[path[depth - 1]]++;
     }
     for (int d = depth - 1; d >= 0; d--)
-        t->subtree_end[path[d]] = nodes;
+        t->nodes[path[d]].subtree_end = nodes;
     free(path);
     t->n_nodes = nodes;
     for (int i = 0; i < nodes; i++)
-        t->tok_first[i + 1] += t->tok_first[i];
+        t->nodes[i + 1].tok_first = t->nodes[i].tok_first + count[i];
+    free(count);
     /* ids in node order: tokens are sorted, so they arrive in preorder of their end nodes */
     for (int k = 0; k < n; k++)
         t->ids[k] = refs[k].id;

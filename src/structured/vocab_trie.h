@@ -8,14 +8,19 @@
 
 #include "structured/structured.h"
 
+/* One node, packed so a walk reads one cache line for several nodes. */
+typedef struct qs_trie_node {
+    int32_t subtree_end;   /* index just past this node's subtree */
+    int32_t tok_first;     /* ids of node i are ids[nodes[i].tok_first .. nodes[i+1].tok_first) */
+    uint16_t depth;
+    uint8_t byte;
+} qs_trie_node;
+
 struct qs_vocab_trie {
     int vocab_size;
     int n_nodes;
     int max_depth;
-    uint8_t *byte;         /* [n_nodes] */
-    uint16_t *depth;       /* [n_nodes] */
-    int32_t *subtree_end;  /* [n_nodes] */
-    int32_t *tok_first;    /* [n_nodes + 1]: ids of node i are ids[tok_first[i] .. tok_first[i+1]) */
+    qs_trie_node *nodes;   /* [n_nodes + 1] (the last one only closes tok_first) */
     int32_t *ids;
     uint8_t *bytes;        /* every token's bytes, back to back */
     int64_t *bytes_off;    /* [vocab_size + 1]: token i is bytes[bytes_off[i] .. bytes_off[i+1]) */
