@@ -14,6 +14,7 @@
 #include "engine/request.h"
 #include "engine/scheduler.h"
 #include "structured/structured.h"
+#include "util/parallel.h"
 #include "util/log.h"
 
 /* ---------------- events and sinks ---------------- */
@@ -606,6 +607,42 @@ static void on_sampled(qs_engine *e, qs_seq *seq, int32_t token, const qs_token_
         qs_event_sink_push(seq->sink, ev);
 }
 
+/* The structured-output masks of this step's constrained rows, computed on the CPU pool's threads
+ * (one matcher per thread at a time) before the rows are sampled one by one. */
+typedef struct mask_job {
+    qs_matcher **m;
+} mask_job;
+
+static void mask_range(void *ctx, int64_t begin, int64_t end)
+{
+    mask_job *j = ctx;
+    for (int64_t i = begin; i < end; i++)
+        qs_matcher_prepare_mask(j->m[i]);
+}
+
+static void prepare_masks(qs_engine *e, const qs_sched_batch *b, int n_device)
+{
+    qs_matcher *local[64];
+    qs_matcher **list = b->n_items <= 64 ? local : malloc(sizeof *list * (size_t)b->n_items);
+    int n = 0, row = 0;
+    if (!list)
+        return; /* the masks are then computed one by one as rows are sampled */
+    for (int i = 0; i < b->n_items; i++) {
+        if (!b->items[i].want_logits)
+            continue;
+        int r = row++;
+        qs_seq *seq = b->items[i].seq;
+        if (seq->grammar && !(n_device && e->tokens[r] >= 0))
+            list[n++] = seq->grammar;
+    }
+    if (n > 1) {
+        mask_job j = {list};
+        qs_parallel_for(n, 1, mask_range, &j);
+    }
+    if (list != local)
+        free(list);
+}
+
 int qs_engine_step(qs_engine *e)
 {
     take_submissions(e);
@@ -672,6 +709,7 @@ int qs_engine_step(qs_engine *e)
         publish_load(e);
         return -1;
     }
+    prepare_masks(e, b, n_device);
     int row = 0;
     for (int i = 0; i < b->n_items; i++) {
         qs_seq *seq = b->items[i].seq;

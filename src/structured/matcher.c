@@ -53,6 +53,8 @@ struct qs_matcher {
     int *lv_start;      /* [max_depth + 2] */
     int *lv_mark;       /* arena size when the level was made */
     uint32_t *mask_tmp;
+    int mask_allowed;
+    bool mask_ready;    /* mask_tmp holds the current state's mask */
     long expand_budget;
     /* hashes of the rule-topped stacks expanded during this advance: a stack met again (a
      * repetition of something that may be empty) has already given its expansions */
@@ -270,6 +272,7 @@ static bool set_current(qs_matcher *m, int start, int end)
     m->cap_nodes = n_old ? n_old : 1;
     free(m->cur);
     free(m->cur_h);
+    m->mask_ready = false;
     m->cur = tops;
     m->cur_h = hs;
     m->n_cur = n;
@@ -387,6 +390,7 @@ bool qs_matcher_accept_token(qs_matcher *m, int32_t id)
             if (!qs_matcher_is_complete(m))
                 return false;
             m->ended = true;
+            m->mask_ready = false;
             return true;
         }
     int64_t off = t->bytes_off[id], len = t->bytes_off[id + 1] - off;
@@ -693,9 +697,18 @@ int qs_matcher_fill_mask(qs_matcher *m, uint32_t *mask)
     return allowed;
 }
 
+int qs_matcher_prepare_mask(qs_matcher *m)
+{
+    if (!m->mask_ready) {
+        m->mask_allowed = qs_matcher_fill_mask(m, m->mask_tmp);
+        m->mask_ready = true;
+    }
+    return m->mask_allowed;
+}
+
 int qs_matcher_mask_logits(qs_matcher *m, float *logits, int n_logits)
 {
-    int allowed = qs_matcher_fill_mask(m, m->mask_tmp);
+    int allowed = qs_matcher_prepare_mask(m);
     int n = n_logits < m->trie->vocab_size ? n_logits : m->trie->vocab_size;
     for (int i = 0; i < n; i++)
         if (!(m->mask_tmp[i >> 5] >> (i & 31) & 1))

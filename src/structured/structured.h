@@ -73,7 +73,11 @@ void qs_matcher_free(qs_matcher *m);
 /* Sets bit i of mask (qs_mask_words words) iff token i may come next; end ids are set iff the
  * output is complete. Returns the number of allowed tokens (0: nothing can follow). */
 int qs_matcher_fill_mask(qs_matcher *m, uint32_t *mask);
-/* Sets every disallowed token's logit to -inf (fills the mask internally). Returns the number allowed. */
+/* Computes the mask for the current state into the matcher (as fill_mask), so that several
+ * matchers' masks can be computed on several threads before their logits are masked. */
+int qs_matcher_prepare_mask(qs_matcher *m);
+/* Sets every disallowed token's logit to -inf, using the prepared mask when the state has not
+ * moved since, else computing it. Returns the number allowed. */
 int qs_matcher_mask_logits(qs_matcher *m, float *logits, int n_logits);
 /* Advances by a token (an end id is accepted iff complete). False (state unchanged) if refused. */
 bool qs_matcher_accept_token(qs_matcher *m, int32_t id);
