@@ -313,8 +313,10 @@ static bool load_current(qs_matcher *m)
 {
     if (!lv_reserve(m, m->n_cur + 1))
         return false;
-    memcpy(m->lv, m->cur, sizeof *m->cur * (size_t)m->n_cur);
-    memcpy(m->lv_h, m->cur_h, sizeof *m->cur_h * (size_t)m->n_cur);
+    if (m->n_cur) {
+        memcpy(m->lv, m->cur, sizeof *m->cur * (size_t)m->n_cur);
+        memcpy(m->lv_h, m->cur_h, sizeof *m->cur_h * (size_t)m->n_cur);
+    }
     return true;
 }
 
@@ -627,8 +629,10 @@ static int dfa_state(walk_dfa *d, const int32_t *tops, const uint64_t *h, int n)
     d->first[s] = d->pool_n;
     d->count[s] = n;
     d->key[s] = key;
-    memcpy(d->pool + d->pool_n, tops, sizeof *tops * (size_t)n);
-    memcpy(d->pool_h + d->pool_n, h, sizeof *h * (size_t)n);
+    if (n) {
+        memcpy(d->pool + d->pool_n, tops, sizeof *tops * (size_t)n);
+        memcpy(d->pool_h + d->pool_n, h, sizeof *h * (size_t)n);
+    }
     d->pool_n += n;
     for (int b = 0; b < 256; b++)
         d->trans[(size_t)s * 256 + (size_t)b] = -2;
@@ -645,8 +649,10 @@ static int dfa_step(qs_matcher *m, walk_dfa *d, int s, unsigned byte)
     int n = d->count[s];
     if (!lv_reserve(m, n + 1))
         return -3;
-    memcpy(m->lv, d->pool + d->first[s], sizeof *m->lv * (size_t)n);
-    memcpy(m->lv_h, d->pool_h + d->first[s], sizeof *m->lv_h * (size_t)n);
+    if (n) {
+        memcpy(m->lv, d->pool + d->first[s], sizeof *m->lv * (size_t)n);
+        memcpy(m->lv_h, d->pool_h + d->first[s], sizeof *m->lv_h * (size_t)n);
+    }
     int out_end;
     advance(m, 0, n, byte, &out_end);
     if (m->oom)
