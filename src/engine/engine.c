@@ -214,6 +214,7 @@ struct qs_engine {
     qs_engine_load load;
     qs_engine_stats stats;
     qs_vocab_trie *trie;        /* the vocabulary as bytes for structured outputs; built on first use */
+    pthread_mutex_t trie_mu;    /* guards building it (not mu: the engine thread must not wait on it) */
     pthread_t thread;
     bool thread_started;
 };
@@ -294,6 +295,7 @@ int qs_engine_create(const qs_engine_options *opt, const qs_engine_backend *back
         return qs_errf(err, "out of memory for the KV block pool");
     }
     pthread_mutex_init(&e->mu, NULL);
+    pthread_mutex_init(&e->trie_mu, NULL);
     pthread_cond_init(&e->cv, NULL);
     qs_engine_stats_init(&e->stats);
     e->load.num_blocks = backend->num_blocks;
@@ -320,13 +322,13 @@ static const qs_vocab_trie *engine_trie(qs_engine *e, qs_err *err)
 {
     if (e->opt.vocab_trie)
         return e->opt.vocab_trie;
-    pthread_mutex_lock(&e->mu);
+    pthread_mutex_lock(&e->trie_mu);
     if (!e->trie && e->opt.tokenizer)
         e->trie = qs_vocab_trie_from_tokenizer(e->opt.tokenizer, e->backend.vocab_size, e->eos, e->opt.n_eos, err);
     else if (!e->trie)
         qs_errf(err, "structured outputs need the model's tokenizer");
     const qs_vocab_trie *t = e->trie;
-    pthread_mutex_unlock(&e->mu);
+    pthread_mutex_unlock(&e->trie_mu);
     return t;
 }
 
@@ -864,6 +866,7 @@ void qs_engine_free(qs_engine *e)
     free(e->tokens);
     free(e->logits);
     qs_vocab_trie_free(e->trie);
+    pthread_mutex_destroy(&e->trie_mu);
     free(e->eos);
     free(e);
 }
