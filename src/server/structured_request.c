@@ -191,6 +191,9 @@ static int parse_guided(so_spec *s, const cJSON *root, qs_api_error *e)
     if ((v = cJSON_GetObjectItemCaseSensitive(root, "guided_choice")) && !cJSON_IsNull(v) &&
         take_choice(s, v, "guided_choice", e))
         return -1;
+    if ((v = cJSON_GetObjectItemCaseSensitive(root, "guided_decoding_backend")) && !cJSON_IsNull(v))
+        return qs_api_errorf(e, 400, "guided_decoding_backend",
+                             "'guided_decoding_backend' is not supported: this server has one constraint engine.");
     if ((v = cJSON_GetObjectItemCaseSensitive(root, "guided_whitespace_pattern")) && !cJSON_IsNull(v)) {
         if (!cJSON_IsString(v))
             return qs_api_errorf(e, 400, "guided_whitespace_pattern", "'guided_whitespace_pattern' must be a string.");

@@ -50,6 +50,7 @@ expect_400 bad_regex $C '{"prompt":"x","guided_regex":"a(?=b)"}' guided_regex lo
 expect_400 bad_grammar $C '{"prompt":"x","guided_grammar":"root ::= missing"}' guided_grammar missing
 expect_400 bad_choice $C '{"prompt":"x","guided_choice":["a",1]}' guided_choice "list of strings"
 expect_400 ws_without_json $C '{"prompt":"x","guided_regex":"a","guided_whitespace_pattern":" "}' guided_whitespace_pattern "only applies"
+expect_400 decoding_backend $C '{"prompt":"x","guided_regex":"a","guided_decoding_backend":"xgrammar"}' guided_decoding_backend "not supported"
 expect_400 number_minimum $C '{"prompt":"x","guided_json":{"type":"number","minimum":0}}' guided_json minimum
 
 # guided_whitespace_pattern is applied: with "" no whitespace may appear between JSON tokens
