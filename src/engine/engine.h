@@ -107,6 +107,11 @@ typedef struct qs_seq_request {
     bool prompt_logprobs;      /* log-probabilities of each prompt token, with ... */
     int prompt_logprobs_top;   /* ... this many (0..20) top alternatives */
     bool prompt_only;          /* no generation: the prompt's logprobs only (echo with max_tokens 0) */
+    /* Structured output (src/structured): NULL = free text. Each sequence gets its own matcher
+     * over the engine's vocabulary trie; its mask is applied to the logits before sampling
+     * (such rows are sampled on the host), and the sequence ends with "stop" once the grammar
+     * is complete and nothing can follow. The engine retains it. */
+    struct qs_grammar *grammar;
 } qs_seq_request;
 
 /* --- The forward pass and KV pool the engine drives --- */
@@ -145,6 +150,9 @@ typedef struct qs_engine_options {
     const char *kv_cache_dtype; /* what the cache holds, for /metrics (static string; NULL = "auto") */
     bool disable_log_stats;     /* no periodic throughput line (--disable-log-stats) */
     double log_stats_interval_s; /* seconds between those lines while busy; 0 = 5, as vLLM */
+    /* Structured outputs: the vocabulary as bytes (structured.h), not owned; NULL = built from
+     * the tokenizer when the first constrained request arrives (tests pass their own). */
+    const struct qs_vocab_trie *vocab_trie;
 } qs_engine_options;
 
 typedef struct qs_engine qs_engine;

@@ -10,6 +10,8 @@
 #include <unistr.h>
 
 #include "server/request_fields.h"
+#include "server/structured_request.h"
+#include "structured/structured.h"
 
 #define MAX_JSON_INT 9007199254740991.0 /* 2^53 - 1: larger doubles are not exact integers */
 
@@ -492,7 +494,7 @@ int qs_openai_request_parse(qs_api_kind kind, const char *body, size_t len, qs_o
         return qs_api_errorf(e, 400, "best_of", "'best_of' needs generated tokens to rank; 'max_tokens' is 0.");
     if (r->stream && r->n_prompts > 1 && kind == QS_API_COMPLETIONS && r->echo)
         return qs_api_errorf(e, 400, "echo", "'echo' with several prompts is not supported while streaming.");
-    return 0;
+    return qs_structured_request_parse(root, &r->grammar, e);
 }
 
 void qs_openai_request_free(qs_openai_request *r)
@@ -512,5 +514,6 @@ void qs_openai_request_free(qs_openai_request *r)
     free(r->stop);
     free(r->stop_token_ids);
     qs_vllm_fields_free(&r->x);
+    qs_grammar_release(r->grammar);
     memset(r, 0, sizeof *r);
 }
