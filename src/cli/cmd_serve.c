@@ -21,7 +21,9 @@
 #include "engine/kv_setup.h"
 #include "model/model.h"
 #include "model/model_config.h"
+#include "server/reasoning_parser.h"
 #include "server/server.h"
+#include "server/tool_parser.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 #include "util/log.h"
@@ -245,6 +247,17 @@ int qs_cmd_serve(int argc, char **argv)
     }
     if (!cfg.served_model_name[0])
         snprintf(cfg.served_model_name, sizeof cfg.served_model_name, "%s", cfg.model_dir);
+    qs_reasoning_kind reasoning;
+    if (cfg.tool_call_parser[0] && !qs_tool_parser_find(cfg.tool_call_parser)) {
+        fprintf(stderr, "error: --tool-call-parser %s: unknown parser (valid: %s)\n", cfg.tool_call_parser,
+                qs_tool_parser_names());
+        return 2;
+    }
+    if (!qs_reasoning_parser_find(cfg.reasoning_parser, &reasoning)) {
+        fprintf(stderr, "error: --reasoning-parser %s: unknown parser (valid: %s)\n", cfg.reasoning_parser,
+                qs_reasoning_parser_names());
+        return 2;
+    }
     if (cfg.threads > 0)
         qs_parallel_set_threads(cfg.threads);
 
@@ -266,7 +279,10 @@ int qs_cmd_serve(int argc, char **argv)
                               .max_body_bytes = 0,
                               .max_connections = cfg.max_connections,
                               .max_connections_per_client = cfg.max_connections_per_client,
-                              .client_timeout_s = cfg.client_timeout};
+                              .client_timeout_s = cfg.client_timeout,
+                              .enable_auto_tool_choice = cfg.enable_auto_tool_choice,
+                              .tool_call_parser = cfg.tool_call_parser,
+                              .reasoning_parser = cfg.reasoning_parser};
     qs_server *server = NULL;
     if (qs_server_start(&sopt, &server, &err)) {
         fprintf(stderr, "error: %s\n", err.msg);

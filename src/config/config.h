@@ -58,6 +58,9 @@ typedef struct qs_config {
     char kv_cache_dtype[16];       /* "auto" (default), "bf16", "fp8" or "fp8_e4m3" */
     int threads;                   /* CPU threads; 0 = all cores */
     int tensor_parallel_size;      /* only 1 is supported */
+    bool enable_auto_tool_choice;  /* tool_choice "auto" is served (needs tool_call_parser) */
+    char tool_call_parser[32];     /* "" or hermes|llama3_json|mistral|pythonic (src/server/tool_parser.h) */
+    char reasoning_parser[32];     /* "" or qwen3|deepseek_r1 */
     qs_kernel_config kernels;
     char config_file[1024];        /* the --config FILE.yaml that was read, "" if none */
     bool help_requested;           /* --help / -h was given: print qs_config_print_help and exit 0 */

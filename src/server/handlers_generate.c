@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "server/chat_output.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
 #include "server/prompt_build.h"
@@ -31,6 +32,7 @@ typedef struct {
     int cached_tokens;
     bool role_sent;
     char error[256];
+    qs_chat_stream *parsed;     /* streaming chat with a reasoning or tool parser */
 } gen_choice;
 
 struct qs_gen {
@@ -38,6 +40,7 @@ struct qs_gen {
     qs_server_model m;
     qs_openai_request req;
     bool chat;
+    qs_chat_output_config out_cfg; /* chat: reasoning / tool-call parsing of the output */
     char id[64];
     int64_t created;
     int n_choices;
@@ -98,6 +101,7 @@ static void gen_free(gen_ctx *g)
     for (int i = 0; i < g->n_choices && g->choices; i++) {
         free(g->choices[i].text);
         cJSON_Delete(g->choices[i].logprobs);
+        qs_chat_stream_free(g->choices[i].parsed);
     }
     free(g->choices);
     for (int i = 0; i < g->n_prompt_slots && g->prompt_ids; i++)
@@ -320,12 +324,18 @@ static enum MHD_Result answer_whole(gen_ctx *g, struct MHD_Connection *conn)
     for (int k = 0; k < g->n_choices; k++) {
         gen_choice *c = &g->choices[k];
         cJSON *ch = cJSON_CreateObject();
+        bool tools_called = false;
         cJSON_AddNumberToObject(ch, "index", k);
         if (g->chat) {
             cJSON *msg = cJSON_AddObjectToObject(ch, "message");
             cJSON_AddStringToObject(msg, "role", "assistant");
-            cJSON_AddStringToObject(msg, "content", c->text ? c->text : "");
-            cJSON_AddItemToObject(msg, "tool_calls", cJSON_CreateArray());
+            if (qs_chat_output_active(&g->out_cfg)) {
+                if (qs_chat_output_message(&g->out_cfg, c->text ? c->text : "", c->len, msg) == 1)
+                    tools_called = true;
+            } else {
+                cJSON_AddStringToObject(msg, "content", c->text ? c->text : "");
+                cJSON_AddItemToObject(msg, "tool_calls", cJSON_CreateArray());
+            }
         } else {
             char *full = NULL;
             size_t len = 0, cap = 0;
@@ -345,7 +355,10 @@ static enum MHD_Result answer_whole(gen_ctx *g, struct MHD_Connection *conn)
         } else {
             cJSON_AddNullToObject(ch, "logprobs");
         }
-        qs_resp_add_finish_reason(ch, c->finish);
+        if (tools_called)
+            cJSON_AddStringToObject(ch, "finish_reason", "tool_calls");
+        else
+            qs_resp_add_finish_reason(ch, c->finish);
         if (!g->chat)
             cJSON_AddNullToObject(ch, "stop_reason");
         cJSON_AddItemToArray(choices, ch);
@@ -427,11 +440,27 @@ static void stream_event(gen_ctx *g, qs_engine_event *ev)
         return;
     }
     bool want_lp = ev->has_logprobs && ev->token >= 0;
-    if (ev->text_len == 0 && !want_lp && ev->finish == QS_FINISH_NONE)
+    cJSON *parsed_delta = NULL;
+    bool tools_called = false;
+    if (g->chat && qs_chat_output_active(&g->out_cfg)) {
+        if (!c->parsed)
+            c->parsed = qs_chat_stream_new(&g->out_cfg);
+        parsed_delta = cJSON_CreateObject();
+        bool grew = c->parsed && qs_chat_stream_feed(c->parsed, ev->text, ev->text_len,
+                                                     ev->finish != QS_FINISH_NONE, parsed_delta);
+        tools_called = qs_chat_stream_tools_called(c->parsed);
+        if (!grew && !want_lp && ev->finish == QS_FINISH_NONE) {
+            cJSON_Delete(parsed_delta);
+            return; /* markup or a tag still being written */
+        }
+    } else if (ev->text_len == 0 && !want_lp && ev->finish == QS_FINISH_NONE) {
         return; /* a token whose text is still held back (stop-string prefix, split character) */
+    }
     cJSON *ch;
     cJSON *chunk = chunk_with_choice(g, ev->choice, &ch);
-    if (g->chat) {
+    if (parsed_delta) {
+        cJSON_AddItemToObject(ch, "delta", parsed_delta);
+    } else if (g->chat) {
         cJSON *delta = cJSON_AddObjectToObject(ch, "delta");
         if (ev->text_len || ev->finish == QS_FINISH_NONE)
             cJSON_AddStringToObject(delta, "content", ev->text);
@@ -446,7 +475,10 @@ static void stream_event(gen_ctx *g, qs_engine_event *ev)
         cJSON_AddNullToObject(ch, "logprobs");
     }
     c->len += ev->text_len;
-    qs_resp_add_finish_reason(ch, ev->finish);
+    if (tools_called && ev->finish != QS_FINISH_NONE)
+        cJSON_AddStringToObject(ch, "finish_reason", "tool_calls");
+    else
+        qs_resp_add_finish_reason(ch, ev->finish);
     emit(g, chunk);
 }
 
@@ -564,6 +596,16 @@ enum MHD_Result qs_handle_generate(qs_server *s, struct MHD_Connection *conn, bo
                       s->model_name);
         qs_api_error_code(&e, "model_not_found");
         goto fail;
+    }
+    if (chat && qs_tool_request_check_server(&g->req.tool, &s->tools, &e))
+        goto fail;
+    if (chat) {
+        g->out_cfg.reasoning = s->reasoning;
+        g->out_cfg.tools = g->req.tool.choice == QS_TOOL_CHOICE_AUTO ? s->tools.parser : NULL;
+        g->out_cfg.parallel_tool_calls = g->req.tool.parallel_tool_calls;
+        /* as vLLM's hermes and mistral parsers do: their markers may be special tokens */
+        if (g->out_cfg.tools && (!strcmp(g->out_cfg.tools->name, "hermes") || !strcmp(g->out_cfg.tools->name, "mistral")))
+            g->req.skip_special_tokens = false;
     }
     if (!qs_server_get_model(s, conn, &g->m)) {
         gen_free(g);

@@ -40,6 +40,9 @@ typedef struct qs_server_options {
     int max_connections_per_client; /* 0 = QS_DEFAULT_MAX_CONN_PER_CLIENT */
     int client_timeout_s;      /* 0 = QS_DEFAULT_CLIENT_TIMEOUT_S: seconds to deliver a whole request */
     int http_threads;          /* 0 = automatic */
+    bool enable_auto_tool_choice; /* --enable-auto-tool-choice */
+    const char *tool_call_parser; /* --tool-call-parser NAME, NULL/"" = none (checked by the config) */
+    const char *reasoning_parser; /* --reasoning-parser NAME, NULL/"" = none */
 } qs_server_options;
 
 typedef struct qs_server qs_server;

@@ -13,7 +13,9 @@
 
 #include "server/api_error.h"
 #include "server/metrics.h"
+#include "server/reasoning_parser.h"
 #include "server/server.h"
+#include "server/tool_request.h"
 
 typedef enum {
     QS_STATE_LOADING,
@@ -47,6 +49,8 @@ struct qs_server {
     bool metrics_require_key;
     size_t max_body_bytes;
     int client_timeout_s;
+    qs_tool_server_config tools;  /* --enable-auto-tool-choice, --tool-call-parser */
+    qs_reasoning_kind reasoning;  /* --reasoning-parser */
     int port;
     pthread_mutex_t mu;
     qs_server_state state;
