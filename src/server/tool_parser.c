@@ -194,7 +194,7 @@ long qs_tp_scan_json_value(const char *s, size_t len, size_t *start)
         return -1;
     }
     if (c == '-' || (c >= '0' && c <= '9') || c == 't' || c == 'f' || c == 'n') {
-        while (i < len && (strchr("+-.eE", s[i]) || (s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'z')))
+        while (i < len && ((s[i] && strchr("+-.eE", s[i])) || (s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'z')))
             i++;
         return i == len ? -1 : (long)i; /* a number or literal may go on */
     }
@@ -299,8 +299,8 @@ bool qs_tp_calls_valid(const qs_tool_parse *p)
         return false;
     for (int i = 0; i < p->n_calls; i++) {
         const qs_tool_call_text *c = &p->calls[i];
-        if (!c->name || !c->args_done)
-            return false;
+        if (!c->name || !c->args_done || memchr(c->args, '\0', c->args_len))
+            return false; /* a NUL would cut the JSON string the client gets */
         cJSON *args = cJSON_ParseWithLength(c->args, c->args_len);
         bool ok = cJSON_IsObject(args);
         cJSON_Delete(args);

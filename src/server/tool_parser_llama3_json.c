@@ -33,7 +33,7 @@ int qs_tool_parse_llama3_json(const char *text, size_t len, bool final, qs_tool_
             return 0;
         }
         i += (size_t)n;
-        while (i < len && strchr(" \t\r\n;", text[i]))
+        while (i < len && (text[i] && strchr(" \t\r\n;", text[i])))
             i++;
         if (i == len)
             break;

@@ -46,7 +46,7 @@ typedef struct {
 
 static void skip_ws(cursor *c)
 {
-    while (c->i < c->len && strchr(" \t\r\n", c->s[c->i]))
+    while (c->i < c->len && (c->s[c->i] && strchr(" \t\r\n", c->s[c->i])))
         c->i++;
 }
 static bool at_end(const cursor *c) { return c->i >= c->len; }
@@ -133,11 +133,12 @@ static int string_lit(cursor *c, sbuf *out)
             put_codepoint(out, cp);
             continue;
         }
-        const char *map = strchr("nrtbf\\'\"", e);
+        static const char ESC[] = "nrtbf\\'\"";
+        static const unsigned CP[] = {'\n', '\r', '\t', '\b', '\f', '\\', '\'', '"'};
+        const char *map = e ? strchr(ESC, e) : NULL;
         if (!map)
             return -1;
-        static const unsigned CP[] = {'\n', '\r', '\t', '\b', '\f', '\\', '\'', '"'};
-        put_codepoint(out, CP[map - "nrtbf\\'\""]);
+        put_codepoint(out, CP[map - ESC]);
     }
     return 0;
 }
@@ -203,7 +204,7 @@ static int literal(cursor *c, sbuf *out)
     if (ch == '{')
         return sequence(c, out, '}', true);
     size_t b = c->i;
-    while (c->i < c->len && (ident_char(c->s[c->i], false) || strchr("+-.", c->s[c->i])))
+    while (c->i < c->len && (ident_char(c->s[c->i], false) || (c->s[c->i] && strchr("+-.", c->s[c->i]))))
         c->i++;
     if (c->i == c->len)
         return 0; /* the number or name may go on */
@@ -287,7 +288,7 @@ static int call(cursor *c, qs_tool_parse *p)
             break;
         }
         size_t key_end = c->i;
-        while (key_end > k && strchr(" \t\r\n", c->s[key_end - 1]))
+        while (key_end > k && (c->s[key_end - 1] && strchr(" \t\r\n", c->s[key_end - 1])))
             key_end--;
         puts_(&args, "\"");
         put(&args, c->s + k, key_end - k);
