@@ -9,7 +9,26 @@
 
 bool qs_chat_output_active(const qs_chat_output_config *cfg)
 {
-    return cfg->reasoning != QS_REASONING_NONE || cfg->tools != NULL;
+    return cfg->reasoning != QS_REASONING_NONE || cfg->tools != NULL || cfg->forced_required || cfg->forced_name;
+}
+
+static bool parses_tools(const qs_chat_output_config *cfg)
+{
+    return cfg->tools || cfg->forced_required || cfg->forced_name;
+}
+
+static bool short_ids(const qs_chat_output_config *cfg)
+{
+    return !cfg->forced_required && !cfg->forced_name && cfg->tools && cfg->tools->short_ids;
+}
+
+static int run_parser(const qs_chat_output_config *cfg, const char *text, size_t len, bool final, qs_tool_parse *tp)
+{
+    if (cfg->forced_name)
+        return qs_tool_parse_named(cfg->forced_name, text, len, final, tp);
+    if (cfg->forced_required)
+        return qs_tool_parse_required(text, len, final, tp);
+    return cfg->tools->parse(text, len, final, tp);
 }
 
 void qs_tool_call_id(bool short_id, char *out, size_t cap)
@@ -55,8 +74,8 @@ int qs_chat_output_message(const qs_chat_output_config *cfg, const char *text, s
     size_t content_len = rs.c_len;
     qs_tool_parse tp = {0};
     bool called = false;
-    if (cfg->tools) {
-        if (cfg->tools->parse(content, content_len, true, &tp)) {
+    if (parses_tools(cfg)) {
+        if (run_parser(cfg, content, content_len, true, &tp)) {
             qs_tool_parse_free(&tp);
             return -1;
         }
@@ -70,7 +89,8 @@ int qs_chat_output_message(const qs_chat_output_config *cfg, const char *text, s
         return -1;
     }
     bool split = called || cfg->reasoning != QS_REASONING_NONE;
-    if (!c[0] && split)
+    bool forced = cfg->forced_required || cfg->forced_name;
+    if (!c[0] && split && !forced)
         cJSON_AddNullToObject(msg, "content");
     else
         cJSON_AddStringToObject(msg, "content", c);
@@ -87,10 +107,10 @@ int qs_chat_output_message(const qs_chat_output_config *cfg, const char *text, s
     for (int i = 0; called && i < tp.n_calls; i++) {
         if (i > 0 && !cfg->parallel_tool_calls)
             break;
-        cJSON_AddItemToArray(calls, call_object(&tp.calls[i], cfg->tools->short_ids));
+        cJSON_AddItemToArray(calls, call_object(&tp.calls[i], short_ids(cfg)));
     }
     qs_tool_parse_free(&tp);
-    return called ? 1 : 0;
+    return called && !cfg->forced_name ? 1 : 0;
 }
 
 /* ---------------- streaming ---------------- */
@@ -128,7 +148,7 @@ void qs_chat_stream_free(qs_chat_stream *s)
     free(s);
 }
 
-bool qs_chat_stream_tools_called(const qs_chat_stream *s) { return s && s->n_calls > 0; }
+bool qs_chat_stream_tools_called(const qs_chat_stream *s) { return s && s->n_calls > 0 && !s->cfg.forced_name; }
 
 /* Adds field key = src[*sent, n) to delta when that grew. */
 static bool add_growth(cJSON *delta, const char *key, const char *src, size_t n, size_t *sent)
@@ -163,7 +183,7 @@ static bool tool_deltas(qs_chat_stream *s, cJSON *delta)
                 s->cap_calls = cap;
             }
             sent_call *sc = &s->calls[s->n_calls++];
-            qs_tool_call_id(s->cfg.tools->short_ids, sc->id, sizeof sc->id);
+            qs_tool_call_id(short_ids(&s->cfg), sc->id, sizeof sc->id);
             sc->sent_args = 0;
             item = cJSON_CreateObject();
             cJSON_AddNumberToObject(item, "index", i);
@@ -213,9 +233,9 @@ bool qs_chat_stream_feed(qs_chat_stream *s, const char *text, size_t len, bool e
     bool any = false;
     if (s->cfg.reasoning != QS_REASONING_NONE)
         any |= add_growth(delta, "reasoning_content", all + rs.r_off, rs.r_len, &s->sent_reasoning);
-    if (!s->cfg.tools)
+    if (!parses_tools(&s->cfg))
         return add_growth(delta, "content", all + rs.c_off, rs.c_len, &s->sent_content) || any;
-    if (s->cfg.tools->parse(all + rs.c_off, rs.c_len, end, &s->tp))
+    if (run_parser(&s->cfg, all + rs.c_off, rs.c_len, end, &s->tp))
         return any;
     /* A final parse that fell back to content after calls were streamed cannot take them back. */
     if (!(end && s->n_calls > 0 && !s->tp.tools_called))

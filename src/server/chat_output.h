@@ -21,6 +21,11 @@ typedef struct qs_chat_output_config {
     qs_reasoning_kind reasoning;
     const qs_tool_parser *tools; /* NULL: the output is not parsed for tool calls */
     bool parallel_tool_calls;    /* false: only the first call is returned */
+    /* Enforced tool choices (the output was constrained to a schema; tools is then unused):
+     * "required" (finish_reason "tool_calls") and a named function (finish_reason unchanged,
+     * as vLLM and OpenAI answer); content is "" rather than null, as vLLM returns it. */
+    bool forced_required;
+    const char *forced_name;
 } qs_chat_output_config;
 
 /* True when the config changes anything (else the plain content path is used). */

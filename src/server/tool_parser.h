@@ -45,6 +45,11 @@ typedef struct qs_tool_parser {
     bool short_ids;    /* mistral: 9-character alphanumeric call ids, as Mistral's tokenizer needs */
 } qs_tool_parser;
 
+/* The outputs of enforced tool choices (tool_parser_forced.c): "required" writes
+ * [{"name", "parameters"}, ...]; a named choice writes that function's arguments object. */
+int qs_tool_parse_required(const char *text, size_t len, bool final, qs_tool_parse *out);
+int qs_tool_parse_named(const char *name, const char *text, size_t len, bool final, qs_tool_parse *out);
+
 /* NULL when unknown. */
 const qs_tool_parser *qs_tool_parser_find(const char *name);
 /* "hermes, llama3_json, mistral, pythonic" */

@@ -107,6 +107,74 @@ int qs_tool_request_parse(const cJSON *root, qs_tool_request *out, qs_api_error 
     return 0;
 }
 
+static cJSON *params_or_empty(const cJSON *fn)
+{
+    const cJSON *p = field(fn, "parameters");
+    if (p)
+        return cJSON_Duplicate(p, true);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "type", "object");
+    cJSON_AddObjectToObject(o, "properties");
+    return o;
+}
+
+cJSON *qs_tool_request_schema(const qs_tool_request *t, qs_api_error *e)
+{
+    if (t->choice == QS_TOOL_CHOICE_NAMED)
+        return params_or_empty(find_tool(t->tools, t->named));
+    if (t->choice != QS_TOOL_CHOICE_REQUIRED)
+        return NULL;
+    cJSON *schema = cJSON_CreateObject();
+    cJSON_AddStringToObject(schema, "type", "array");
+    cJSON_AddNumberToObject(schema, "minItems", 1);
+    if (!t->parallel_tool_calls)
+        cJSON_AddNumberToObject(schema, "maxItems", 1);
+    cJSON *items = cJSON_AddObjectToObject(schema, "items");
+    cJSON_AddStringToObject(items, "type", "object");
+    cJSON *any = cJSON_AddArrayToObject(items, "anyOf");
+    cJSON *defs = cJSON_CreateObject();
+    const cJSON *tool;
+    cJSON_ArrayForEach(tool, t->tools)
+    {
+        const cJSON *fn = cJSON_GetObjectItemCaseSensitive(tool, "function");
+        cJSON *params = params_or_empty(fn);
+        cJSON *own = cJSON_DetachItemFromObjectCaseSensitive(params, "$defs");
+        const cJSON *d;
+        cJSON_ArrayForEach(d, own)
+        {
+            const cJSON *seen = cJSON_GetObjectItemCaseSensitive(defs, d->string);
+            if (seen && !cJSON_Compare(seen, d, true)) {
+                cJSON_Delete(own);
+                cJSON_Delete(params);
+                cJSON_Delete(defs);
+                cJSON_Delete(schema);
+                qs_api_errorf(e, 400, "tools", "Tools define '$defs/%.60s' differently; tool_choice \"required\" "
+                                               "needs one definition per name.", d->string);
+                return NULL;
+            }
+            if (!seen)
+                cJSON_AddItemToObject(defs, d->string, cJSON_Duplicate(d, true));
+        }
+        cJSON_Delete(own);
+        cJSON *one = cJSON_CreateObject();
+        cJSON *props = cJSON_AddObjectToObject(one, "properties");
+        cJSON *name = cJSON_AddObjectToObject(props, "name");
+        cJSON_AddStringToObject(name, "type", "string");
+        cJSON *en = cJSON_AddArrayToObject(name, "enum");
+        cJSON_AddItemToArray(en, cJSON_CreateString(cJSON_GetObjectItemCaseSensitive(fn, "name")->valuestring));
+        cJSON_AddItemToObject(props, "parameters", params);
+        cJSON *req = cJSON_AddArrayToObject(one, "required");
+        cJSON_AddItemToArray(req, cJSON_CreateString("name"));
+        cJSON_AddItemToArray(req, cJSON_CreateString("parameters"));
+        cJSON_AddItemToArray(any, one);
+    }
+    if (cJSON_GetArraySize(defs) > 0)
+        cJSON_AddItemToObject(schema, "$defs", defs);
+    else
+        cJSON_Delete(defs);
+    return schema;
+}
+
 int qs_tool_request_check_server(const qs_tool_request *t, const qs_tool_server_config *cfg, qs_api_error *e)
 {
     if (t->choice == QS_TOOL_CHOICE_AUTO && !(cfg->enable_auto_tool_choice && cfg->parser))

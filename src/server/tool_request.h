@@ -32,6 +32,15 @@ typedef struct qs_tool_request {
 
 int qs_tool_request_parse(const cJSON *root, qs_tool_request *out, qs_api_error *e);
 
+/* The JSON Schema an enforced choice constrains the output to, as vLLM builds it: for a named
+ * function its parameters (an empty object schema when it has none); for "required"
+ * {"type": "array", "minItems": 1, "items": {"type": "object", "anyOf": [{"properties": {"name":
+ * {"type": "string", "enum": [NAME]}, "parameters": PARAMS}, "required": ["name", "parameters"]},
+ * ...]}} with every tool's $defs moved to the top ("maxItems": 1 too when parallel_tool_calls is
+ * false). NULL for none/auto; a 400 naming tools when two tools define one $defs name
+ * differently. The caller frees the result. */
+cJSON *qs_tool_request_schema(const qs_tool_request *t, qs_api_error *e);
+
 /* What the server was started with: --enable-auto-tool-choice and --tool-call-parser. */
 typedef struct qs_tool_server_config {
     bool enable_auto_tool_choice;

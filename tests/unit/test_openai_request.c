@@ -268,6 +268,35 @@ static void test_tool_fields(void **state)
     expect_400(QS_API_CHAT, MSGS "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\",\"parameters\":3}}]}",
                "tools");
 
+    /* the schemas enforced choices constrain the output to, as vLLM builds them */
+    expect_ok(QS_API_CHAT, MSGS "\"tools\":[" TOOL_F ",{\"type\":\"function\",\"function\":{\"name\":\"g\"}}],"
+                           "\"tool_choice\":\"required\",\"parallel_tool_calls\":false}", &r);
+    qs_api_error se;
+    cJSON *schema = qs_tool_request_schema(&r.tool, &se);
+    char *text = cJSON_PrintUnformatted(schema);
+    assert_string_equal(text, "{\"type\":\"array\",\"minItems\":1,\"maxItems\":1,\"items\":{\"type\":\"object\",\"anyOf\":["
+                              "{\"properties\":{\"name\":{\"type\":\"string\",\"enum\":[\"f\"]},\"parameters\":{\"type\":"
+                              "\"object\"}},\"required\":[\"name\",\"parameters\"]},{\"properties\":{\"name\":{\"type\":"
+                              "\"string\",\"enum\":[\"g\"]},\"parameters\":{\"type\":\"object\",\"properties\":{}}},"
+                              "\"required\":[\"name\",\"parameters\"]}]}}");
+    free(text);
+    cJSON_Delete(schema);
+    qs_openai_request_free(&r);
+    expect_ok(QS_API_CHAT, MSGS "\"tools\":[" TOOL_F "],\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"f\"}}}",
+              &r);
+    schema = qs_tool_request_schema(&r.tool, &se);
+    text = cJSON_PrintUnformatted(schema);
+    assert_string_equal(text, "{\"type\":\"object\"}");
+    free(text);
+    cJSON_Delete(schema);
+    qs_openai_request_free(&r);
+    expect_ok(QS_API_CHAT, MSGS "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"a\",\"parameters\":{\"$defs\":"
+                           "{\"X\":{\"type\":\"string\"}}}}},{\"type\":\"function\",\"function\":{\"name\":\"b\",\"parameters\":"
+                           "{\"$defs\":{\"X\":{\"type\":\"integer\"}}}}}],\"tool_choice\":\"required\"}", &r);
+    assert_null(qs_tool_request_schema(&r.tool, &se));
+    assert_string_equal(se.param, "tools");
+    qs_openai_request_free(&r);
+
     /* what the server was started with */
     qs_tool_server_config off = {0}, on = {true, qs_tool_parser_find("hermes")};
     qs_api_error e;

@@ -325,6 +325,40 @@ static void test_parallel_tool_calls_false(void **state)
     check_streaming(&cfg, text);
 }
 
+/* Outputs of enforced tool choices: required writes a list of {name, parameters}, a named
+ * choice the arguments object; finish_reason is "tool_calls" for required only, and content is
+ * "" as vLLM returns it. */
+static void test_forced_choices(void **state)
+{
+    (void)state;
+    qs_chat_output_config req = {.forced_required = true, .parallel_tool_calls = true};
+    const char *text = "[{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}, {\"name\": \"get_time\", "
+                       "\"parameters\": {}}]";
+    int called;
+    cJSON *msg = one_shot(&req, text, &called);
+    want_call two[] = {{"get_weather", "{\"city\": \"Paris\"}"}, {"get_time", "{}"}};
+    check_message(msg, called, "", NULL, two, 2, true);
+    cJSON_Delete(msg);
+    check_streaming(&req, text);
+
+    qs_chat_output_config named = {.forced_name = "get_weather", .parallel_tool_calls = true};
+    msg = one_shot(&named, "{\"city\":\"Paris\"}", &called);
+    assert_int_equal(called, 0); /* finish_reason stays "stop" for a named choice */
+    const cJSON *tc = cJSON_GetObjectItem(msg, "tool_calls");
+    assert_int_equal(cJSON_GetArraySize(tc), 1);
+    const cJSON *fn = cJSON_GetObjectItem(cJSON_GetArrayItem(tc, 0), "function");
+    assert_string_equal(cJSON_GetObjectItem(fn, "name")->valuestring, "get_weather");
+    assert_string_equal(cJSON_GetObjectItem(fn, "arguments")->valuestring, "{\"city\": \"Paris\"}");
+    assert_string_equal(cJSON_GetObjectItem(msg, "content")->valuestring, "");
+    cJSON_Delete(msg);
+    check_streaming(&named, "{\"city\": \"Paris\", \"days\": [1, 2]}");
+
+    /* cut off by max_tokens: no call, the text is content */
+    msg = one_shot(&req, "[{\"name\": \"get_weather\", \"param", &called);
+    check_message(msg, called, "[{\"name\": \"get_weather\", \"param", NULL, NULL, 0, false);
+    cJSON_Delete(msg);
+}
+
 static void test_reasoning(void **state)
 {
     (void)state;
@@ -361,6 +395,7 @@ int main(void)
         cmocka_unit_test(test_hermes),    cmocka_unit_test(test_llama3_json),
         cmocka_unit_test(test_mistral),   cmocka_unit_test(test_pythonic),
         cmocka_unit_test(test_parallel_tool_calls_false), cmocka_unit_test(test_reasoning),
+        cmocka_unit_test(test_forced_choices),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
