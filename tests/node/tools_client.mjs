@@ -68,9 +68,9 @@ async function refusal(params, status, param) {
   }
 }
 
-async function tokenize(messages) {
+async function tokenize(messages, extra = {}) {
   const r = await fetch(`${baseURL}/tokenize`, { method: "POST", headers: { "Content-Type": "application/json" },
-                                                 body: JSON.stringify({ model, messages }) });
+                                                 body: JSON.stringify({ model, messages, ...extra }) });
   return (await r.json()).tokens;
 }
 
@@ -138,6 +138,18 @@ if (mode === "auto") {
     const glued = await tokenize([{ role: "user", content: "firstsecond" }]);
     return expect(JSON.stringify(parts) === JSON.stringify(joined) && JSON.stringify(parts) !== JSON.stringify(glued),
                   `${parts} / ${joined}`);
+  });
+
+  await check("tokenize_renders_tools_and_kwargs_as_chat_does", async () => {
+    const plain = await tokenize(ask);
+    const withTools = await tokenize(ask, { tools });
+    const noThinking = await tokenize(ask, { chat_template_kwargs: { enable_thinking: false } });
+    const chat = await client.chat.completions.create({ model, messages: ask, tools, tool_choice: "none", max_tokens: 1 });
+    const chatOff = await client.chat.completions.create({ model, messages: ask, max_tokens: 1,
+                                                          chat_template_kwargs: { enable_thinking: false } });
+    return expect(withTools.length > plain.length && withTools.length === chat.usage.prompt_tokens &&
+                  noThinking.length > plain.length && noThinking.length === chatOff.usage.prompt_tokens,
+                  `${plain.length} ${withTools.length} ${chat.usage.prompt_tokens} ${noThinking.length} ${chatOff.usage.prompt_tokens}`);
   });
 
   await check("image_part_refused", async () =>
