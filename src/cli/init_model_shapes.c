@@ -24,6 +24,10 @@ static const qs_init_shape SHAPES[] = {
      * (tools/bench_prefix.c) */
     {"small-llama", "LlamaForCausalLM", "llama", QS_TOKFAM_LLAMA3, 512, 256, 768, 4, 4, 2, 64, 4096, 500000.0, 1e-5,
      true, false, false, false, 0, 0, 0},
+    /* Qwen3's full vocabulary on a small body: the vocabulary-sized work of a step (LM head,
+     * sampling, structured-output masks) at CPU speed (tools/bench_structured.c) */
+    {"small-qwen3", "Qwen3ForCausalLM", "qwen3", QS_TOKFAM_QWEN, 151936, 256, 768, 4, 4, 2, 64, 4096, 1000000.0,
+     1e-6, false, true, false, true, 0, 0, 0},
     {"tiny-llama", "LlamaForCausalLM", "llama", QS_TOKFAM_LLAMA3, 512, 64, 128, 2, 4, 2, 16, 2048, 500000.0, 1e-5,
      true, false, false, false, 0, 0, 0},
     {"tiny-mistral", "MistralForCausalLM", "mistral", QS_TOKFAM_MISTRAL, 512, 64, 128, 2, 4, 2, 16, 2048, 1000000.0,

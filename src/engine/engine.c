@@ -13,6 +13,8 @@
 #include "engine/kv_cache.h"
 #include "engine/request.h"
 #include "engine/scheduler.h"
+#include "structured/structured.h"
+#include "util/parallel.h"
 #include "util/log.h"
 
 /* ---------------- events and sinks ---------------- */
@@ -211,6 +213,7 @@ struct qs_engine {
     int n_waiting_snapshot;     /* waiting in the scheduler, for the queue bound */
     qs_engine_load load;
     qs_engine_stats stats;
+    qs_vocab_trie *trie;        /* the vocabulary as bytes for structured outputs; built on first use */
     pthread_t thread;
     bool thread_started;
 };
@@ -312,6 +315,28 @@ int qs_engine_create(const qs_engine_options *opt, const qs_engine_backend *back
 
 int qs_engine_max_model_len(const qs_engine *e) { return e->opt.max_model_len; }
 
+/* The vocabulary trie, built once (the first structured request pays for it). */
+static const qs_vocab_trie *engine_trie(qs_engine *e, qs_err *err)
+{
+    pthread_mutex_lock(&e->mu);
+    if (!e->trie && e->opt.tokenizer)
+        e->trie = qs_vocab_trie_from_tokenizer(e->opt.tokenizer, e->backend.vocab_size, e->eos, e->opt.n_eos, err);
+    else if (!e->trie)
+        qs_errf(err, "structured outputs need the model's tokenizer");
+    const qs_vocab_trie *t = e->trie;
+    pthread_mutex_unlock(&e->mu);
+    return t;
+}
+
+static int attach_grammar(qs_engine *e, qs_seq *seq, qs_grammar *g, qs_err *err)
+{
+    const qs_vocab_trie *t = engine_trie(e, err);
+    if (!t)
+        return -1;
+    seq->grammar = qs_matcher_new(g, t);
+    return seq->grammar ? 0 : qs_errf(err, "out of memory for the structured-output matcher");
+}
+
 qs_submit_status qs_engine_submit(qs_engine *e, const qs_seq_request *reqs, int n, qs_event_sink *sink, qs_err *err)
 {
     qs_seq **seqs = calloc((size_t)(n > 0 ? n : 1), sizeof *seqs);
@@ -341,6 +366,8 @@ qs_submit_status qs_engine_submit(qs_engine *e, const qs_seq_request *reqs, int 
         pthread_mutex_unlock(&e->mu);
         seqs[i] = qs_seq_new(&reqs[i], id, sink, e->opt.tokenizer, e->backend.vocab_size, (uint64_t)e->opt.seed, err);
         if (!seqs[i])
+            goto invalid;
+        if (reqs[i].grammar && attach_grammar(e, seqs[i], reqs[i].grammar, err))
             goto invalid;
     }
     pthread_mutex_lock(&e->mu);
@@ -535,6 +562,8 @@ static void mask_end_tokens(const qs_engine *e, const qs_seq *seq, float *row)
  * ids are the ones mask_end_tokens would set to -inf. Draws the row's u, so call it once a token. */
 static bool device_row(const qs_engine *e, qs_seq *seq, qs_sample_row *row)
 {
+    if (seq->grammar) /* the token mask is applied on the host */
+        return false;
     if (!qs_sampling_device_ok(&seq->sampling))
         return false;
     memset(row, 0, sizeof *row);
@@ -576,6 +605,42 @@ static void on_sampled(qs_engine *e, qs_seq *seq, int32_t token, const qs_token_
         finish_seq(e, seq, ev);
     else
         qs_event_sink_push(seq->sink, ev);
+}
+
+/* The structured-output masks of this step's constrained rows, computed on the CPU pool's threads
+ * (one matcher per thread at a time) before the rows are sampled one by one. */
+typedef struct mask_job {
+    qs_matcher **m;
+} mask_job;
+
+static void mask_range(void *ctx, int64_t begin, int64_t end)
+{
+    mask_job *j = ctx;
+    for (int64_t i = begin; i < end; i++)
+        qs_matcher_prepare_mask(j->m[i]);
+}
+
+static void prepare_masks(qs_engine *e, const qs_sched_batch *b, int n_device)
+{
+    qs_matcher *local[64];
+    qs_matcher **list = b->n_items <= 64 ? local : malloc(sizeof *list * (size_t)b->n_items);
+    int n = 0, row = 0;
+    if (!list)
+        return; /* the masks are then computed one by one as rows are sampled */
+    for (int i = 0; i < b->n_items; i++) {
+        if (!b->items[i].want_logits)
+            continue;
+        int r = row++;
+        qs_seq *seq = b->items[i].seq;
+        if (seq->grammar && !(n_device && e->tokens[r] >= 0))
+            list[n++] = seq->grammar;
+    }
+    if (n > 1) {
+        mask_job j = {list};
+        qs_parallel_for(n, 1, mask_range, &j);
+    }
+    if (list != local)
+        free(list);
 }
 
 int qs_engine_step(qs_engine *e)
@@ -644,6 +709,7 @@ int qs_engine_step(qs_engine *e)
         publish_load(e);
         return -1;
     }
+    prepare_masks(e, b, n_device);
     int row = 0;
     for (int i = 0; i < b->n_items; i++) {
         qs_seq *seq = b->items[i].seq;
@@ -657,9 +723,20 @@ int qs_engine_step(qs_engine *e)
         }
         float *logits = e->logits + (size_t)r * (size_t)e->backend.vocab_size;
         mask_end_tokens(e, seq, logits);
+        if (seq->grammar && qs_matcher_mask_logits(seq->grammar, logits, e->backend.vocab_size) == 0) {
+            abort_seq(e, seq, QS_FINISH_ERROR, "structured output: no token of the vocabulary can continue the output");
+            continue;
+        }
         qs_token_logprobs lp;
         bool want_lp = seq->sampling.logprobs >= 0;
         int32_t token = qs_sample(&seq->sampling, seq->sampler, logits, e->backend.vocab_size, want_lp ? &lp : NULL);
+        if (seq->grammar) {
+            if (!qs_matcher_accept_token(seq->grammar, token)) {
+                abort_seq(e, seq, QS_FINISH_ERROR, "structured output: the sampled token breaks the grammar");
+                continue;
+            }
+            seq->grammar_done = !qs_matcher_ended(seq->grammar) && qs_matcher_is_terminated(seq->grammar);
+        }
         on_sampled(e, seq, token, want_lp ? &lp : NULL);
     }
     publish_load(e);
@@ -784,6 +861,7 @@ void qs_engine_free(qs_engine *e)
     free(e->rows);
     free(e->tokens);
     free(e->logits);
+    qs_vocab_trie_free(e->trie);
     free(e->eos);
     free(e);
 }

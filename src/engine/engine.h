@@ -88,6 +88,11 @@ typedef struct qs_seq_request {
     bool skip_special_tokens;
     int choice;
     const char *cache_salt;    /* NULL or "": no salt; sequences with different salts share no KV blocks */
+    /* Structured output (src/structured): NULL = free text. Each sequence gets its own matcher
+     * over the engine's vocabulary trie; its mask is applied to the logits before sampling
+     * (such rows are sampled on the host), and the sequence ends with "stop" once the grammar
+     * is complete and nothing can follow. The engine retains it. */
+    struct qs_grammar *grammar;
 } qs_seq_request;
 
 /* --- The forward pass and KV pool the engine drives --- */

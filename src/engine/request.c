@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "engine/stop.h"
+#include "structured/structured.h"
 #include "tokenizer/tokenizer.h"
 
 double qs_now_seconds(void)
@@ -35,6 +36,7 @@ void qs_seq_free(qs_seq *s)
     free(s->stop);
     if (s->matcher)
         qs_stop_free(s->matcher);
+    qs_matcher_free(s->grammar);
     if (s->sampler)
         qs_sampler_state_free(s->sampler);
     if (s->decoder)
@@ -269,6 +271,11 @@ qs_engine_event *qs_seq_on_token(qs_seq *s, int32_t token, const qs_token_logpro
             finish_event(s, ev, QS_FINISH_STOP);
             return ev;
         }
+    }
+    if (s->grammar_done) {
+        finish_text(s, ev);
+        finish_event(s, ev, QS_FINISH_STOP);
+        return ev;
     }
     if (s->n_output >= s->max_tokens || s->n_tokens >= max_model_len) {
         bool stopped = finish_text(s, ev);

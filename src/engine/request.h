@@ -14,6 +14,7 @@
 
 typedef struct qs_decode_stream qs_decode_stream;
 typedef struct qs_stop_matcher qs_stop_matcher;
+typedef struct qs_matcher qs_matcher;
 
 typedef struct qs_seq {
     uint64_t id;               /* arrival order */
@@ -53,6 +54,8 @@ typedef struct qs_seq {
     qs_sampler_state *sampler;
     qs_decode_stream *decoder;
     qs_stop_matcher *matcher;  /* NULL without stop strings */
+    qs_matcher *grammar;       /* structured output (structured.h); NULL = free text */
+    bool grammar_done;         /* the grammar is complete and nothing can follow: end with "stop" */
     qs_event_sink *sink;
     bool aborted;
     qs_finish_reason finish;

@@ -261,6 +261,7 @@ static int submit(gen_ctx *g, qs_api_error *e)
         q->skip_special_tokens = r->skip_special_tokens;
         q->choice = k;
         q->cache_salt = r->cache_salt;
+        q->grammar = r->grammar;
     }
     g->sink = qs_event_sink_new();
     if (!g->sink) {

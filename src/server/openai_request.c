@@ -9,6 +9,9 @@
 
 #include <unistr.h>
 
+#include "server/structured_request.h"
+#include "structured/structured.h"
+
 #define MAX_JSON_INT 9007199254740991.0 /* 2^53 - 1: larger doubles are not exact integers */
 
 static bool valid_utf8(const char *s) { return u8_check((const uint8_t *)s, strlen(s)) == NULL; }
@@ -439,7 +442,7 @@ int qs_openai_request_parse(qs_api_kind kind, const char *body, size_t len, qs_o
         return qs_api_errorf(e, 400, "user", "'user' must be a string.");
     if (r->stream && r->n_prompts > 1 && kind == QS_API_COMPLETIONS && r->echo)
         return qs_api_errorf(e, 400, "echo", "'echo' with several prompts is not supported while streaming.");
-    return 0;
+    return qs_structured_request_parse(root, &r->grammar, e);
 }
 
 void qs_openai_request_free(qs_openai_request *r)
@@ -458,5 +461,6 @@ void qs_openai_request_free(qs_openai_request *r)
         free(r->stop[i]);
     free(r->stop);
     free(r->stop_token_ids);
+    qs_grammar_release(r->grammar);
     memset(r, 0, sizeof *r);
 }

@@ -60,6 +60,7 @@ typedef struct qs_openai_request {
     bool include_stop_str_in_output;
     bool chat_logprobs;          /* chat: logprobs: true */
     const char *cache_salt;      /* vLLM's field: a non-empty string or NULL; points into root */
+    struct qs_grammar *grammar;  /* structured output (structured_request.h); NULL = free text */
 } qs_openai_request;
 
 /* Parses body[0..len) (not necessarily NUL-terminated). On failure fills e (status 400) and

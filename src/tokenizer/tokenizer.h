@@ -48,6 +48,9 @@ size_t qs_tokenizer_vocab_size(const qs_tokenizer *tok);  /* incl. added tokens 
 const char *qs_tokenizer_id_to_token(const qs_tokenizer *tok, int32_t id);
 int32_t qs_tokenizer_token_to_id(const qs_tokenizer *tok, const char *token); /* -1 if absent */
 bool qs_tokenizer_is_special(const qs_tokenizer *tok, int32_t id);
+/* The bytes token id adds in the middle of a text (token_bytes.c): *out is malloc'd (NULL when
+ * empty). -1 for an unknown id or when out of memory. */
+int qs_tokenizer_token_bytes(const qs_tokenizer *tok, int32_t id, uint8_t **out, size_t *out_len);
 int32_t qs_tokenizer_bos_id(const qs_tokenizer *tok);   /* -1 if none */
 int32_t qs_tokenizer_eos_id(const qs_tokenizer *tok);   /* -1 if none */
 const char *qs_tokenizer_bos_token(const qs_tokenizer *tok); /* string or NULL */

@@ -1,0 +1,10 @@
+/* fuzz_structured_schema.c — libFuzzer target for the structured-output compiler of a JSON Schema
+ * (src/structured): any input must compile or fail cleanly, and a grammar that compiles must
+ * drive a matcher whose masked tokens are always accepted (tests/fuzz/structured_fuzz.h).
+ * Requests carry these specifications, so they are untrusted input.
+ * Built only by `make fuzz` (clang -fsanitize=fuzzer -DQS_FUZZING). */
+#ifdef QS_FUZZING
+#include "structured_fuzz.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) { return fuzz_structured(QS_SO_JSON_SCHEMA, data, size); }
+#endif
