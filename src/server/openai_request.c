@@ -442,7 +442,9 @@ int qs_openai_request_parse(qs_api_kind kind, const char *body, size_t len, qs_o
         return qs_api_errorf(e, 400, "user", "'user' must be a string.");
     if (r->stream && r->n_prompts > 1 && kind == QS_API_COMPLETIONS && r->echo)
         return qs_api_errorf(e, 400, "echo", "'echo' with several prompts is not supported while streaming.");
-    return qs_structured_request_parse(root, &r->grammar, e);
+    if (qs_structured_request_parse(root, &r->grammar, e))
+        return -1;
+    return kind == QS_API_CHAT ? qs_tool_request_grammar(&r->tool, &r->grammar, e) : 0;
 }
 
 void qs_openai_request_free(qs_openai_request *r)

@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "structured/structured.h"
+
 static int check_tools(const cJSON *tools, qs_api_error *e)
 {
     if (!cJSON_IsArray(tools))
@@ -130,7 +132,6 @@ cJSON *qs_tool_request_schema(const qs_tool_request *t, qs_api_error *e)
     if (!t->parallel_tool_calls)
         cJSON_AddNumberToObject(schema, "maxItems", 1);
     cJSON *items = cJSON_AddObjectToObject(schema, "items");
-    cJSON_AddStringToObject(items, "type", "object");
     cJSON *any = cJSON_AddArrayToObject(items, "anyOf");
     cJSON *defs = cJSON_CreateObject();
     const cJSON *tool;
@@ -144,12 +145,12 @@ cJSON *qs_tool_request_schema(const qs_tool_request *t, qs_api_error *e)
         {
             const cJSON *seen = cJSON_GetObjectItemCaseSensitive(defs, d->string);
             if (seen && !cJSON_Compare(seen, d, true)) {
+                qs_api_errorf(e, 400, "tools", "Tools define '$defs/%.60s' differently; tool_choice \"required\" "
+                                               "needs one definition per name.", d->string);
                 cJSON_Delete(own);
                 cJSON_Delete(params);
                 cJSON_Delete(defs);
                 cJSON_Delete(schema);
-                qs_api_errorf(e, 400, "tools", "Tools define '$defs/%.60s' differently; tool_choice \"required\" "
-                                               "needs one definition per name.", d->string);
                 return NULL;
             }
             if (!seen)
@@ -157,9 +158,9 @@ cJSON *qs_tool_request_schema(const qs_tool_request *t, qs_api_error *e)
         }
         cJSON_Delete(own);
         cJSON *one = cJSON_CreateObject();
+        cJSON_AddStringToObject(one, "type", "object");
         cJSON *props = cJSON_AddObjectToObject(one, "properties");
         cJSON *name = cJSON_AddObjectToObject(props, "name");
-        cJSON_AddStringToObject(name, "type", "string");
         cJSON *en = cJSON_AddArrayToObject(name, "enum");
         cJSON_AddItemToArray(en, cJSON_CreateString(cJSON_GetObjectItemCaseSensitive(fn, "name")->valuestring));
         cJSON_AddItemToObject(props, "parameters", params);
@@ -175,16 +176,32 @@ cJSON *qs_tool_request_schema(const qs_tool_request *t, qs_api_error *e)
     return schema;
 }
 
+int qs_tool_request_grammar(const qs_tool_request *t, struct qs_grammar **grammar, qs_api_error *e)
+{
+    if (t->choice != QS_TOOL_CHOICE_REQUIRED && t->choice != QS_TOOL_CHOICE_NAMED)
+        return 0;
+    if (*grammar)
+        return qs_api_errorf(e, 400, "tool_choice",
+                             "tool_choice %s constrains the output to tool calls; it cannot be combined with "
+                             "response_format / structured_outputs / guided_*.",
+                             t->choice == QS_TOOL_CHOICE_REQUIRED ? "\"required\"" : "naming a function");
+    cJSON *schema = qs_tool_request_schema(t, e);
+    if (!schema)
+        return -1;
+    qs_err err = {{0}};
+    *grammar = qs_grammar_from_schema(schema, NULL, &err);
+    cJSON_Delete(schema);
+    if (!*grammar)
+        return qs_api_errorf(e, 400, "tools", "The tools' parameters cannot be enforced for tool_choice %s: %s",
+                             t->choice == QS_TOOL_CHOICE_REQUIRED ? "\"required\"" : "naming a function", err.msg);
+    return 0;
+}
+
 int qs_tool_request_check_server(const qs_tool_request *t, const qs_tool_server_config *cfg, qs_api_error *e)
 {
     if (t->choice == QS_TOOL_CHOICE_AUTO && !(cfg->enable_auto_tool_choice && cfg->parser))
         return qs_api_errorf(e, 400, "tool_choice",
                              "\"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set "
                              "(with 'tools' and no 'tool_choice', the choice is \"auto\").");
-    if (t->choice == QS_TOOL_CHOICE_REQUIRED || t->choice == QS_TOOL_CHOICE_NAMED)
-        return qs_api_errorf(e, 400, "tool_choice",
-                             "tool_choice %s is not supported yet: it needs constrained decoding to enforce the "
-                             "tools' parameter schemas, which this server does not have yet. Use \"auto\" or \"none\".",
-                             t->choice == QS_TOOL_CHOICE_REQUIRED ? "\"required\"" : "naming a function");
     return 0;
 }

@@ -34,12 +34,20 @@ int qs_tool_request_parse(const cJSON *root, qs_tool_request *out, qs_api_error 
 
 /* The JSON Schema an enforced choice constrains the output to, as vLLM builds it: for a named
  * function its parameters (an empty object schema when it has none); for "required"
- * {"type": "array", "minItems": 1, "items": {"type": "object", "anyOf": [{"properties": {"name":
- * {"type": "string", "enum": [NAME]}, "parameters": PARAMS}, "required": ["name", "parameters"]},
+ * {"type": "array", "minItems": 1, "items": {"anyOf": [{"type": "object", "properties": {"name":
+ * {"enum": [NAME]}, "parameters": PARAMS}, "required": ["name", "parameters"]},
  * ...]}} with every tool's $defs moved to the top ("maxItems": 1 too when parallel_tool_calls is
- * false). NULL for none/auto; a 400 naming tools when two tools define one $defs name
+ * false). The object type sits in each anyOf branch and the name has no "type" beside its enum
+ * (the same schema, in the forms the constraint engine takes). NULL for none/auto; a 400 naming tools when two tools define one $defs name
  * differently. The caller frees the result. */
 cJSON *qs_tool_request_schema(const qs_tool_request *t, qs_api_error *e);
+
+/* tool_choice "required" / named: compiles qs_tool_request_schema into *grammar, the constraint
+ * that enforces the choice (src/structured). A request that also asks for structured output is
+ * a 400 naming tool_choice; a parameters schema the engine cannot enforce is a 400 naming tools
+ * with the engine's reason. Leaves *grammar alone for none / auto. */
+struct qs_grammar;
+int qs_tool_request_grammar(const qs_tool_request *t, struct qs_grammar **grammar, qs_api_error *e);
 
 /* What the server was started with: --enable-auto-tool-choice and --tool-call-parser. */
 typedef struct qs_tool_server_config {

@@ -13,6 +13,7 @@
 
 #include "server/api_error.h"
 #include "server/openai_request.h"
+#include "structured/structured.h"
 
 static int parse(qs_api_kind kind, const char *body, qs_openai_request *r, qs_api_error *e)
 {
@@ -274,10 +275,10 @@ static void test_tool_fields(void **state)
     qs_api_error se;
     cJSON *schema = qs_tool_request_schema(&r.tool, &se);
     char *text = cJSON_PrintUnformatted(schema);
-    assert_string_equal(text, "{\"type\":\"array\",\"minItems\":1,\"maxItems\":1,\"items\":{\"type\":\"object\",\"anyOf\":["
-                              "{\"properties\":{\"name\":{\"type\":\"string\",\"enum\":[\"f\"]},\"parameters\":{\"type\":"
-                              "\"object\"}},\"required\":[\"name\",\"parameters\"]},{\"properties\":{\"name\":{\"type\":"
-                              "\"string\",\"enum\":[\"g\"]},\"parameters\":{\"type\":\"object\",\"properties\":{}}},"
+    assert_string_equal(text, "{\"type\":\"array\",\"minItems\":1,\"maxItems\":1,\"items\":{\"anyOf\":["
+                              "{\"type\":\"object\",\"properties\":{\"name\":{\"enum\":[\"f\"]},\"parameters\":{\"type\":"
+                              "\"object\"}},\"required\":[\"name\",\"parameters\"]},{\"type\":\"object\",\"properties\":{"
+                              "\"name\":{\"enum\":[\"g\"]},\"parameters\":{\"type\":\"object\",\"properties\":{}}},"
                               "\"required\":[\"name\",\"parameters\"]}]}}");
     free(text);
     cJSON_Delete(schema);
@@ -290,11 +291,22 @@ static void test_tool_fields(void **state)
     free(text);
     cJSON_Delete(schema);
     qs_openai_request_free(&r);
-    expect_ok(QS_API_CHAT, MSGS "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"a\",\"parameters\":{\"$defs\":"
-                           "{\"X\":{\"type\":\"string\"}}}}},{\"type\":\"function\",\"function\":{\"name\":\"b\",\"parameters\":"
-                           "{\"$defs\":{\"X\":{\"type\":\"integer\"}}}}}],\"tool_choice\":\"required\"}", &r);
-    assert_null(qs_tool_request_schema(&r.tool, &se));
-    assert_string_equal(se.param, "tools");
+    expect_400(QS_API_CHAT, MSGS "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"a\",\"parameters\":{\"$defs\":"
+                            "{\"X\":{\"type\":\"string\"}}}}},{\"type\":\"function\",\"function\":{\"name\":\"b\",\"parameters\":"
+                            "{\"$defs\":{\"X\":{\"type\":\"integer\"}}}}}],\"tool_choice\":\"required\"}", "tools");
+    /* the choice is enforced: it compiles into the request's grammar, and cannot be combined with
+     * another structured-output request */
+    expect_ok(QS_API_CHAT, MSGS "\"tools\":[" TOOL_F "],\"tool_choice\":\"required\"}", &r);
+    assert_non_null(r.grammar);
+    const char *call_f = "[{\"name\": \"f\", \"parameters\": {}}]", *call_g = "[{\"name\": \"g\", \"parameters\": {}}]";
+    assert_true(qs_grammar_matches(r.grammar, call_f, strlen(call_f)));
+    assert_false(qs_grammar_matches(r.grammar, call_g, strlen(call_g)));
+    assert_false(qs_grammar_matches(r.grammar, "[]", 2));
+    qs_openai_request_free(&r);
+    expect_400(QS_API_CHAT, MSGS "\"tools\":[" TOOL_F "],\"tool_choice\":\"required\",\"response_format\":{\"type\":"
+                            "\"json_object\"}}", "tool_choice");
+    expect_ok(QS_API_CHAT, MSGS "\"tools\":[" TOOL_F "],\"tool_choice\":\"auto\"}", &r);
+    assert_null(r.grammar);
     qs_openai_request_free(&r);
 
     /* what the server was started with */
