@@ -353,6 +353,15 @@ static void test_forced_choices(void **state)
     cJSON_Delete(msg);
     check_streaming(&named, "{\"city\": \"Paris\", \"days\": [1, 2]}");
 
+    /* an enforced output holds no reasoning, whatever the reasoning parser */
+    qs_chat_output_config named_r1 = named;
+    named_r1.reasoning = QS_REASONING_DEEPSEEK_R1;
+    msg = one_shot(&named_r1, "{\"city\": \"Paris\"}", &called);
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(msg, "reasoning_content")));
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(msg, "tool_calls")), 1);
+    cJSON_Delete(msg);
+    check_streaming(&named_r1, "{\"city\": \"Paris\"}");
+
     /* cut off by max_tokens: no call, the text is content */
     msg = one_shot(&req, "[{\"name\": \"get_weather\", \"param", &called);
     check_message(msg, called, "[{\"name\": \"get_weather\", \"param", NULL, NULL, 0, false);
