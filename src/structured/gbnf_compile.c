@@ -243,7 +243,7 @@ static int parse_sequence(gp *p, qs_gseq *seq, bool nested)
                 p->i++;
             size_t save = p->i;
             skip_space(p, false);
-            if (peek(p) == ':' && p->i + 2 < p->n + 1 && !strncmp(p->s + p->i, "::=", 3)) {
+            if (p->n - p->i >= 3 && !memcmp(p->s + p->i, "::=", 3)) {
                 p->i = start; /* the next rule's head: this sequence is over */
                 return 0;
             }
@@ -335,7 +335,7 @@ int qs_gbnf_compile(qs_gbuild *b, const char *text, size_t len, qs_err *err)
         }
         size_t name_end = p.i;
         skip_space(&p, false);
-        if (p.n - p.i < 3 || strncmp(p.s + p.i, "::=", 3)) {
+        if (p.n - p.i < 3 || memcmp(p.s + p.i, "::=", 3)) {
             fail(&p, "%s", "expected '::=' after the rule name");
             break;
         }

@@ -553,7 +553,8 @@ qs_grammar *qs_gb_finish(qs_gbuild *b, int root, qs_err *err)
         g = NULL;
         goto out;
     }
-    memcpy(g->sets, b->sets, sizeof(qs_byteset) * (size_t)b->n_sets);
+    if (b->n_sets)
+        memcpy(g->sets, b->sets, sizeof(qs_byteset) * (size_t)b->n_sets);
     g->n_sets = b->n_sets;
     int ai = 0, ei = 0;
     for (int r = 0; r < b->n_rules; r++) {
@@ -561,7 +562,8 @@ qs_grammar *qs_gb_finish(qs_gbuild *b, int root, qs_err *err)
         for (int a = 0; a < b->rules[r].n_alts; a++) {
             g->alts[ai++] = ei;
             const qs_gseq *s = &b->rules[r].alts[a];
-            memcpy(g->elems + ei, s->e, sizeof(qs_gelem) * (size_t)s->n);
+            if (s->n)
+                memcpy(g->elems + ei, s->e, sizeof(qs_gelem) * (size_t)s->n);
             ei += s->n;
             g->elems[ei++] = (qs_gelem){.kind = QS_EL_END};
         }

@@ -27,7 +27,36 @@ typedef struct snode {
     uint64_t hash;
 } snode;
 
+/* Where stack nodes live: a matcher's own state, or the grammar's walk DFA. */
+typedef struct node_arena {
+    snode *nodes;
+    int n, cap;
+} node_arena;
+
+/* The stack sets met while walking the trie, as states of a DFA built on the fly and kept with
+ * the grammar's mask cache: many trie nodes reach the same set (every letter inside a JSON string
+ * leads back to "inside the string"), and the next state's walk meets most of the previous one's
+ * sets again, so each (set, byte) transition is computed once and a walk is mostly table lookups.
+ * Its stacks live in its own arena; it is dropped and rebuilt when it grows past its bounds. */
+typedef struct walk_dfa {
+    int n, cap;
+    int *first, *count;    /* [cap]: tops of state s are pool[first[s] .. first[s] + count[s]) */
+    uint64_t *key;         /* [cap] */
+    int32_t *trans;        /* [cap * 256]: -2 unknown, -1 dead, else the next state */
+    int32_t *pool;
+    uint64_t *pool_h;
+    int pool_n, pool_cap;
+    int32_t *slots;        /* open addressing over keys: state index or -1 */
+    int slot_cap;
+    node_arena arena;
+} walk_dfa;
+
+#define DFA_MAX_STATES 8192
+#define DFA_MAX_NODES (1 << 22)
+
 struct qs_mask_cache {
+    pthread_mutex_t walk_mu; /* one walk at a time uses the DFA */
+    walk_dfa dfa;
     pthread_mutex_t mu;
     const qs_vocab_trie *trie;
     size_t words;
@@ -40,8 +69,8 @@ struct qs_mask_cache {
 struct qs_matcher {
     qs_grammar *g;
     const qs_vocab_trie *trie;
-    snode *nodes;
-    int n_nodes, cap_nodes;
+    node_arena own;
+    node_arena *ar;     /* where expand / advance make nodes: own, or the walk DFA's arena */
     /* the current state: stack tops (node indices or EMPTY_STACK) and their hashes */
     int32_t *cur;
     uint64_t *cur_h;
@@ -71,25 +100,25 @@ static uint64_t mix(uint64_t h, uint64_t v)
     return h ^ (h >> 33);
 }
 
-static uint64_t stack_hash(const qs_matcher *m, int32_t node) { return node == EMPTY_STACK ? EMPTY_HASH : m->nodes[node].hash; }
+static uint64_t stack_hash(const qs_matcher *m, int32_t node) { return node == EMPTY_STACK ? EMPTY_HASH : m->ar->nodes[node].hash; }
 
 static int32_t new_node(qs_matcher *m, int32_t elem, int32_t parent)
 {
-    if (m->n_nodes == m->cap_nodes) {
-        int cap = m->cap_nodes ? m->cap_nodes * 2 : 1024;
-        snode *p = realloc(m->nodes, sizeof *p * (size_t)cap);
+    if (m->ar->n == m->ar->cap) {
+        int cap = m->ar->cap ? m->ar->cap * 2 : 1024;
+        snode *p = realloc(m->ar->nodes, sizeof *p * (size_t)cap);
         if (!p) {
             m->oom = true;
             return EMPTY_STACK;
         }
-        m->nodes = p;
-        m->cap_nodes = cap;
+        m->ar->nodes = p;
+        m->ar->cap = cap;
     }
-    snode *n = &m->nodes[m->n_nodes];
+    snode *n = &m->ar->nodes[m->ar->n];
     n->elem = elem;
     n->parent = parent;
     n->hash = mix(stack_hash(m, parent), (uint64_t)elem + 1);
-    return m->n_nodes++;
+    return m->ar->n++;
 }
 
 /* A growable set of stacks in the level buffer: [start, *end). */
@@ -178,14 +207,14 @@ static void expand(qs_matcher *m, int32_t node, int start, int *end)
     if (--m->expand_budget < 0 || m->oom)
         return;
     const qs_grammar *g = m->g;
-    qs_gelem el = g->elems[m->nodes[node].elem];
+    qs_gelem el = g->elems[m->ar->nodes[node].elem];
     if (el.kind == QS_EL_BYTES) {
         set_add(m, start, end, node);
         return;
     }
-    if (!seen_insert(m, m->nodes[node].hash))
+    if (!seen_insert(m, m->ar->nodes[node].hash))
         return;
-    int32_t cont = m->nodes[node].elem + 1, parent = m->nodes[node].parent;
+    int32_t cont = m->ar->nodes[node].elem + 1, parent = m->ar->nodes[node].parent;
     int32_t base = g->elems[cont].kind == QS_EL_END ? parent : new_node(m, cont, parent);
     int rule = (int)el.arg;
     for (int a = g->rule_alts[rule]; a < g->rule_alts[rule + 1]; a++) {
@@ -208,10 +237,10 @@ static void advance(qs_matcher *m, int in_start, int in_end, unsigned byte, int 
         int32_t node = m->lv[i];
         if (node == EMPTY_STACK)
             continue;
-        qs_gelem el = g->elems[m->nodes[node].elem];
+        qs_gelem el = g->elems[m->ar->nodes[node].elem];
         if (!qs_byteset_has(&g->sets[el.arg], byte))
             continue;
-        int32_t next = m->nodes[node].elem + 1, parent = m->nodes[node].parent;
+        int32_t next = m->ar->nodes[node].elem + 1, parent = m->ar->nodes[node].parent;
         if (g->elems[next].kind == QS_EL_END)
             expand(m, parent, in_end, out_end);
         else
@@ -223,8 +252,8 @@ static void advance(qs_matcher *m, int in_start, int in_end, unsigned byte, int 
 static bool set_current(qs_matcher *m, int start, int end)
 {
     int n = end - start;
-    snode *old = m->nodes;
-    int n_old = m->n_nodes;
+    snode *old = m->ar->nodes;
+    int n_old = m->ar->n;
     int32_t *tops = malloc(sizeof *tops * (size_t)(n ? n : 1));
     uint64_t *hs = malloc(sizeof *hs * (size_t)(n ? n : 1));
     snode *fresh = malloc(sizeof *fresh * (size_t)(n_old ? n_old : 1));
@@ -267,9 +296,9 @@ static bool set_current(qs_matcher *m, int start, int end)
     }
     free(map);
     free(old);
-    m->nodes = fresh;
-    m->n_nodes = n_fresh;
-    m->cap_nodes = n_old ? n_old : 1;
+    m->ar->nodes = fresh;
+    m->ar->n = n_fresh;
+    m->ar->cap = n_old ? n_old : 1;
     free(m->cur);
     free(m->cur_h);
     m->mask_ready = false;
@@ -284,8 +313,10 @@ static bool load_current(qs_matcher *m)
 {
     if (!lv_reserve(m, m->n_cur + 1))
         return false;
-    memcpy(m->lv, m->cur, sizeof *m->cur * (size_t)m->n_cur);
-    memcpy(m->lv_h, m->cur_h, sizeof *m->cur_h * (size_t)m->n_cur);
+    if (m->n_cur) {
+        memcpy(m->lv, m->cur, sizeof *m->cur * (size_t)m->n_cur);
+        memcpy(m->lv_h, m->cur_h, sizeof *m->cur_h * (size_t)m->n_cur);
+    }
     return true;
 }
 
@@ -296,6 +327,7 @@ qs_matcher *qs_matcher_new(qs_grammar *g, const qs_vocab_trie *t)
         return NULL;
     m->g = g;
     m->trie = t;
+    m->ar = &m->own;
     int depth = t ? t->max_depth : 0;
     m->lv_start = malloc(sizeof(int) * (size_t)(depth + 2));
     m->lv_mark = malloc(sizeof(int) * (size_t)(depth + 2));
@@ -333,7 +365,7 @@ void qs_matcher_free(qs_matcher *m)
     if (!m)
         return;
     qs_grammar_release(m->g);
-    free(m->nodes);
+    free(m->own.nodes);
     free(m->cur);
     free(m->cur_h);
     free(m->lv);
@@ -362,12 +394,12 @@ bool qs_matcher_accept_bytes(qs_matcher *m, const void *bytes, size_t len)
         return false;
     const uint8_t *p = bytes;
     int start = 0, end = m->n_cur;
-    int arena = m->n_nodes;
+    int arena = m->ar->n;
     for (size_t k = 0; k < len; k++) {
         int out_end;
         advance(m, start, end, p[k], &out_end);
         if (out_end == end || m->oom) {
-            m->n_nodes = arena;
+            m->ar->n = arena;
             return false;
         }
         /* keep only the newest level: move it down to the start */
@@ -409,6 +441,7 @@ static qs_mask_cache *cache_get(qs_grammar *g, const qs_vocab_trie *t)
         qs_mask_cache *c = calloc(1, sizeof *c);
         if (c) {
             pthread_mutex_init(&c->mu, NULL);
+            pthread_mutex_init(&c->walk_mu, NULL);
             c->trie = t;
             c->words = qs_mask_words(t);
             size_t budget = (size_t)8 << 20; /* bytes of masks per grammar (16 grammars stay cached) */
@@ -437,6 +470,8 @@ static qs_mask_cache *cache_get(qs_grammar *g, const qs_vocab_trie *t)
     return g->cache && g->cache->trie == t ? g->cache : NULL;
 }
 
+static void dfa_free(walk_dfa *d);
+
 void qs_mask_cache_free(qs_mask_cache *c)
 {
     if (!c)
@@ -446,7 +481,9 @@ void qs_mask_cache_free(qs_mask_cache *c)
     free(c->keys);
     free(c->masks);
     free(c->counts);
+    dfa_free(&c->dfa);
     pthread_mutex_destroy(&c->mu);
+    pthread_mutex_destroy(&c->walk_mu);
     free(c);
 }
 
@@ -494,20 +531,6 @@ static void cache_store(qs_mask_cache *c, uint64_t key, const uint32_t *mask, in
     pthread_mutex_unlock(&c->mu);
 }
 
-/* The stack sets met during one trie walk, as states of a small DFA built on the fly: many trie
- * nodes reach the same set (every letter inside a JSON string leads back to "inside the
- * string"), so each (set, byte) transition is computed once and the walk itself is table lookups. */
-typedef struct walk_dfa {
-    int n, cap;
-    int *first, *count;    /* [cap]: tops of state s are pool[first[s] .. first[s] + count[s]) */
-    uint64_t *key;         /* [cap] */
-    int32_t *trans;        /* [cap * 256]: -2 unknown, -1 dead, else the next state */
-    int32_t *pool;
-    uint64_t *pool_h;
-    int pool_n, pool_cap;
-    int32_t *slots;        /* open addressing over keys: state index or -1 */
-    int slot_cap;
-} walk_dfa;
 
 static void dfa_free(walk_dfa *d)
 {
@@ -518,6 +541,7 @@ static void dfa_free(walk_dfa *d)
     free(d->pool);
     free(d->pool_h);
     free(d->slots);
+    free(d->arena.nodes);
     memset(d, 0, sizeof *d);
 }
 
@@ -530,6 +554,16 @@ static uint64_t set_key(const uint64_t *h, int n)
     }
     uint64_t k = mix(mix(sum, x), (uint64_t)n);
     return k ? k : 1;
+}
+
+static int dfa_find(const walk_dfa *d, uint64_t key)
+{
+    if (!d->slot_cap)
+        return -1;
+    for (int j = (int)(key & (uint64_t)(d->slot_cap - 1)); d->slots[j] >= 0; j = (j + 1) & (d->slot_cap - 1))
+        if (d->key[d->slots[j]] == key)
+            return d->slots[j];
+    return -1;
 }
 
 /* The state for the set (tops, hashes) of n stacks, added if new; -1 when out of memory. */
@@ -595,8 +629,10 @@ static int dfa_state(walk_dfa *d, const int32_t *tops, const uint64_t *h, int n)
     d->first[s] = d->pool_n;
     d->count[s] = n;
     d->key[s] = key;
-    memcpy(d->pool + d->pool_n, tops, sizeof *tops * (size_t)n);
-    memcpy(d->pool_h + d->pool_n, h, sizeof *h * (size_t)n);
+    if (n) {
+        memcpy(d->pool + d->pool_n, tops, sizeof *tops * (size_t)n);
+        memcpy(d->pool_h + d->pool_n, h, sizeof *h * (size_t)n);
+    }
     d->pool_n += n;
     for (int b = 0; b < 256; b++)
         d->trans[(size_t)s * 256 + (size_t)b] = -2;
@@ -613,8 +649,10 @@ static int dfa_step(qs_matcher *m, walk_dfa *d, int s, unsigned byte)
     int n = d->count[s];
     if (!lv_reserve(m, n + 1))
         return -3;
-    memcpy(m->lv, d->pool + d->first[s], sizeof *m->lv * (size_t)n);
-    memcpy(m->lv_h, d->pool_h + d->first[s], sizeof *m->lv_h * (size_t)n);
+    if (n) {
+        memcpy(m->lv, d->pool + d->first[s], sizeof *m->lv * (size_t)n);
+        memcpy(m->lv_h, d->pool_h + d->first[s], sizeof *m->lv_h * (size_t)n);
+    }
     int out_end;
     advance(m, 0, n, byte, &out_end);
     if (m->oom)
@@ -626,29 +664,72 @@ static int dfa_step(qs_matcher *m, walk_dfa *d, int s, unsigned byte)
     return t;
 }
 
-/* The walk (no end ids, no cache). */
-static int walk_trie(qs_matcher *m, uint32_t *mask)
+/* Copies the current state's stacks from the matcher's arena into the DFA's; the state's index,
+ * or -1 when out of memory. */
+static int dfa_import_current(qs_matcher *m, walk_dfa *d)
+{
+    int32_t *tops = malloc(sizeof *tops * (size_t)(m->n_cur ? m->n_cur : 1));
+    int32_t *chain = malloc(sizeof *chain * 4096);
+    if (!tops || !chain) {
+        free(tops);
+        free(chain);
+        return -1;
+    }
+    m->ar = &d->arena;
+    int s = 0;
+    for (int i = 0; i < m->n_cur && s >= 0; i++) {
+        int depth = 0;
+        for (int32_t k = m->cur[i]; k != EMPTY_STACK; k = m->own.nodes[k].parent) {
+            if (depth == 4096) {
+                s = -1;
+                break;
+            }
+            chain[depth++] = k;
+        }
+        int32_t parent = EMPTY_STACK;
+        for (int j = depth - 1; j >= 0 && s >= 0; j--)
+            parent = new_node(m, m->own.nodes[chain[j]].elem, parent);
+        tops[i] = parent;
+    }
+    m->ar = &m->own;
+    if (s >= 0 && !m->oom)
+        s = dfa_state(d, tops, m->cur_h, m->n_cur);
+    free(tops);
+    free(chain);
+    return m->oom ? -1 : s;
+}
+
+/* The walk (no end ids). With a cache, its DFA persists with the grammar. */
+static int walk_trie(qs_matcher *m, qs_mask_cache *c, uint32_t *mask)
 {
     const qs_vocab_trie *t = m->trie;
     size_t words = qs_mask_words(t);
     memset(mask, 0, words * 4);
-    int base_nodes = m->n_nodes;
-    walk_dfa d = {0};
+    walk_dfa local = {0};
+    walk_dfa *d = c ? &c->dfa : &local;
+    if (c) {
+        pthread_mutex_lock(&c->walk_mu);
+        if (d->n > DFA_MAX_STATES || d->arena.n > DFA_MAX_NODES)
+            dfa_free(d);
+    }
     int allowed = 0;
     int *state_at = m->lv_start; /* [max_depth + 2]: the state after each depth of the current path */
-    state_at[0] = dfa_state(&d, m->cur, m->cur_h, m->n_cur);
-    if (state_at[0] < 0) {
+    int start = dfa_find(d, set_key(m->cur_h, m->n_cur));
+    if (start < 0)
+        start = dfa_import_current(m, d);
+    if (start < 0) {
         m->oom = true;
-        dfa_free(&d);
-        return 0;
+        goto out;
     }
+    state_at[0] = start;
+    m->ar = &d->arena;
     const qs_trie_node *nodes = t->nodes;
     for (int i = 0; i < t->n_nodes;) {
         int depth = nodes[i].depth;
         int prev = state_at[depth - 1];
-        int32_t s = d.trans[(size_t)prev * 256 + nodes[i].byte];
+        int32_t s = d->trans[(size_t)prev * 256 + nodes[i].byte];
         if (s == -2)
-            s = dfa_step(m, &d, prev, nodes[i].byte);
+            s = dfa_step(m, d, prev, nodes[i].byte);
         if (s == -3) {
             m->oom = true;
             break;
@@ -665,8 +746,14 @@ static int walk_trie(qs_matcher *m, uint32_t *mask)
         state_at[depth] = s;
         i++;
     }
-    dfa_free(&d);
-    m->n_nodes = base_nodes;
+    m->ar = &m->own;
+    if (m->oom) /* a half-built DFA is not kept */
+        dfa_free(d);
+out:
+    if (c)
+        pthread_mutex_unlock(&c->walk_mu);
+    else
+        dfa_free(&local);
     return allowed;
 }
 
@@ -682,7 +769,7 @@ int qs_matcher_fill_mask(qs_matcher *m, uint32_t *mask)
     uint64_t key = state_key(m);
     int allowed;
     if (!c || !cache_lookup(c, key, mask, &allowed)) {
-        allowed = walk_trie(m, mask);
+        allowed = walk_trie(m, c, mask);
         if (c && !m->oom)
             cache_store(c, key, mask, allowed);
     }

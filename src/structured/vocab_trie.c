@@ -66,7 +66,8 @@ qs_vocab_trie *qs_vocab_trie_new(int vocab_size, const uint8_t *const *token_byt
     t->bytes_off[0] = 0;
     for (int i = 0; i < vocab_size; i++) {
         int l = token_len[i] > 0 && token_len[i] < 65535 ? token_len[i] : 0;
-        memcpy(t->bytes + t->bytes_off[i], token_bytes[i], (size_t)l);
+        if (l)
+            memcpy(t->bytes + t->bytes_off[i], token_bytes[i], (size_t)l);
         t->bytes_off[i + 1] = t->bytes_off[i] + l;
     }
     qsort(refs, (size_t)n, sizeof *refs, cmp_tok);
@@ -83,7 +84,8 @@ qs_vocab_trie *qs_vocab_trie_new(int vocab_size, const uint8_t *const *token_byt
         free(count);
         goto oom;
     }
-    memcpy(t->end_ids, end_ids, sizeof *end_ids * (size_t)n_end);
+    if (n_end)
+        memcpy(t->end_ids, end_ids, sizeof *end_ids * (size_t)n_end);
     t->n_end = n_end;
     /* path[d] = node at depth d+1 along the previous token; tok_first counts per node first */
     int depth = 0, nodes = 0;
