@@ -606,9 +606,8 @@ enum MHD_Result qs_handle_generate(qs_server *s, struct MHD_Connection *conn, bo
         g->out_cfg.parallel_tool_calls = g->req.tool.parallel_tool_calls;
         g->out_cfg.forced_required = g->req.tool.choice == QS_TOOL_CHOICE_REQUIRED;
         g->out_cfg.forced_name = g->req.tool.choice == QS_TOOL_CHOICE_NAMED ? g->req.tool.named : NULL;
-        /* as vLLM's hermes and mistral parsers do: their markers may be special tokens */
-        if (g->out_cfg.tools && (!strcmp(g->out_cfg.tools->name, "hermes") || !strcmp(g->out_cfg.tools->name, "mistral")))
-            g->req.skip_special_tokens = false;
+        if (g->out_cfg.tools && g->out_cfg.tools->keep_special_tokens)
+            g->req.skip_special_tokens = false; /* the parser's markers may be special tokens */
     }
     if (!qs_server_get_model(s, conn, &g->m)) {
         gen_free(g);

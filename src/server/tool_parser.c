@@ -17,10 +17,10 @@ int qs_tool_parse_mistral(const char *text, size_t len, bool final, qs_tool_pars
 int qs_tool_parse_pythonic(const char *text, size_t len, bool final, qs_tool_parse *out);
 
 static const qs_tool_parser PARSERS[] = {
-    {"hermes", qs_tool_parse_hermes, false},
-    {"llama3_json", qs_tool_parse_llama3_json, false},
-    {"mistral", qs_tool_parse_mistral, true},
-    {"pythonic", qs_tool_parse_pythonic, false},
+    {"hermes", qs_tool_parse_hermes, false, true},
+    {"llama3_json", qs_tool_parse_llama3_json, false, false},
+    {"mistral", qs_tool_parse_mistral, true, true},
+    {"pythonic", qs_tool_parse_pythonic, false, false},
 };
 
 const qs_tool_parser *qs_tool_parser_find(const char *name)

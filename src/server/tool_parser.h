@@ -43,6 +43,7 @@ typedef struct qs_tool_parser {
     const char *name;
     qs_tool_parse_fn parse;
     bool short_ids;    /* mistral: 9-character alphanumeric call ids, as Mistral's tokenizer needs */
+    bool keep_special_tokens; /* its markers may be special tokens: decode them (vLLM's adjust_request) */
 } qs_tool_parser;
 
 /* The outputs of enforced tool choices (tool_parser_forced.c): "required" writes
