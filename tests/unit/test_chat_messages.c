@@ -148,12 +148,52 @@ static void test_qwen3_template_renders_tool_turns(void **state)
     qs_chat_template_free(t);
 }
 
+/* Llama 3.1's tool template (tests/data, works from a fresh clone) writes the replayed call's
+ * arguments with tojson, which needs them as an object, and the tool result as an ipython turn.
+ * (That template takes one call per turn.) */
+static void test_llama3_1_template_renders_tool_turns(void **state)
+{
+    (void)state;
+    char *src = NULL;
+    size_t n = 0;
+    qs_err err = {{0}};
+    if (qs_read_file("tests/data/chat/templates/llama3_1_tools.jinja", &src, &n, &err))
+        fail_msg("%s", err.msg);
+    qs_chat_template *t = NULL;
+    if (qs_chat_template_compile(src, "llama3_1_tools.jinja", &t, &err))
+        fail_msg("%s", err.msg);
+    free(src);
+    const char *turns =
+        "[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"Weather\"},{\"type\":\"text\",\"text\":\"in "
+        "Paris?\"}]},{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"id\":\"c1\",\"type\":\"function\","
+        "\"function\":{\"name\":\"get_weather\",\"arguments\":\"{\\\"city\\\": \\\"Paris\\\"}\"}}]},"
+        "{\"role\":\"tool\",\"tool_call_id\":\"c1\",\"content\":\"18 C\"}]";
+    qs_api_error e;
+    int rc;
+    cJSON *msgs = normalize(turns, &e, &rc);
+    assert_int_equal(rc, 0);
+    char *text = NULL;
+    if (qs_chat_template_render(t, msgs, NULL, true, "<|begin_of_text|>", "<|eot_id|>", NULL, &text, &err))
+        fail_msg("%s", err.msg);
+    if (!strstr(text, "Weather\nin Paris?"))
+        fail_msg("parts not joined with a newline:\n%s", text);
+    if (!strstr(text, "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}"))
+        fail_msg("no replayed call in:\n%s", text);
+    if (!strstr(text, "<|start_header_id|>ipython<|end_header_id|>\n\n\"18 C\"<|eot_id|>") &&
+        !strstr(text, "<|start_header_id|>ipython<|end_header_id|>\n\n18 C<|eot_id|>"))
+        fail_msg("no tool result in:\n%s", text);
+    free(text);
+    cJSON_Delete(msgs);
+    qs_chat_template_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_content_parts),
         cmocka_unit_test(test_tool_turns),
         cmocka_unit_test(test_qwen3_template_renders_tool_turns),
+        cmocka_unit_test(test_llama3_1_template_renders_tool_turns),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
