@@ -318,6 +318,8 @@ int qs_engine_max_model_len(const qs_engine *e) { return e->opt.max_model_len; }
 /* The vocabulary trie, built once (the first structured request pays for it). */
 static const qs_vocab_trie *engine_trie(qs_engine *e, qs_err *err)
 {
+    if (e->opt.vocab_trie)
+        return e->opt.vocab_trie;
     pthread_mutex_lock(&e->mu);
     if (!e->trie && e->opt.tokenizer)
         e->trie = qs_vocab_trie_from_tokenizer(e->opt.tokenizer, e->backend.vocab_size, e->eos, e->opt.n_eos, err);

@@ -129,6 +129,9 @@ typedef struct qs_engine_options {
     bool enable_prefix_caching; /* reuse cached KV blocks of shared prefixes (prefix_cache.h) */
     uint64_t prefix_hash_seed;  /* keys the block hashes; 0 = a random one */
     const char *kv_cache_dtype; /* what the cache holds, for /metrics (static string; NULL = "auto") */
+    /* Structured outputs: the vocabulary as bytes (structured.h), not owned; NULL = built from
+     * the tokenizer when the first constrained request arrives (tests pass their own). */
+    const struct qs_vocab_trie *vocab_trie;
 } qs_engine_options;
 
 typedef struct qs_engine qs_engine;

@@ -189,12 +189,20 @@ static int32_t draw(const qs_sampling_params *p, qs_sampler_state *s, const floa
         prob[i] = expf(logits[i] - max);
         sum += prob[i];
     }
+    /* Tokens of probability 0 (masked to -inf: end tokens, structured-output masks) would sort
+     * last and can never be drawn, so only the others are sorted: a constrained row that allows
+     * a few tokens sorts a few, not the whole vocabulary. */
+    int n_pos = 0;
     for (int i = 0; i < vocab; i++) {
         prob[i] = (float)(prob[i] / sum);
-        order[i] = i;
+        if (prob[i] > 0)
+            order[n_pos++] = i;
     }
-    qsort_r(order, (size_t)vocab, sizeof(int32_t), cmp_prob_desc, prob);
-    int keep = vocab;
+    if (n_pos == 0) /* cannot happen with a finite max; keep the old behaviour */
+        for (int i = 0; i < vocab; i++)
+            order[n_pos++] = i;
+    qsort_r(order, (size_t)n_pos, sizeof(int32_t), cmp_prob_desc, prob);
+    int keep = n_pos;
     /* min-p: drop tokens below min_p times the top probability */
     if (p->min_p > 0) {
         double floor_p = p->min_p * prob[order[0]];

@@ -12,7 +12,7 @@
 
 #include "structured/grammar.h"
 
-#define CACHE_SIZE 16
+#define CACHE_SIZE 8
 
 typedef struct cache_entry {
     char *key;

@@ -51,8 +51,8 @@ typedef struct walk_dfa {
     node_arena arena;
 } walk_dfa;
 
-#define DFA_MAX_STATES 8192
-#define DFA_MAX_NODES (1 << 22)
+#define DFA_MAX_STATES 4096
+#define DFA_MAX_NODES (1 << 20)
 
 struct qs_mask_cache {
     pthread_mutex_t walk_mu; /* one walk at a time uses the DFA */
@@ -444,7 +444,7 @@ static qs_mask_cache *cache_get(qs_grammar *g, const qs_vocab_trie *t)
             pthread_mutex_init(&c->walk_mu, NULL);
             c->trie = t;
             c->words = qs_mask_words(t);
-            size_t budget = (size_t)8 << 20; /* bytes of masks per grammar (16 grammars stay cached) */
+            size_t budget = (size_t)8 << 20; /* bytes of masks per grammar (8 grammars stay cached) */
             c->max_entries = (int)(budget / (c->words * 4));
             if (c->max_entries < 8)
                 c->max_entries = 8;

@@ -35,7 +35,7 @@ typedef struct qs_so_options {
     const char *prefix;
     const char *suffix;
     /* Compile afresh and keep nothing: compiled grammars are otherwise shared by identical
-     * specifications (the last 16), together with the masks they have cached. */
+     * specifications (the last 8), together with the masks they have cached. */
     bool uncached;
 } qs_so_options;
 
