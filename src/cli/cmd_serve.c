@@ -23,7 +23,9 @@
 #include "engine/sampling_defaults.h"
 #include "model/model.h"
 #include "model/model_config.h"
+#include "server/reasoning_parser.h"
 #include "server/server.h"
+#include "server/tool_parser.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 #include "util/log.h"
@@ -273,6 +275,17 @@ int qs_cmd_serve(int argc, char **argv)
     }
     if (!cfg.served_model_name[0])
         snprintf(cfg.served_model_name, sizeof cfg.served_model_name, "%s", cfg.model_dir);
+    qs_reasoning_kind reasoning;
+    if (cfg.tool_call_parser[0] && !qs_tool_parser_find(cfg.tool_call_parser)) {
+        fprintf(stderr, "error: --tool-call-parser %s: unknown parser (valid: %s)\n", cfg.tool_call_parser,
+                qs_tool_parser_names());
+        return 2;
+    }
+    if (!qs_reasoning_parser_find(cfg.reasoning_parser, &reasoning)) {
+        fprintf(stderr, "error: --reasoning-parser %s: unknown parser (valid: %s)\n", cfg.reasoning_parser,
+                qs_reasoning_parser_names());
+        return 2;
+    }
     if (cfg.threads > 0)
         qs_parallel_set_threads(cfg.threads);
     char *chat_template = NULL, template_origin[1100] = "";
@@ -309,7 +322,10 @@ int qs_cmd_serve(int argc, char **argv)
                               .log_requests = cfg.enable_log_requests,
                               .max_logprobs = cfg.max_logprobs,
                               .max_logprobs_set = true,
-                              .response_role = cfg.response_role};
+                              .response_role = cfg.response_role,
+                              .enable_auto_tool_choice = cfg.enable_auto_tool_choice,
+                              .tool_call_parser = cfg.tool_call_parser,
+                              .reasoning_parser = cfg.reasoning_parser};
     const char *names[QS_MAX_SERVED_NAMES];
     for (int i = 0; i < cfg.n_served_model_names; i++)
         names[i] = cfg.served_model_names[i];

@@ -76,6 +76,9 @@ typedef struct qs_config {
     char root_path[256];           /* path prefix a proxy puts before every route ("" = none) */
     bool enable_log_requests;      /* log each request's parameters and prompt (bounded) */
     bool disable_log_stats;        /* no periodic engine throughput line */
+    bool enable_auto_tool_choice;  /* tool_choice "auto" is served (needs tool_call_parser) */
+    char tool_call_parser[32];     /* "" or hermes|llama3_json|mistral|pythonic (src/server/tool_parser.h) */
+    char reasoning_parser[32];     /* "" or qwen3|deepseek_r1 */
     qs_kernel_config kernels;
     char config_file[1024];        /* the --config FILE.yaml that was read, "" if none */
     bool help_requested;           /* --help / -h was given: print qs_config_print_help and exit 0 */

@@ -175,6 +175,8 @@ static int validate(qs_config *cfg, qs_err *err)
     if (cfg->max_num_batched_tokens > 0 && cfg->max_num_batched_tokens < cfg->max_num_seqs)
         return qs_errf(err, "--max-num-batched-tokens (%d) must be at least --max-num-seqs (%d)",
                        cfg->max_num_batched_tokens, cfg->max_num_seqs);
+    if (cfg->enable_auto_tool_choice && !cfg->tool_call_parser[0])
+        return qs_errf(err, "--enable-auto-tool-choice needs --tool-call-parser (hermes, llama3_json, mistral, pythonic)");
     if (qs_registry_check_kernel_config(&cfg->kernels, err))
         return -1;
     if (!cfg->help_requested && !cfg->model_dir[0])

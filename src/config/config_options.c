@@ -87,6 +87,15 @@ static const qs_option OPTIONS[] = {
      "reuse the KV blocks of cached prompt prefixes across requests (default on)"},
     {"no-enable-prefix-caching", QS_OPT_BOOL_OFF, F(enable_prefix_caching), NULL,
      "turn automatic prefix caching off"},
+    {"enable-auto-tool-choice", QS_OPT_BOOL, F(enable_auto_tool_choice), NULL,
+     "let the model decide when to call tools (tool_choice \"auto\", the default with tools); needs "
+     "--tool-call-parser"},
+    {"tool-call-parser", QS_OPT_STRING, F(tool_call_parser), "hermes|llama3_json|mistral|pythonic",
+     "how the model writes tool calls: hermes (Qwen2.5/Qwen3), llama3_json (Llama 3.1+/4), mistral, pythonic "
+     "(Llama 4 pythonic)"},
+    {"reasoning-parser", QS_OPT_STRING, F(reasoning_parser), "qwen3|deepseek_r1",
+     "split <think>...</think> into message.reasoning_content (qwen3: Qwen3; deepseek_r1: DeepSeek-R1 and its "
+     "distills)"},
     {"kv-cache-dtype", QS_OPT_KV_DTYPE, F(kv_cache_dtype), "auto|bf16|fp8|fp8_e4m3",
      "KV cache element type: auto = the activation type (BF16 on CUDA, F32 on CPU); fp8 = fp8_e4m3 with "
      "per-layer scales from the checkpoint (k_scale/v_scale) or 1.0, twice the blocks for the memory"},

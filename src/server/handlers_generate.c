@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "server/chat_output.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
 #include "server/prompt_build.h"
@@ -41,6 +42,7 @@ typedef struct {
     size_t echo_offset;         /* echo with logprobs: where the generated tokens' text_offset starts */
     qs_prompt_logprob *prompt_lp;
     int n_prompt_lp;
+    qs_chat_stream *parsed;     /* streaming chat with a reasoning or tool parser */
 } gen_choice;
 
 struct qs_gen {
@@ -53,6 +55,7 @@ struct qs_gen {
     int32_t *bad_word_ids;      /* request_prepare.h */
     int *bad_word_lens;
     int n_bad_words;
+    qs_chat_output_config out_cfg; /* chat: reasoning / tool-call parsing of the output */
     int64_t created;
     int n_choices;
     gen_choice *choices;
@@ -114,6 +117,7 @@ static void gen_free(gen_ctx *g)
         free(g->choices[i].stop_str);
         free(g->choices[i].prompt_lp);
         cJSON_Delete(g->choices[i].logprobs);
+        qs_chat_stream_free(g->choices[i].parsed);
     }
     free(g->bad_word_ids);
     free(g->bad_word_lens);
@@ -432,6 +436,7 @@ static enum MHD_Result answer_whole(gen_ctx *g, struct MHD_Connection *conn)
         gen_choice *c = &g->choices[k];
         completion_tokens += c->completion_tokens;
         cJSON *ch = cJSON_CreateObject();
+        bool tools_called = false;
         cJSON_AddNumberToObject(ch, "index", out);
         if (g->chat) {
             cJSON *msg = cJSON_AddObjectToObject(ch, "message");
@@ -443,9 +448,14 @@ static enum MHD_Result answer_whole(gen_ctx *g, struct MHD_Connection *conn)
                 append(&content, &len, &cap, echo, strlen(echo));
             }
             append(&content, &len, &cap, c->text ? c->text : "", c->len);
-            cJSON_AddStringToObject(msg, "content", content ? content : "");
+            if (qs_chat_output_active(&g->out_cfg)) {
+                if (qs_chat_output_message(&g->out_cfg, content ? content : "", len, msg) == 1)
+                    tools_called = true;
+            } else {
+                cJSON_AddStringToObject(msg, "content", content ? content : "");
+                cJSON_AddItemToObject(msg, "tool_calls", cJSON_CreateArray());
+            }
             free(content);
-            cJSON_AddItemToObject(msg, "tool_calls", cJSON_CreateArray());
         } else {
             char *full = NULL;
             size_t len = 0, cap = 0;
@@ -465,7 +475,10 @@ static enum MHD_Result answer_whole(gen_ctx *g, struct MHD_Connection *conn)
         } else {
             cJSON_AddNullToObject(ch, "logprobs");
         }
-        qs_resp_add_finish_reason(ch, c->finish);
+        if (tools_called)
+            cJSON_AddStringToObject(ch, "finish_reason", "tool_calls");
+        else
+            qs_resp_add_finish_reason(ch, c->finish);
         add_stop_reason(ch, c);
         if (!g->chat) {
             if (c->prompt_lp)
@@ -603,11 +616,27 @@ static void stream_event(gen_ctx *g, qs_engine_event *ev)
         return;
     }
     bool want_lp = ev->has_logprobs && ev->token >= 0 && g->req.sampling.logprobs >= 0;
-    if (ev->text_len == 0 && !want_lp && ev->finish == QS_FINISH_NONE)
+    cJSON *parsed_delta = NULL;
+    bool tools_called = false;
+    if (g->chat && qs_chat_output_active(&g->out_cfg)) {
+        if (!c->parsed)
+            c->parsed = qs_chat_stream_new(&g->out_cfg);
+        parsed_delta = cJSON_CreateObject();
+        bool grew = c->parsed && qs_chat_stream_feed(c->parsed, ev->text, ev->text_len,
+                                                     ev->finish != QS_FINISH_NONE, parsed_delta);
+        tools_called = qs_chat_stream_tools_called(c->parsed);
+        if (!grew && !want_lp && ev->finish == QS_FINISH_NONE) {
+            cJSON_Delete(parsed_delta);
+            return; /* markup or a tag still being written */
+        }
+    } else if (ev->text_len == 0 && !want_lp && ev->finish == QS_FINISH_NONE) {
         return; /* a token whose text is still held back (stop-string prefix, split character) */
+    }
     cJSON *ch;
     cJSON *chunk = chunk_with_choice(g, ev->choice, &ch);
-    if (g->chat) {
+    if (parsed_delta) {
+        cJSON_AddItemToObject(ch, "delta", parsed_delta);
+    } else if (g->chat) {
         cJSON *delta = cJSON_AddObjectToObject(ch, "delta");
         if (ev->text_len || ev->finish == QS_FINISH_NONE)
             cJSON_AddStringToObject(delta, "content", ev->text);
@@ -623,7 +652,10 @@ static void stream_event(gen_ctx *g, qs_engine_event *ev)
         cJSON_AddNullToObject(ch, "logprobs");
     }
     c->len += ev->text_len;
-    qs_resp_add_finish_reason(ch, ev->finish);
+    if (tools_called && ev->finish != QS_FINISH_NONE)
+        cJSON_AddStringToObject(ch, "finish_reason", "tool_calls");
+    else
+        qs_resp_add_finish_reason(ch, ev->finish);
     if (ev->finish != QS_FINISH_NONE)
         add_stop_reason(ch, c);
     add_running_usage(g, chunk, ev->choice);
@@ -745,6 +777,17 @@ enum MHD_Result qs_handle_generate(qs_server *s, struct MHD_Connection *conn, bo
                       s->model_name);
         qs_api_error_code(&e, "model_not_found");
         goto fail;
+    }
+    if (chat && qs_tool_request_check_server(&g->req.tool, &s->tools, &e))
+        goto fail;
+    if (chat) {
+        g->out_cfg.reasoning = s->reasoning;
+        g->out_cfg.tools = g->req.tool.choice == QS_TOOL_CHOICE_AUTO ? s->tools.parser : NULL;
+        g->out_cfg.parallel_tool_calls = g->req.tool.parallel_tool_calls;
+        g->out_cfg.forced_required = g->req.tool.choice == QS_TOOL_CHOICE_REQUIRED;
+        g->out_cfg.forced_name = g->req.tool.choice == QS_TOOL_CHOICE_NAMED ? g->req.tool.named : NULL;
+        if (g->out_cfg.tools && g->out_cfg.tools->keep_special_tokens)
+            g->req.skip_special_tokens = false; /* the parser's markers may be special tokens */
     }
     if (!qs_server_get_model(s, conn, &g->m)) {
         gen_free(g);

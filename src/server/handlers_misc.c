@@ -126,20 +126,16 @@ enum MHD_Result qs_handle_tokenize(qs_server *s, struct MHD_Connection *c, const
     else if (cJSON_IsString(prompt))
         rc = qs_encode_text(&m, prompt->valuestring, ast ? cJSON_IsTrue(ast) : true, &ids, &n, &e);
     else if (cJSON_IsArray(messages) && cJSON_GetArraySize(messages) > 0) {
-        /* the prompt exactly as /v1/chat/completions would build it: the same tools, template
-         * kwargs and generation-prompt flag */
-        const cJSON *tools = cJSON_GetObjectItemCaseSensitive(root, "tools");
+        /* the chat request's template inputs, so that counts match what generation renders */
+        qs_tool_request tools;
         const cJSON *kwargs = cJSON_GetObjectItemCaseSensitive(root, "chat_template_kwargs");
-        if (cJSON_IsNull(tools))
-            tools = NULL;
-        if (cJSON_IsNull(kwargs))
-            kwargs = NULL;
-        if (tools && !cJSON_IsArray(tools))
-            rc = qs_api_errorf(&e, 400, "tools", "'tools' must be an array.");
-        else if (kwargs && !cJSON_IsObject(kwargs))
+        if (kwargs && !cJSON_IsNull(kwargs) && !cJSON_IsObject(kwargs))
             rc = qs_api_errorf(&e, 400, "chat_template_kwargs", "'chat_template_kwargs' must be an object.");
         else
-            rc = qs_render_chat(&m, messages, tools, agp ? cJSON_IsTrue(agp) : true, kwargs, &text, &e);
+            rc = qs_tool_request_parse(root, &tools, &e);
+        if (!rc)
+            rc = qs_render_chat(&m, messages, tools.tools, agp ? cJSON_IsTrue(agp) : true,
+                                cJSON_IsObject(kwargs) ? kwargs : NULL, &text, &e);
         if (!rc)
             rc = qs_encode_text(&m, text, ast ? cJSON_IsTrue(ast) : false, &ids, &n, &e);
     } else

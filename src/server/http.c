@@ -375,6 +375,22 @@ int qs_server_start(const qs_server_options *opt, qs_server **out, qs_err *err)
     if (opt->sampling_defaults)
         s->sampling_defaults = *opt->sampling_defaults;
     s->metrics_require_key = opt->metrics_require_key;
+    s->tools.enable_auto_tool_choice = opt->enable_auto_tool_choice;
+    s->tools.parser = opt->tool_call_parser && opt->tool_call_parser[0] ? qs_tool_parser_find(opt->tool_call_parser) : NULL;
+    if (opt->tool_call_parser && opt->tool_call_parser[0] && !s->tools.parser) {
+        free(s->api_key);
+        free(s);
+        freeaddrinfo(ai);
+        return qs_errf(err, "--tool-call-parser %s: unknown parser (valid: %s)", opt->tool_call_parser,
+                       qs_tool_parser_names());
+    }
+    if (!qs_reasoning_parser_find(opt->reasoning_parser, &s->reasoning)) {
+        free(s->api_key);
+        free(s);
+        freeaddrinfo(ai);
+        return qs_errf(err, "--reasoning-parser %s: unknown parser (valid: %s)", opt->reasoning_parser,
+                       qs_reasoning_parser_names());
+    }
     s->max_body_bytes = opt->max_body_bytes ? opt->max_body_bytes : QS_MAX_BODY_BYTES;
     s->client_timeout_s = opt->client_timeout_s > 0 ? opt->client_timeout_s : QS_DEFAULT_CLIENT_TIMEOUT_S;
     s->state = QS_STATE_LOADING;

@@ -270,22 +270,7 @@ static int parse_messages(qs_openai_request *r, const cJSON *msgs, qs_api_error 
                                  "messages[%d].content must be a string, an array of content parts or null.", i);
         if (cJSON_IsString(content) && !valid_utf8(content->valuestring))
             return qs_api_errorf(e, 400, "messages", "messages[%d].content is not valid UTF-8.", i);
-        if (cJSON_IsArray(content)) {
-            const cJSON *part;
-            cJSON_ArrayForEach(part, content)
-            {
-                const cJSON *type = cJSON_GetObjectItemCaseSensitive(part, "type");
-                const cJSON *text = cJSON_GetObjectItemCaseSensitive(part, "text");
-                if (!cJSON_IsObject(part) || !cJSON_IsString(type))
-                    return qs_api_errorf(e, 400, "messages", "messages[%d].content parts must be objects with a 'type'.",
-                                         i);
-                if (strcmp(type->valuestring, "text") != 0)
-                    return qs_api_errorf(e, 400, "messages",
-                                         "messages[%d].content: only 'text' parts are supported by this server.", i);
-                if (!cJSON_IsString(text) || !valid_utf8(text->valuestring))
-                    return qs_api_errorf(e, 400, "messages", "messages[%d].content text parts need a UTF-8 'text'.", i);
-            }
-        }
+        /* content parts are checked (text only) where the template's messages are built: chat_messages.c */
         i++;
     }
     r->messages = msgs;
@@ -421,10 +406,9 @@ int qs_openai_request_parse(qs_api_kind kind, const char *body, size_t len, qs_o
     } else {
         if (parse_messages(r, field(root, "messages"), e))
             return -1;
-        const cJSON *tools = field(root, "tools");
-        if (tools && !cJSON_IsArray(tools))
-            return qs_api_errorf(e, 400, "tools", "'tools' must be an array.");
-        r->tools = tools;
+        if (qs_tool_request_parse(root, &r->tool, e))
+            return -1;
+        r->tools = r->tool.tools;
         const cJSON *kw = field(root, "chat_template_kwargs");
         if (kw && !cJSON_IsObject(kw))
             return qs_api_errorf(e, 400, "chat_template_kwargs", "'chat_template_kwargs' must be an object.");
@@ -494,7 +478,9 @@ int qs_openai_request_parse(qs_api_kind kind, const char *body, size_t len, qs_o
         return qs_api_errorf(e, 400, "best_of", "'best_of' needs generated tokens to rank; 'max_tokens' is 0.");
     if (r->stream && r->n_prompts > 1 && kind == QS_API_COMPLETIONS && r->echo)
         return qs_api_errorf(e, 400, "echo", "'echo' with several prompts is not supported while streaming.");
-    return qs_structured_request_parse(root, &r->grammar, e);
+    if (qs_structured_request_parse(root, &r->grammar, e))
+        return -1;
+    return kind == QS_API_CHAT ? qs_tool_request_grammar(&r->tool, &r->grammar, e) : 0;
 }
 
 void qs_openai_request_free(qs_openai_request *r)

@@ -14,6 +14,7 @@
 #include "engine/sampler.h"
 #include "server/api_error.h"
 #include "server/request_fields.h"
+#include "server/tool_request.h"
 
 #define QS_MAX_N 64          /* choices per prompt */
 #define QS_MAX_PROMPTS 256   /* prompts in one completions request */
@@ -40,6 +41,7 @@ typedef struct qs_openai_request {
     int n_prompts;
     const cJSON *messages;       /* chat: validated array */
     const cJSON *tools;          /* chat: array or NULL, passed to the template */
+    qs_tool_request tool;        /* chat: tools, tool_choice, parallel_tool_calls (tool_request.h) */
     const cJSON *chat_template_kwargs; /* object or NULL */
     bool add_generation_prompt;  /* chat, default true */
     int max_tokens;              /* -1 = not given (chat: up to max_model_len); completions default 16; 0 only with echo */

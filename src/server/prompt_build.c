@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/chat_messages.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
@@ -14,10 +15,15 @@ int qs_render_chat(const qs_server_model *m, const cJSON *messages, const cJSON 
         return qs_api_errorf(e, 400, "messages",
                              "This model has no chat template (tokenizer_config.json chat_template); use "
                              "/v1/completions.");
+    cJSON *for_template = NULL;
+    if (qs_chat_messages_for_template(messages, &for_template, e))
+        return -1;
     qs_err err = {{0}};
-    if (qs_chat_template_render(m->chat_template, messages, tools, add_generation_prompt,
-                                qs_tokenizer_bos_token(m->tokenizer), qs_tokenizer_eos_token(m->tokenizer), kwargs,
-                                text, &err))
+    int rc = qs_chat_template_render(m->chat_template, for_template, tools, add_generation_prompt,
+                                     qs_tokenizer_bos_token(m->tokenizer), qs_tokenizer_eos_token(m->tokenizer), kwargs,
+                                     text, &err);
+    cJSON_Delete(for_template);
+    if (rc)
         return qs_api_errorf(e, 400, "messages", "The chat template could not render these messages: %s", err.msg);
     return 0;
 }

@@ -84,6 +84,20 @@ static int refuse_unsupported(const cJSON *root, bool chat, qs_api_error *e)
     }
     if (chat && (v = given(root, "mm_processor_kwargs")) && !empty_container(v))
         return qs_api_errorf(e, 400, "mm_processor_kwargs", "'mm_processor_kwargs' is not supported: this server serves text-only models.");
+    if (chat && (v = given(root, "reasoning_effort")))
+        return qs_api_errorf(e, 400, "reasoning_effort",
+                             "'reasoning_effort' is not supported: the served chat templates take no reasoning budget.");
+    if (chat && (v = given(root, "include_reasoning"))) {
+        if (!cJSON_IsBool(v))
+            return qs_api_errorf(e, 400, "include_reasoning", "'include_reasoning' must be a boolean.");
+        if (!cJSON_IsTrue(v))
+            return qs_api_errorf(e, 400, "include_reasoning",
+                                 "'include_reasoning': false is not supported; the reasoning parser always returns "
+                                 "reasoning_content.");
+    }
+    if (chat && (v = given(root, "structural_tag")))
+        return qs_api_errorf(e, 400, "structural_tag",
+                             "'structural_tag' is not supported; use response_format or structured_outputs.");
     if (chat && (v = given(root, "documents")))
         return qs_api_errorf(e, 400, "documents", "'documents' is not supported by this server's chat template renderer.");
     return 0;

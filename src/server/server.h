@@ -53,6 +53,9 @@ typedef struct qs_server_options {
     bool max_logprobs_set;
     const char *response_role; /* chat responses' role with add_generation_prompt; NULL = "assistant" */
     const qs_sampling_defaults *sampling_defaults; /* NULL = none; copied */
+    bool enable_auto_tool_choice; /* --enable-auto-tool-choice */
+    const char *tool_call_parser; /* --tool-call-parser NAME, NULL/"" = none (checked by the config) */
+    const char *reasoning_parser; /* --reasoning-parser NAME, NULL/"" = none */
 } qs_server_options;
 
 typedef struct qs_server qs_server;

@@ -14,7 +14,9 @@
 #include "server/api_error.h"
 #include "server/cors.h"
 #include "server/metrics.h"
+#include "server/reasoning_parser.h"
 #include "server/server.h"
+#include "server/tool_request.h"
 
 #define QS_SERVER_MAX_NAMES 8
 
@@ -58,6 +60,8 @@ struct qs_server {
     bool metrics_require_key;
     size_t max_body_bytes;
     int client_timeout_s;
+    qs_tool_server_config tools;  /* --enable-auto-tool-choice, --tool-call-parser */
+    qs_reasoning_kind reasoning;  /* --reasoning-parser */
     int port;
     pthread_mutex_t mu;
     qs_server_state state;

@@ -145,9 +145,13 @@ curl -sN "$URL/v1/chat/completions" -d '{"messages":[{"role":"user","content":"L
 cs=$(grep '^data: {' "$TMP/cstream" | sed 's/^data: //' | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>{const L=s.trim().split("\n").map(JSON.parse);let t="";for(const c of L)for(const ch of c.choices)t+=ch.delta.content||"";process.stdout.write(JSON.stringify([L[0].object,L[0].choices[0].delta.role,t,L[L.length-1].choices[0].finish_reason]))})')
 [ "$cs" = "$(node -e 'process.stdout.write(JSON.stringify(["chat.completion.chunk","assistant",process.argv[1],"length"]))' "$(echo "$chat" | json '.choices[0].message.content')")" ]
 check chat_stream_matches_whole $? "$cs"
-tools=$(post /v1/chat/completions '{"messages":[{"role":"user","content":"hi"}],"max_tokens":3,"tools":[{"type":"function","function":{"name":"f","parameters":{}}}],"chat_template_kwargs":{"enable_thinking":false},"add_generation_prompt":true}' | tail -1)
+tools=$(post /v1/chat/completions '{"messages":[{"role":"user","content":"hi"}],"max_tokens":3,"tools":[{"type":"function","function":{"name":"f","parameters":{}}}],"tool_choice":"none","chat_template_kwargs":{"enable_thinking":false},"add_generation_prompt":true}' | tail -1)
 [ "$tools" = 200 ]
 check chat_tools_and_kwargs_passthrough $? "$tools"
+# tools without tool_choice mean "auto", which needs --enable-auto-tool-choice (vLLM's answer)
+auto=$(post /v1/chat/completions '{"messages":[{"role":"user","content":"hi"}],"max_tokens":3,"tools":[{"type":"function","function":{"name":"f","parameters":{}}}]}')
+[ "$(echo "$auto" | tail -1)" = 400 ] && [ "$(echo "$auto" | head -n -1 | json '.error.param')" = tool_choice ]
+check chat_tools_auto_needs_flag $? "$auto"
 
 # --- tokenize / detokenize ---
 tk=$(curl -s "$URL/tokenize" -d '{"model":"stories","prompt":"Hello world"}')

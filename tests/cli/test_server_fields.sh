@@ -173,6 +173,7 @@ declare -A REFUSE=(
   [suffix]='"x"' [prompt_embeds]='"AAAA"' [use_beam_search]=true [priority]=1 [logits_processors]='["m.P"]'
   [kv_transfer_params]='{"a":1}' [vllm_xargs]='{"a":1}' [spaces_between_special_tokens]=false
   [mm_processor_kwargs]='{"a":1}' [documents]='[{"title":"t","text":"x"}]'
+  [reasoning_effort]='"low"' [include_reasoning]=false [structural_tag]='{"type":"structural_tag"}'
 )
 declare -A IGNORED=([length_penalty]=2 [user]='"u"')
 rows=$(sed -n '/^## Request fields/,/^## /p' docs/api.md | grep -E '^\| `[a-z_]+` \|')

@@ -13,6 +13,7 @@
 
 #include "server/api_error.h"
 #include "server/openai_request.h"
+#include "structured/structured.h"
 
 static int parse(qs_api_kind kind, const char *body, qs_openai_request *r, qs_api_error *e)
 {
@@ -221,7 +222,6 @@ static void test_chat_fields(void **state)
     expect_400(QS_API_CHAT, "{\"messages\":\"hi\"}", "messages");
     expect_400(QS_API_CHAT, "{\"messages\":[{\"content\":\"hi\"}]}", "messages");
     expect_400(QS_API_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":5}]}", "messages");
-    expect_400(QS_API_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"image_url\"}]}]}", "messages");
     expect_400(QS_API_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"top_logprobs\":2}",
                "top_logprobs");
     expect_400(QS_API_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"logprobs\":3}", "logprobs");
@@ -230,6 +230,100 @@ static void test_chat_fields(void **state)
                "chat_template_kwargs");
     expect_400(QS_API_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_completion_tokens\":-1}",
                "max_completion_tokens");
+}
+
+#define MSGS "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
+#define TOOL_F "{\"type\":\"function\",\"function\":{\"name\":\"f\",\"parameters\":{\"type\":\"object\"}}}"
+
+static void test_tool_fields(void **state)
+{
+    (void)state;
+    qs_openai_request r;
+    expect_ok(QS_API_CHAT, MSGS "\"tools\":[" TOOL_F "]}", &r);
+    assert_int_equal(r.tool.choice, QS_TOOL_CHOICE_AUTO); /* vLLM's default with tools */
+    assert_true(r.tool.parallel_tool_calls);
+    qs_openai_request_free(&r);
+    expect_ok(QS_API_CHAT, MSGS "\"tools\":[" TOOL_F "],\"tool_choice\":\"none\",\"parallel_tool_calls\":false}", &r);
+    assert_int_equal(r.tool.choice, QS_TOOL_CHOICE_NONE);
+    assert_non_null(r.tools); /* still rendered, as vLLM does */
+    assert_false(r.tool.parallel_tool_calls);
+    qs_openai_request_free(&r);
+    expect_ok(QS_API_CHAT, MSGS "\"tools\":[" TOOL_F "],\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"f\"}}}",
+              &r);
+    assert_int_equal(r.tool.choice, QS_TOOL_CHOICE_NAMED);
+    assert_string_equal(r.tool.named, "f");
+    assert_non_null(r.tool.named_parameters);
+    qs_openai_request_free(&r);
+    expect_ok(QS_API_CHAT, MSGS "\"tools\":[" TOOL_F "],\"tool_choice\":\"required\"}", &r);
+    assert_int_equal(r.tool.choice, QS_TOOL_CHOICE_REQUIRED);
+    qs_openai_request_free(&r);
+    expect_ok(QS_API_CHAT, MSGS "\"tool_choice\":\"none\"}", &r);
+    assert_int_equal(r.tool.choice, QS_TOOL_CHOICE_NONE);
+    qs_openai_request_free(&r);
+
+    expect_400(QS_API_CHAT, MSGS "\"tool_choice\":\"required\"}", "tool_choice"); /* needs tools */
+    expect_400(QS_API_CHAT, MSGS "\"tool_choice\":\"auto\"}", "tool_choice");
+    expect_400(QS_API_CHAT, MSGS "\"tools\":[" TOOL_F "],\"tool_choice\":\"sometimes\"}", "tool_choice");
+    expect_400(QS_API_CHAT, MSGS "\"tools\":[" TOOL_F "],\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"g\"}}}",
+               "tool_choice");
+    expect_400(QS_API_CHAT, MSGS "\"tools\":[" TOOL_F "],\"tool_choice\":5}", "tool_choice");
+    expect_400(QS_API_CHAT, MSGS "\"tools\":[" TOOL_F "],\"parallel_tool_calls\":\"yes\"}", "parallel_tool_calls");
+    expect_400(QS_API_CHAT, MSGS "\"tools\":[{\"type\":\"retrieval\"}]}", "tools");
+    expect_400(QS_API_CHAT, MSGS "\"tools\":[{\"type\":\"function\",\"function\":{}}]}", "tools");
+    expect_400(QS_API_CHAT, MSGS "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\",\"parameters\":3}}]}",
+               "tools");
+
+    /* the schemas enforced choices constrain the output to, as vLLM builds them */
+    expect_ok(QS_API_CHAT, MSGS "\"tools\":[" TOOL_F ",{\"type\":\"function\",\"function\":{\"name\":\"g\"}}],"
+                           "\"tool_choice\":\"required\",\"parallel_tool_calls\":false}", &r);
+    qs_api_error se;
+    cJSON *schema = qs_tool_request_schema(&r.tool, &se);
+    char *text = cJSON_PrintUnformatted(schema);
+    assert_string_equal(text, "{\"type\":\"array\",\"minItems\":1,\"maxItems\":1,\"items\":{\"anyOf\":["
+                              "{\"type\":\"object\",\"properties\":{\"name\":{\"enum\":[\"f\"]},\"parameters\":{\"type\":"
+                              "\"object\"}},\"required\":[\"name\",\"parameters\"]},{\"type\":\"object\",\"properties\":{"
+                              "\"name\":{\"enum\":[\"g\"]},\"parameters\":{\"type\":\"object\",\"properties\":{}}},"
+                              "\"required\":[\"name\",\"parameters\"]}]}}");
+    free(text);
+    cJSON_Delete(schema);
+    qs_openai_request_free(&r);
+    expect_ok(QS_API_CHAT, MSGS "\"tools\":[" TOOL_F "],\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"f\"}}}",
+              &r);
+    schema = qs_tool_request_schema(&r.tool, &se);
+    text = cJSON_PrintUnformatted(schema);
+    assert_string_equal(text, "{\"type\":\"object\"}");
+    free(text);
+    cJSON_Delete(schema);
+    qs_openai_request_free(&r);
+    expect_400(QS_API_CHAT, MSGS "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"a\",\"parameters\":{\"$defs\":"
+                            "{\"X\":{\"type\":\"string\"}}}}},{\"type\":\"function\",\"function\":{\"name\":\"b\",\"parameters\":"
+                            "{\"$defs\":{\"X\":{\"type\":\"integer\"}}}}}],\"tool_choice\":\"required\"}", "tools");
+    /* the choice is enforced: it compiles into the request's grammar, and cannot be combined with
+     * another structured-output request */
+    expect_ok(QS_API_CHAT, MSGS "\"tools\":[" TOOL_F "],\"tool_choice\":\"required\"}", &r);
+    assert_non_null(r.grammar);
+    const char *call_f = "[{\"name\": \"f\", \"parameters\": {}}]", *call_g = "[{\"name\": \"g\", \"parameters\": {}}]";
+    assert_true(qs_grammar_matches(r.grammar, call_f, strlen(call_f)));
+    assert_false(qs_grammar_matches(r.grammar, call_g, strlen(call_g)));
+    assert_false(qs_grammar_matches(r.grammar, "[]", 2));
+    qs_openai_request_free(&r);
+    expect_400(QS_API_CHAT, MSGS "\"tools\":[" TOOL_F "],\"tool_choice\":\"required\",\"response_format\":{\"type\":"
+                            "\"json_object\"}}", "tool_choice");
+    expect_ok(QS_API_CHAT, MSGS "\"tools\":[" TOOL_F "],\"tool_choice\":\"auto\"}", &r);
+    assert_null(r.grammar);
+    qs_openai_request_free(&r);
+
+    /* what the server was started with */
+    qs_tool_server_config off = {0}, on = {true, qs_tool_parser_find("hermes")};
+    qs_api_error e;
+    expect_ok(QS_API_CHAT, MSGS "\"tools\":[" TOOL_F "]}", &r);
+    assert_int_equal(qs_tool_request_check_server(&r.tool, &off, &e), -1);
+    assert_string_equal(e.param, "tool_choice");
+    assert_int_equal(qs_tool_request_check_server(&r.tool, &on, &e), 0);
+    qs_openai_request_free(&r);
+    expect_ok(QS_API_CHAT, MSGS "\"tools\":[" TOOL_F "],\"tool_choice\":\"none\"}", &r);
+    assert_int_equal(qs_tool_request_check_server(&r.tool, &off, &e), 0);
+    qs_openai_request_free(&r);
 }
 
 static void test_malformed_json(void **state)
@@ -353,6 +447,7 @@ int main(void)
         cmocka_unit_test(test_sampling_fields), cmocka_unit_test(test_out_of_range),
         cmocka_unit_test(test_chat_fields),    cmocka_unit_test(test_malformed_json),
         cmocka_unit_test(test_error_body),     cmocka_unit_test(test_vllm_fields),
+        cmocka_unit_test(test_tool_fields),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
