@@ -181,9 +181,11 @@ static int build_prompts(gen_ctx *g, qs_api_error *e)
     g->n_prompt_slots = n_prompts;
     if (g->chat) {
         char *text = NULL;
-        if (qs_render_chat(&g->m, r->messages, r->tools, r->add_generation_prompt, r->chat_template_kwargs, &text, e))
+        size_t text_len = 0;
+        if (qs_render_chat(&g->m, r->messages, r->tools, r->add_generation_prompt, r->chat_template_kwargs, &text,
+                           &text_len, e))
             return -1;
-        int rc = qs_encode_text(&g->m, text, false, &g->prompt_ids[0], &g->prompt_len[0], e);
+        int rc = qs_encode_text(&g->m, text, text_len, false, &g->prompt_ids[0], &g->prompt_len[0], e);
         free(text);
         if (rc) {
             snprintf(e->param, sizeof e->param, "messages");
@@ -192,7 +194,8 @@ static int build_prompts(gen_ctx *g, qs_api_error *e)
     } else {
         for (int p = 0; p < n_prompts; p++) {
             if (r->prompts[p].text) {
-                if (qs_encode_text(&g->m, r->prompts[p].text, true, &g->prompt_ids[p], &g->prompt_len[p], e))
+                if (qs_encode_text(&g->m, r->prompts[p].text, r->prompts[p].text_len, true, &g->prompt_ids[p],
+                                   &g->prompt_len[p], e))
                     return -1;
             } else {
                 if (qs_check_token_ids(&g->m, r->prompts[p].ids, r->prompts[p].n_ids, "prompt", e))
@@ -252,6 +255,7 @@ static int submit(gen_ctx *g, qs_api_error *e)
         q->stop_token_ids = r->stop_token_ids;
         q->n_stop_token_ids = r->n_stop_token_ids;
         q->stop = (const char *const *)r->stop;
+        q->stop_lens = r->stop_lens;
         q->n_stop = r->n_stop;
         q->include_stop_str_in_output = r->include_stop_str_in_output;
         q->skip_special_tokens = r->skip_special_tokens;

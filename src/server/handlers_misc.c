@@ -7,6 +7,7 @@
 #include "server/prompt_build.h"
 #include "server/server_internal.h"
 #include "tokenizer/tokenizer.h"
+#include "util/json_strings.h"
 
 enum MHD_Result qs_handle_models(qs_server *s, struct MHD_Connection *c)
 {
@@ -68,7 +69,7 @@ static bool check_model(qs_server *s, const cJSON *root, qs_api_error *e)
         qs_api_errorf(e, 400, "model", "'model' must be a string.");
         return false;
     }
-    if (strcmp(model->valuestring, s->model_name) != 0) {
+    if (qs_json_string_has_nul(model) || strcmp(model->valuestring, s->model_name) != 0) {
         qs_api_errorf(e, 404, "model", "The model '%.200s' does not exist; this server serves '%s'.",
                       model->valuestring, s->model_name);
         qs_api_error_code(e, "model_not_found");
@@ -120,11 +121,13 @@ enum MHD_Result qs_handle_tokenize(qs_server *s, struct MHD_Connection *c, const
         rc = qs_api_errorf(&e, 400, ast && !cJSON_IsBool(ast) ? "add_special_tokens" : "add_generation_prompt",
                            "flags must be booleans.");
     else if (cJSON_IsString(prompt))
-        rc = qs_encode_text(&m, prompt->valuestring, ast ? cJSON_IsTrue(ast) : true, &ids, &n, &e);
+        rc = qs_encode_text(&m, prompt->valuestring, qs_json_string_len(prompt), ast ? cJSON_IsTrue(ast) : true, &ids,
+                            &n, &e);
     else if (cJSON_IsArray(messages) && cJSON_GetArraySize(messages) > 0) {
-        rc = qs_render_chat(&m, messages, NULL, agp ? cJSON_IsTrue(agp) : true, NULL, &text, &e);
+        size_t text_len = 0;
+        rc = qs_render_chat(&m, messages, NULL, agp ? cJSON_IsTrue(agp) : true, NULL, &text, &text_len, &e);
         if (!rc)
-            rc = qs_encode_text(&m, text, ast ? cJSON_IsTrue(ast) : false, &ids, &n, &e);
+            rc = qs_encode_text(&m, text, text_len, ast ? cJSON_IsTrue(ast) : false, &ids, &n, &e);
     } else
         rc = qs_api_errorf(&e, 400, "prompt", "Send 'prompt' (a string) or 'messages' (a non-empty array).");
     free(text);

@@ -10,7 +10,8 @@
 #  7. QSERVE_API_KEY longer than 255 characters works whole (its prefix is refused); a 100,000-byte
 #     key works whole through the flag too (no cap; the header buffer grows with the key) and a
 #     header block beyond that buffer is a 431, not a crash
-#  8. a NUL character (\u0000) in a prompt is a 400, never a silently cut prompt
+#  8. a NUL character (\u0000) in a prompt or a chat message is tokenized as its byte (never a
+#     silently cut prompt), a stop string may hold one, an object key holding one is a 400
 #  9. out-of-vocabulary logit_bias keys: 400 naming the key; conflicting Content-Length: 400;
 #     text/plain and form bodies: 415
 set -u
@@ -102,10 +103,27 @@ for t in 1e-38 1e-20 0.000001; do
 done
 check tiny_temperature_is_greedy $ok6 "greedy '$greedy', last '$(echo "$got" | head -c 300)'"
 
-# --- 8: NUL in a prompt ---
-[ "$(status_of /v1/completions '{"prompt":"Once upon\u0000 a time","max_tokens":2}' "${AUTH[@]}")" = 400 ] &&
+# --- 8: NUL in strings: length-delimited end to end ---
+nul_id=$(node -e 'const t=require(process.argv[1]);console.log(t.model.vocab["<0x00>"])' "$MODEL/tokenizer.json")
+tok_of() { status_of /tokenize "$1" "${AUTH[@]}" >/dev/null; json '.tokens' <"$TMP/body"; }
+with_nul=$(tok_of '{"prompt":"Once upon\u0000 a time"}')
+before=$(tok_of '{"prompt":"Once upon"}')
+plain=$(tok_of '{"prompt":"Once upon a time"}')
+case "$with_nul" in "${before%]},$nul_id,"*) [ "$with_nul" != "$plain" ] ;; *) false ;; esac
+check nul_in_prompt_is_tokenized_as_its_byte $? "<0x00> is $nul_id: $with_nul; 'Once upon' is $before"
+chat_nul=$(tok_of '{"messages":[{"role":"user","content":"Hi\u0000there"}]}')
+chat_plain=$(tok_of '{"messages":[{"role":"user","content":"Hithere"}]}')
+echo "$chat_nul" | grep -q ",$nul_id," && [ "$chat_nul" != "$chat_plain" ]
+check nul_in_chat_content_is_tokenized $? "$chat_nul vs $chat_plain"
+code=$(status_of /v1/completions '{"prompt":"Once upon\u0000 a time","max_tokens":2}' "${AUTH[@]}")
+[ "$code" = 200 ] && [ "$(json '.usage.prompt_tokens' <"$TMP/body")" = "$(echo "$with_nul" | json 'r.length')" ]
+check nul_in_prompt_reaches_the_model $? "status $code: $(head -c 300 "$TMP/body")"
+code=$(status_of /v1/completions '{"prompt":"Once upon a time","max_tokens":2,"stop":["\u0000"]}' "${AUTH[@]}")
+[ "$code" = 200 ]
+check nul_stop_string_accepted $? "status $code: $(head -c 200 "$TMP/body")"
+[ "$(status_of /v1/completions '{"prompt":"x","max_tokens":1,"k\u0000":1}' "${AUTH[@]}")" = 400 ] &&
   grep -q 'NUL character' "$TMP/body"
-check nul_in_prompt_is_400 $? "$(head -c 200 "$TMP/body")"
+check nul_in_object_key_is_400 $? "$(head -c 200 "$TMP/body")"
 [ "$(status_of /v1/completions '{"prompt":"back\\\\u0000slash is text","max_tokens":2}' "${AUTH[@]}")" = 200 ]
 check escaped_backslash_u0000_is_text $? "$(head -c 200 "$TMP/body")"
 
