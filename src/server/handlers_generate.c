@@ -19,6 +19,7 @@
 #include "server/prompt_build.h"
 #include "server/server_internal.h"
 #include "tokenizer/tokenizer.h"
+#include "util/json_strings.h"
 #include "util/log.h"
 
 
@@ -157,15 +158,25 @@ static int cached_prompt_tokens(const gen_ctx *g)
     return n;
 }
 
-/* Prompt text for echo: the text as sent, or the decoded ids. */
-static char *echo_text(const gen_ctx *g, int p)
+/* Prompt text for echo: the text as sent, or the decoded ids; *len bytes (NULs included). */
+static char *echo_text(const gen_ctx *g, int p, size_t *len)
 {
-    if (g->req.prompts[p].text)
-        return strdup(g->req.prompts[p].text);
+    *len = 0;
+    if (g->req.prompts[p].text) {
+        char *t = malloc(g->req.prompts[p].text_len + 1);
+        if (t) {
+            memcpy(t, g->req.prompts[p].text, g->req.prompts[p].text_len + 1);
+            *len = g->req.prompts[p].text_len;
+        }
+        return t;
+    }
     char *text = NULL;
     qs_err err;
-    if (qs_tokenizer_decode(g->m.tokenizer, g->req.prompts[p].ids, (size_t)g->req.prompts[p].n_ids, false, &text, &err))
+    if (qs_tokenizer_decode_n(g->m.tokenizer, g->req.prompts[p].ids, (size_t)g->req.prompts[p].n_ids, false, &text, len,
+                              &err)) {
+        *len = 0;
         return strdup("");
+    }
     return text;
 }
 
@@ -328,19 +339,20 @@ static enum MHD_Result answer_whole(gen_ctx *g, struct MHD_Connection *conn)
         if (g->chat) {
             cJSON *msg = cJSON_AddObjectToObject(ch, "message");
             cJSON_AddStringToObject(msg, "role", "assistant");
-            cJSON_AddStringToObject(msg, "content", c->text ? c->text : "");
+            qs_json_add_text(msg, "content", c->text ? c->text : "", c->text ? c->len : 0);
             cJSON_AddItemToObject(msg, "tool_calls", cJSON_CreateArray());
         } else {
             char *full = NULL;
             size_t len = 0, cap = 0;
             if (g->req.echo) {
-                char *p = echo_text(g, prompt_of_choice(g, k));
+                size_t plen;
+                char *p = echo_text(g, prompt_of_choice(g, k), &plen);
                 if (p)
-                    append(&full, &len, &cap, p, strlen(p));
+                    append(&full, &len, &cap, p, plen);
                 free(p);
             }
             append(&full, &len, &cap, c->text ? c->text : "", c->len);
-            cJSON_AddStringToObject(ch, "text", full ? full : "");
+            qs_json_add_text(ch, "text", full ? full : "", full ? len : 0);
             free(full);
         }
         if (c->logprobs) {
@@ -395,8 +407,9 @@ static void stream_start(gen_ctx *g)
             emit(g, chunk);
         } else if (g->req.echo) {
             cJSON *chunk = chunk_with_choice(g, k, &ch);
-            char *p = echo_text(g, prompt_of_choice(g, k));
-            cJSON_AddStringToObject(ch, "text", p ? p : "");
+            size_t plen;
+            char *p = echo_text(g, prompt_of_choice(g, k), &plen);
+            qs_json_add_text(ch, "text", p ? p : "", p ? plen : 0);
             free(p);
             cJSON_AddNullToObject(ch, "logprobs");
             cJSON_AddNullToObject(ch, "finish_reason");
@@ -438,9 +451,9 @@ static void stream_event(gen_ctx *g, qs_engine_event *ev)
     if (g->chat) {
         cJSON *delta = cJSON_AddObjectToObject(ch, "delta");
         if (ev->text_len || ev->finish == QS_FINISH_NONE)
-            cJSON_AddStringToObject(delta, "content", ev->text);
+            qs_json_add_text(delta, "content", ev->text, ev->text_len);
     } else {
-        cJSON_AddStringToObject(ch, "text", ev->text);
+        qs_json_add_text(ch, "text", ev->text, ev->text_len);
     }
     if (want_lp) {
         cJSON *lp = qs_resp_logprobs_new(g->chat);

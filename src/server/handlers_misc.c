@@ -169,13 +169,14 @@ enum MHD_Result qs_handle_detokenize(qs_server *s, struct MHD_Connection *c, con
     int32_t *ids = NULL;
     int n = 0;
     char *text = NULL;
+    size_t text_len = 0;
     int rc = 0;
     if (!cJSON_IsArray(tokens))
         rc = qs_api_errorf(&e, 400, "tokens", "'tokens' must be a list of token ids.");
     else if (!(rc = qs_json_token_ids(tokens, "tokens", &ids, &n, &e)) &&
              !(rc = qs_check_token_ids(&m, ids, n, "tokens", &e))) {
         qs_err err = {{0}};
-        if (qs_tokenizer_decode(m.tokenizer, ids, (size_t)n, false, &text, &err))
+        if (qs_tokenizer_decode_n(m.tokenizer, ids, (size_t)n, false, &text, &text_len, &err))
             rc = qs_api_errorf(&e, 400, "tokens", "%s", err.msg);
     }
     free(ids);
@@ -183,7 +184,7 @@ enum MHD_Result qs_handle_detokenize(qs_server *s, struct MHD_Connection *c, con
     if (rc)
         return qs_send_error(s, c, &e);
     cJSON *out = cJSON_CreateObject();
-    cJSON_AddStringToObject(out, "prompt", text);
+    qs_json_add_text(out, "prompt", text, text_len);
     free(text);
     return qs_send_json(s, c, 200, out);
 }

@@ -22,6 +22,7 @@
 #include "engine/engine.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
+#include "util/json_strings.h"
 #include "util/log.h"
 
 typedef struct {
@@ -85,7 +86,7 @@ static enum MHD_Result queue(qs_server *s, struct MHD_Connection *c, int status,
 
 enum MHD_Result qs_send_json(qs_server *s, struct MHD_Connection *c, int status, cJSON *body)
 {
-    char *text = cJSON_PrintUnformatted(body);
+    char *text = qs_json_print(body);
     cJSON_Delete(body);
     if (!text)
         return MHD_NO;

@@ -4,6 +4,7 @@
  * its valuedouble field, which cJSON leaves unused (0) for strings: length + 1 when recorded. */
 #include "util/json_strings.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct {
@@ -118,3 +119,54 @@ size_t qs_json_string_len(const cJSON *s)
 }
 
 bool qs_json_string_has_nul(const cJSON *s) { return cJSON_IsString(s) && s->valuestring && s->valuedouble >= 1; }
+
+enum { NUL_MARK = 0xFF }; /* never a byte of UTF-8 */
+
+cJSON *qs_json_text(const char *text, size_t len)
+{
+    char *copy = malloc(len + 1);
+    if (!copy)
+        return NULL;
+    for (size_t i = 0; i < len; i++)
+        copy[i] = text[i] ? text[i] : (char)NUL_MARK;
+    copy[len] = '\0';
+    cJSON *node = cJSON_CreateString(copy);
+    free(copy);
+    return node;
+}
+
+bool qs_json_add_text(cJSON *obj, const char *name, const char *text, size_t len)
+{
+    cJSON *node = qs_json_text(text, len);
+    if (!node)
+        return false;
+    if (!cJSON_AddItemToObject(obj, name, node)) {
+        cJSON_Delete(node);
+        return false;
+    }
+    return true;
+}
+
+char *qs_json_print(const cJSON *item)
+{
+    char *text = cJSON_PrintUnformatted(item);
+    if (!text || !strchr(text, (char)NUL_MARK))
+        return text;
+    size_t n = strlen(text), marks = 0;
+    for (size_t i = 0; i < n; i++)
+        marks += (unsigned char)text[i] == NUL_MARK;
+    char *out = malloc(n + 5 * marks + 1), *w = out;
+    if (out) {
+        for (size_t i = 0; i < n; i++) {
+            if ((unsigned char)text[i] == NUL_MARK) {
+                memcpy(w, "\\u0000", 6);
+                w += 6;
+            } else {
+                *w++ = text[i];
+            }
+        }
+        *w = '\0';
+    }
+    free(text);
+    return out;
+}

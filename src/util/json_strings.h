@@ -20,4 +20,13 @@ size_t qs_json_string_len(const cJSON *s);
 /* True when a string node's value holds a NUL byte. */
 bool qs_json_string_has_nul(const cJSON *s);
 
+/* Output: a string node for text[0..len) that may hold NUL bytes. cJSON cannot store them, so
+ * each is kept as the byte 0xFF, which UTF-8 text never holds, and qs_json_print writes it back
+ * as \u0000. NULL when out of memory. */
+cJSON *qs_json_text(const char *text, size_t len);
+/* Adds qs_json_text(text, len) to obj under name; false when out of memory. */
+bool qs_json_add_text(cJSON *obj, const char *name, const char *text, size_t len);
+/* cJSON_PrintUnformatted, with the NULs of qs_json_text nodes written as \u0000. */
+char *qs_json_print(const cJSON *item);
+
 #endif

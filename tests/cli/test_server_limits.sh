@@ -11,7 +11,8 @@
 #     key works whole through the flag too (no cap; the header buffer grows with the key) and a
 #     header block beyond that buffer is a 431, not a crash
 #  8. a NUL character (\u0000) in a prompt or a chat message is tokenized as its byte (never a
-#     silently cut prompt), a stop string may hold one, an object key holding one is a 400
+#     silently cut prompt); generated, echoed and detokenized NULs come back as \u0000; a stop
+#     string of one stops; an object key holding one is a 400
 #  9. out-of-vocabulary logit_bias keys: 400 naming the key; conflicting Content-Length: 400;
 #     text/plain and form bodies: 415
 set -u
@@ -118,9 +119,19 @@ check nul_in_chat_content_is_tokenized $? "$chat_nul vs $chat_plain"
 code=$(status_of /v1/completions '{"prompt":"Once upon\u0000 a time","max_tokens":2}' "${AUTH[@]}")
 [ "$code" = 200 ] && [ "$(json '.usage.prompt_tokens' <"$TMP/body")" = "$(echo "$with_nul" | json 'r.length')" ]
 check nul_in_prompt_reaches_the_model $? "status $code: $(head -c 300 "$TMP/body")"
-code=$(status_of /v1/completions '{"prompt":"Once upon a time","max_tokens":2,"stop":["\u0000"]}' "${AUTH[@]}")
-[ "$code" = 200 ]
-check nul_stop_string_accepted $? "status $code: $(head -c 200 "$TMP/body")"
+# logit_bias makes the model write NUL bytes: they come back as \u0000, and a stop string of one stops
+code=$(status_of /v1/completions "{\"prompt\":\"Once\",\"max_tokens\":2,\"temperature\":0,\"logit_bias\":{\"$nul_id\":100}}" "${AUTH[@]}")
+[ "$code" = 200 ] && grep -qF '"text":"\u0000\u0000"' "$TMP/body"
+check generated_nul_is_written_as_u0000 $? "status $code: $(head -c 300 "$TMP/body")"
+code=$(status_of /v1/completions "{\"prompt\":\"Once\",\"max_tokens\":4,\"temperature\":0,\"logit_bias\":{\"$nul_id\":100},\"stop\":[\"x\\u0000\",\"\\u0000\"]}" "${AUTH[@]}")
+[ "$code" = 200 ] && [ "$(json '.choices[0].finish_reason' <"$TMP/body")" = stop ] && grep -qF '"text":""' "$TMP/body"
+check nul_stop_string_stops $? "status $code: $(head -c 300 "$TMP/body")"
+code=$(status_of /v1/completions '{"prompt":"Once\u0000upon","max_tokens":1,"echo":true}' "${AUTH[@]}")
+[ "$code" = 200 ] && grep -qF '"text":"Once\u0000upon' "$TMP/body"
+check echo_keeps_nul $? "status $code: $(head -c 300 "$TMP/body")"
+code=$(status_of /detokenize "{\"tokens\":$with_nul}" "${AUTH[@]}")
+[ "$code" = 200 ] && grep -qF 'upon\u0000' "$TMP/body"
+check detokenize_writes_nul $? "status $code: $(head -c 300 "$TMP/body")"
 [ "$(status_of /v1/completions '{"prompt":"x","max_tokens":1,"k\u0000":1}' "${AUTH[@]}")" = 400 ] &&
   grep -q 'NUL character' "$TMP/body"
 check nul_in_object_key_is_400 $? "$(head -c 200 "$TMP/body")"
