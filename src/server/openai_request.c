@@ -51,9 +51,12 @@ cJSON *qs_json_parse_body(const char *body, size_t len, qs_api_error *e)
         }
     /* strings holding \u0000 keep their whole length (util/json_strings.h); object keys are names */
     const cJSON *bad_key = NULL;
-    if (qs_json_record_string_lengths(root, body, (size_t)(end - body), &bad_key) < 0 || bad_key) {
+    int nuls = qs_json_record_string_lengths(root, body, (size_t)(end - body), &bad_key);
+    if (nuls < 0 || bad_key) { /* < 0: the text and cJSON's tree disagree, which valid JSON never does */
         cJSON_Delete(root);
-        qs_api_errorf(e, 400, NULL, "An object key in the request holds a NUL character (\\u0000).");
+        qs_api_errorf(e, 400, NULL,
+                      nuls < 0 ? "The request body's strings could not be read." :
+                                 "An object key in the request holds a NUL character (\\u0000).");
         return NULL;
     }
     if (!cJSON_IsObject(root)) {
