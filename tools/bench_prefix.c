@@ -305,6 +305,8 @@ int main(int argc, char **argv)
 {
     options o = {.shared = 1000, .suffix = 24, .reps = 3, .turns = 6, .turn_tokens = 64, .reply = 32, .convs = 2};
     char **rest = calloc((size_t)argc + 1, sizeof *rest);
+    if (!rest)
+        return 1;
     int n_rest = 0;
     rest[n_rest++] = argv[0];
     for (int i = 1; i < argc; i++) {
@@ -317,6 +319,7 @@ int main(int argc, char **argv)
             if ((r = qs_arg_value(argc, argv, &i, names[k], &v)) != 0) {
                 if (r < 0 || qs_arg_int(names[k], v, fields[k]) || *fields[k] < 1) {
                     fprintf(stderr, "error: %s needs a positive integer\n", names[k]);
+                    free(rest);
                     return 2;
                 }
                 field = fields[k];
@@ -330,6 +333,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s\nusage: bench_prefix MODEL_DIR [--shared 1000] [--suffix 24] [--reps 3] [--turns 6] "
                         "[--turn-tokens 64] [--reply 32] [--convs 2] [qserve flags]\n",
                 n_rest < 2 ? "error: give MODEL_DIR" : err.msg);
+        free(rest);
         return 2;
     }
     int rc = bench_ttft(&cfg, &o) || bench_replay(&cfg, &o);

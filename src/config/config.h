@@ -14,7 +14,6 @@
 
 #define QS_NAME_MAX 64
 #define QS_MAX_DISABLED 32
-#define QS_API_KEY_MAX 8192 /* bytes of an API key, the same limit on every path */
 #define QS_MAX_SERVED_NAMES 8
 #define QS_CHAT_TEMPLATE_ARG_MAX 32768 /* --chat-template: a path or an inline template */
 #define QS_JSON_ARG_MAX 4096           /* --override-generation-config, --allowed-origins, ... */
@@ -49,7 +48,8 @@ typedef struct qs_config {
     int max_num_queued_reqs;       /* default 1024 */
     double gpu_memory_utilization; /* default 0.9 */
     size_t kv_cache_memory;        /* bytes; 0 = derive from gpu_memory_utilization / CPU default */
-    char api_key[QS_API_KEY_MAX];  /* --api-key, YAML or QSERVE_API_KEY; "" = open */
+    const char *api_key;           /* --api-key, YAML or QSERVE_API_KEY, any length (qs_config_intern);
+                                    * "" = open; never NULL after qs_config_defaults */
     bool metrics_require_key;      /* /metrics needs the key too */
     int max_connections;           /* default 4096, fitted under the open-file limit */
     int max_connections_per_client; /* per client address, default 256 */
@@ -85,6 +85,10 @@ typedef struct qs_config {
 } qs_config;
 
 void qs_config_defaults(qs_config *cfg);
+/* A copy of s that lives until the process exits: string fields without a length cap (the API key)
+ * point at one, so a qs_config stays a plain value that can be copied and needs no free. NULL when
+ * out of memory. */
+const char *qs_config_intern(const char *s);
 /* max_num_seqs, with 0 resolved for the platform the engine runs on (on_cuda). */
 int qs_config_max_num_seqs(const qs_config *cfg, bool on_cuda);
 void qs_kernel_config_defaults(qs_kernel_config *kc);
@@ -106,6 +110,7 @@ void qs_config_print_help(FILE *out);
 /* --- The option table (config_options.c): one row per serve flag, also the YAML keys. --- */
 typedef enum {
     QS_OPT_STRING,        /* char[size] */
+    QS_OPT_INTERNED,      /* const char *, any length, kept by qs_config_intern */
     QS_OPT_QUANTIZATION,  /* char[size]: "fp8" or "" ("none") */
     QS_OPT_INT,           /* int */
     QS_OPT_LLONG,         /* long long */

@@ -4,6 +4,7 @@
  * Within the command line, --kernel-config is applied before --linear-backend / --moe-backend /
  * --batch-invariant so an explicit flag overrides the JSON (as in vLLM). The result is validated
  * as a whole at the end (ranges, tensor parallelism, backend names). */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,9 +12,32 @@
 #include "config/config.h"
 #include "registry/registry.h"
 
+/* Interned strings: a list reachable from this static head, so they are never leaks. */
+typedef struct interned {
+    struct interned *next;
+    char text[];
+} interned;
+static interned *interned_head;
+static pthread_mutex_t interned_mu = PTHREAD_MUTEX_INITIALIZER;
+
+const char *qs_config_intern(const char *s)
+{
+    size_t n = strlen(s);
+    interned *e = malloc(sizeof *e + n + 1);
+    if (!e)
+        return NULL;
+    memcpy(e->text, s, n + 1);
+    pthread_mutex_lock(&interned_mu);
+    e->next = interned_head;
+    interned_head = e;
+    pthread_mutex_unlock(&interned_mu);
+    return e->text;
+}
+
 void qs_config_defaults(qs_config *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
+    cfg->api_key = "";
     snprintf(cfg->host, sizeof cfg->host, "0.0.0.0");
     cfg->port = 8000;
     cfg->max_num_seqs = 0;
@@ -218,9 +242,8 @@ int qs_config_parse_args(int argc, char **argv, qs_config *cfg, qs_err *err)
     qs_config_defaults(cfg);
     const char *key = getenv("QSERVE_API_KEY");
     if (key && *key) {
-        if (strlen(key) >= sizeof cfg->api_key)
-            return qs_errf(err, "QSERVE_API_KEY: value is longer than %zu characters", sizeof cfg->api_key - 1);
-        memcpy(cfg->api_key, key, strlen(key) + 1);
+        if (!(cfg->api_key = qs_config_intern(key)))
+            return qs_errf(err, "QSERVE_API_KEY: out of memory");
     }
     if (qs_kernel_config_apply_env(&cfg->kernels, err))
         return -1;

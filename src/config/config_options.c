@@ -37,7 +37,7 @@ static const qs_option OPTIONS[] = {
     {"served-model-name", QS_OPT_NAMES, F(served_model_names), "NAME [NAME...]",
      "model names in the API: requests may give any of them, /v1/models lists them all, responses report the "
      "first (default: MODEL as given, e.g. ORG/NAME)"},
-    {"api-key", QS_OPT_STRING, F(api_key), "KEY",
+    {"api-key", QS_OPT_INTERNED, F(api_key), "KEY",
      "require 'Authorization: Bearer KEY' on /v1 requests, /tokenize and /detokenize (or set QSERVE_API_KEY)"},
     {"metrics-require-key", QS_OPT_BOOL, F(metrics_require_key), NULL,
      "with --api-key, /metrics needs the key too (default: /metrics is open)"},
@@ -299,6 +299,13 @@ int qs_config_set_option(qs_config *cfg, const qs_option *opt, const char *value
             return qs_errf(err, "%s: value is longer than %zu characters", source, opt->size - 1);
         memcpy(field, value, strlen(value) + 1);
         return 0;
+    case QS_OPT_INTERNED: {
+        const char *copy = qs_config_intern(value);
+        if (!copy)
+            return qs_errf(err, "%s: out of memory", source);
+        *(const char **)field = copy;
+        return 0;
+    }
     case QS_OPT_QUANTIZATION: {
         char q[32];
         snprintf(q, sizeof q, "%s", value);

@@ -92,6 +92,7 @@ typedef struct qs_seq_request {
     const int32_t *stop_token_ids;
     int n_stop_token_ids;
     const char *const *stop;   /* stop strings (copied) */
+    const size_t *stop_lens;   /* their lengths (they may hold NUL bytes); NULL: strlen */
     int n_stop;
     bool include_stop_str_in_output;
     bool skip_special_tokens;

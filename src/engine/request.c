@@ -38,6 +38,7 @@ void qs_seq_free(qs_seq *s)
     free(s->bad_word_ids);
     free(s->bad_word_lens);
     free(s->prompt_lp);
+    free(s->stop_lens);
     if (s->matcher)
         qs_stop_free(s->matcher);
     qs_matcher_free(s->grammar);
@@ -131,18 +132,22 @@ qs_seq *qs_seq_new(const qs_seq_request *r, uint64_t id, qs_event_sink *sink, co
     }
     if (r->n_stop > 0) {
         s->stop = calloc((size_t)r->n_stop, sizeof *s->stop);
-        if (!s->stop)
+        s->stop_lens = calloc((size_t)r->n_stop, sizeof *s->stop_lens);
+        if (!s->stop || !s->stop_lens)
             goto oom;
         for (int i = 0; i < r->n_stop; i++) {
-            if (!r->stop[i][0])
+            size_t len = r->stop_lens ? r->stop_lens[i] : strlen(r->stop[i]);
+            if (!len)
                 continue; /* an empty stop string never matches */
-            s->stop[s->n_stop] = strdup(r->stop[i]);
+            s->stop[s->n_stop] = malloc(len + 1);
             if (!s->stop[s->n_stop])
                 goto oom;
-            s->n_stop++;
+            memcpy(s->stop[s->n_stop], r->stop[i], len);
+            s->stop[s->n_stop][len] = '\0';
+            s->stop_lens[s->n_stop++] = len;
         }
         if (s->n_stop > 0) {
-            s->matcher = qs_stop_new((const char *const *)s->stop, s->n_stop, NULL, 0);
+            s->matcher = qs_stop_new_n((const char *const *)s->stop, s->stop_lens, s->n_stop, NULL, 0);
             if (!s->matcher)
                 goto oom;
         }
@@ -243,7 +248,7 @@ static bool feed_text(qs_seq *s, qs_engine_event *ev, const char *text, size_t l
     int i = matched ? qs_stop_matched_index(s->matcher) : -1;
     if (i >= 0 && i < s->n_stop) {
         if (s->include_stop_str)
-            add_text(ev, s->stop[i], strlen(s->stop[i]));
+            add_text(ev, s->stop[i], s->stop_lens[i]);
         free(ev->stop_str);
         ev->stop_str = strdup(s->stop[i]);
     }

@@ -46,6 +46,7 @@ typedef struct qs_seq {
     int32_t *stop_token_ids;
     int n_stop_token_ids;
     char **stop;               /* non-empty stop strings, indexed as the matcher reports them */
+    size_t *stop_lens;
     int n_stop;
     bool include_stop_str;
     int choice;

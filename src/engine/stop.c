@@ -22,6 +22,12 @@ struct qs_stop_matcher {
 
 qs_stop_matcher *qs_stop_new(const char *const *stop_strings, int n_strings, const int32_t *stop_ids, int n_ids)
 {
+    return qs_stop_new_n(stop_strings, NULL, n_strings, stop_ids, n_ids);
+}
+
+qs_stop_matcher *qs_stop_new_n(const char *const *stop_strings, const size_t *lens, int n_strings,
+                               const int32_t *stop_ids, int n_ids)
+{
     qs_stop_matcher *m = calloc(1, sizeof(*m));
     if (!m)
         return NULL;
@@ -34,14 +40,17 @@ qs_stop_matcher *qs_stop_new(const char *const *stop_strings, int n_strings, con
         return NULL;
     }
     for (int i = 0; i < n_strings; i++) {
-        if (!stop_strings[i] || !stop_strings[i][0])
+        size_t len = !stop_strings[i] ? 0 : lens ? lens[i] : strlen(stop_strings[i]);
+        if (!len)
             continue;
-        m->strings[m->n_strings] = strdup(stop_strings[i]);
+        m->strings[m->n_strings] = malloc(len + 1);
         if (!m->strings[m->n_strings]) {
             qs_stop_free(m);
             return NULL;
         }
-        m->lens[m->n_strings++] = strlen(stop_strings[i]);
+        memcpy(m->strings[m->n_strings], stop_strings[i], len);
+        m->strings[m->n_strings][len] = '\0';
+        m->lens[m->n_strings++] = len;
     }
     for (int i = 0; i < n_ids; i++)
         m->ids[m->n_ids++] = stop_ids[i];

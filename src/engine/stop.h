@@ -15,6 +15,9 @@ typedef struct qs_stop_matcher qs_stop_matcher;
 
 /* Copies the stop strings (empty ones are ignored) and stop ids. NULL when out of memory. */
 qs_stop_matcher *qs_stop_new(const char *const *stop_strings, int n_strings, const int32_t *stop_ids, int n_ids);
+/* The same with the strings' lengths (they may hold NUL bytes); lens NULL: strlen of each. */
+qs_stop_matcher *qs_stop_new_n(const char *const *stop_strings, const size_t *lens, int n_strings,
+                               const int32_t *stop_ids, int n_ids);
 void qs_stop_free(qs_stop_matcher *m);
 
 /* True if id is one of the stop token ids. */

@@ -1,6 +1,8 @@
 /* chat_messages.c — messages for the chat template (see chat_messages.h). */
 #include "server/chat_messages.h"
 
+#include "util/json_strings.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,10 +22,9 @@ static bool is_media_part(const char *type)
     return false;
 }
 
-/* Appends s to a growing "\n"-joined string. */
-static int join(char **acc, size_t *len, const char *s, bool first)
+/* Appends s[0..n) to a growing "\n"-joined string. */
+static int join(char **acc, size_t *len, const char *s, size_t n, bool first)
 {
-    size_t n = strlen(s);
     char *p = realloc(*acc, *len + n + 2);
     if (!p)
         return -1;
@@ -41,7 +42,7 @@ static cJSON *content_text(const cJSON *content, int i, qs_api_error *e)
     if (!content || cJSON_IsNull(content))
         return cJSON_CreateString("");
     if (cJSON_IsString(content))
-        return cJSON_CreateString(content->valuestring);
+        return qs_json_string_n(content->valuestring, qs_json_string_len(content));
     char *acc = NULL;
     size_t len = 0;
     int j = 0;
@@ -51,8 +52,10 @@ static cJSON *content_text(const cJSON *content, int i, qs_api_error *e)
         char param[64];
         snprintf(param, sizeof param, "messages[%d].content[%d]", i, j);
         const char *text = NULL;
+        size_t text_len = 0;
         if (cJSON_IsString(part)) {
             text = part->valuestring;
+            text_len = qs_json_string_len(part);
         } else {
             const cJSON *type = cJSON_GetObjectItemCaseSensitive(part, "type");
             if (!cJSON_IsObject(part) || !cJSON_IsString(type)) {
@@ -80,20 +83,21 @@ static cJSON *content_text(const cJSON *content, int i, qs_api_error *e)
                 return NULL;
             }
             text = t->valuestring;
+            text_len = qs_json_string_len(t);
         }
         if (!valid_utf8(text)) {
             free(acc);
             qs_api_errorf(e, 400, param, "%s is not valid UTF-8.", param);
             return NULL;
         }
-        if (join(&acc, &len, text, j == 0)) {
+        if (join(&acc, &len, text, text_len, j == 0)) {
             free(acc);
             qs_api_errorf(e, 500, NULL, "out of memory");
             return NULL;
         }
         j++;
     }
-    cJSON *s = cJSON_CreateString(acc ? acc : "");
+    cJSON *s = qs_json_string_n(acc ? acc : "", len);
     free(acc);
     return s;
 }

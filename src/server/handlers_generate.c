@@ -23,6 +23,7 @@
 #include "server/request_policy.h"
 #include "server/server_internal.h"
 #include "tokenizer/tokenizer.h"
+#include "util/json_strings.h"
 #include "util/log.h"
 
 
@@ -179,15 +180,25 @@ static int cached_prompt_tokens(const gen_ctx *g)
     return n;
 }
 
-/* Prompt text for echo: the text as sent, or the decoded ids. */
-static char *echo_text(const gen_ctx *g, int p)
+/* Prompt text for echo: the text as sent, or the decoded ids; *len bytes (NULs included). */
+static char *echo_text(const gen_ctx *g, int p, size_t *len)
 {
-    if (g->req.prompts[p].text)
-        return strdup(g->req.prompts[p].text);
+    *len = 0;
+    if (g->req.prompts[p].text) {
+        char *t = malloc(g->req.prompts[p].text_len + 1);
+        if (t) {
+            memcpy(t, g->req.prompts[p].text, g->req.prompts[p].text_len + 1);
+            *len = g->req.prompts[p].text_len;
+        }
+        return t;
+    }
     char *text = NULL;
     qs_err err;
-    if (qs_tokenizer_decode(g->m.tokenizer, g->req.prompts[p].ids, (size_t)g->req.prompts[p].n_ids, false, &text, &err))
+    if (qs_tokenizer_decode_n(g->m.tokenizer, g->req.prompts[p].ids, (size_t)g->req.prompts[p].n_ids, false, &text, len,
+                              &err)) {
+        *len = 0;
         return strdup("");
+    }
     return text;
 }
 
@@ -207,9 +218,10 @@ static int build_prompts(gen_ctx *g, qs_api_error *e)
     g->n_prompt_slots = n_prompts;
     if (g->chat) {
         char *text = NULL;
-        if (qs_render_chat_request(&g->m, r, &text, e))
+        size_t text_len = 0;
+        if (qs_render_chat_request(&g->m, r, &text, &text_len, e))
             return -1;
-        int rc = qs_encode_text(&enc, text, r->x.add_special_tokens, &g->prompt_ids[0], &g->prompt_len[0], e);
+        int rc = qs_encode_text(&enc, text, text_len, r->x.add_special_tokens, &g->prompt_ids[0], &g->prompt_len[0], e);
         free(text);
         if (rc) {
             snprintf(e->param, sizeof e->param, "messages");
@@ -218,7 +230,7 @@ static int build_prompts(gen_ctx *g, qs_api_error *e)
     } else {
         for (int p = 0; p < n_prompts; p++) {
             if (r->prompts[p].text) {
-                if (qs_encode_text(&enc, r->prompts[p].text, r->x.add_special_tokens, &g->prompt_ids[p],
+                if (qs_encode_text(&enc, r->prompts[p].text, r->prompts[p].text_len, r->x.add_special_tokens, &g->prompt_ids[p],
                                    &g->prompt_len[p], e))
                     return -1;
             } else {
@@ -298,6 +310,7 @@ static int submit(gen_ctx *g, qs_api_error *e)
         q->stop_token_ids = r->stop_token_ids;
         q->n_stop_token_ids = r->n_stop_token_ids;
         q->stop = (const char *const *)r->stop;
+        q->stop_lens = r->stop_lens;
         q->n_stop = r->n_stop;
         q->include_stop_str_in_output = r->include_stop_str_in_output;
         q->skip_special_tokens = r->skip_special_tokens;
@@ -452,7 +465,7 @@ static enum MHD_Result answer_whole(gen_ctx *g, struct MHD_Connection *conn)
                 if (qs_chat_output_message(&g->out_cfg, content ? content : "", len, msg) == 1)
                     tools_called = true;
             } else {
-                cJSON_AddStringToObject(msg, "content", content ? content : "");
+                qs_json_add_text(msg, "content", content ? content : "", len);
                 cJSON_AddItemToObject(msg, "tool_calls", cJSON_CreateArray());
             }
             free(content);
@@ -460,13 +473,14 @@ static enum MHD_Result answer_whole(gen_ctx *g, struct MHD_Connection *conn)
             char *full = NULL;
             size_t len = 0, cap = 0;
             if (g->req.echo) {
-                char *p = echo_text(g, prompt_of_choice(g, k));
+                size_t plen;
+                char *p = echo_text(g, prompt_of_choice(g, k), &plen);
                 if (p)
-                    append(&full, &len, &cap, p, strlen(p));
+                    append(&full, &len, &cap, p, plen);
                 free(p);
             }
             append(&full, &len, &cap, c->text ? c->text : "", c->len);
-            cJSON_AddStringToObject(ch, "text", full ? full : "");
+            qs_json_add_text(ch, "text", full ? full : "", full ? len : 0);
             free(full);
         }
         if (c->logprobs) {
@@ -547,8 +561,9 @@ static void stream_start(gen_ctx *g)
             }
         } else if (g->req.echo && g->req.sampling.logprobs < 0) { /* with logprobs: on the first event */
             cJSON *chunk = chunk_with_choice(g, k, &ch);
-            char *p = echo_text(g, prompt_of_choice(g, k));
-            cJSON_AddStringToObject(ch, "text", p ? p : "");
+            size_t plen;
+            char *p = echo_text(g, prompt_of_choice(g, k), &plen);
+            qs_json_add_text(ch, "text", p ? p : "", p ? plen : 0);
             free(p);
             cJSON_AddNullToObject(ch, "logprobs");
             cJSON_AddNullToObject(ch, "finish_reason");
@@ -639,9 +654,9 @@ static void stream_event(gen_ctx *g, qs_engine_event *ev)
     } else if (g->chat) {
         cJSON *delta = cJSON_AddObjectToObject(ch, "delta");
         if (ev->text_len || ev->finish == QS_FINISH_NONE)
-            cJSON_AddStringToObject(delta, "content", ev->text);
+            qs_json_add_text(delta, "content", ev->text, ev->text_len);
     } else {
-        cJSON_AddStringToObject(ch, "text", ev->text);
+        qs_json_add_text(ch, "text", ev->text, ev->text_len);
     }
     if (want_lp) {
         cJSON *lp = qs_resp_logprobs_new(g->chat);

@@ -7,6 +7,7 @@
 #include "server/prompt_build.h"
 #include "server/server_internal.h"
 #include "tokenizer/tokenizer.h"
+#include "util/json_strings.h"
 
 enum MHD_Result qs_handle_models(qs_server *s, struct MHD_Connection *c)
 {
@@ -71,7 +72,7 @@ static bool check_model(qs_server *s, const cJSON *root, qs_api_error *e)
         qs_api_errorf(e, 400, "model", "'model' must be a string.");
         return false;
     }
-    if (!qs_server_serves_name(s, model->valuestring)) {
+    if (qs_json_string_has_nul(model) || !qs_server_serves_name(s, model->valuestring)) {
         qs_api_errorf(e, 404, "model", "The model '%.200s' does not exist; this server serves '%s'.",
                       model->valuestring, s->model_name);
         qs_api_error_code(e, "model_not_found");
@@ -124,8 +125,10 @@ enum MHD_Result qs_handle_tokenize(qs_server *s, struct MHD_Connection *c, const
         rc = qs_api_errorf(&e, 400, ast && !cJSON_IsBool(ast) ? "add_special_tokens" : "add_generation_prompt",
                            "flags must be booleans.");
     else if (cJSON_IsString(prompt))
-        rc = qs_encode_text(&m, prompt->valuestring, ast ? cJSON_IsTrue(ast) : true, &ids, &n, &e);
+        rc = qs_encode_text(&m, prompt->valuestring, qs_json_string_len(prompt), ast ? cJSON_IsTrue(ast) : true, &ids,
+                            &n, &e);
     else if (cJSON_IsArray(messages) && cJSON_GetArraySize(messages) > 0) {
+        size_t text_len = 0;
         /* the chat request's template inputs, so that counts match what generation renders */
         qs_tool_request tools;
         const cJSON *kwargs = cJSON_GetObjectItemCaseSensitive(root, "chat_template_kwargs");
@@ -135,9 +138,9 @@ enum MHD_Result qs_handle_tokenize(qs_server *s, struct MHD_Connection *c, const
             rc = qs_tool_request_parse(root, &tools, &e);
         if (!rc)
             rc = qs_render_chat(&m, messages, tools.tools, agp ? cJSON_IsTrue(agp) : true,
-                                cJSON_IsObject(kwargs) ? kwargs : NULL, &text, &e);
+                                cJSON_IsObject(kwargs) ? kwargs : NULL, &text, &text_len, &e);
         if (!rc)
-            rc = qs_encode_text(&m, text, ast ? cJSON_IsTrue(ast) : false, &ids, &n, &e);
+            rc = qs_encode_text(&m, text, text_len, ast ? cJSON_IsTrue(ast) : false, &ids, &n, &e);
     } else
         rc = qs_api_errorf(&e, 400, "prompt", "Send 'prompt' (a string) or 'messages' (a non-empty array).");
     free(text);
@@ -179,13 +182,14 @@ enum MHD_Result qs_handle_detokenize(qs_server *s, struct MHD_Connection *c, con
     int32_t *ids = NULL;
     int n = 0;
     char *text = NULL;
+    size_t text_len = 0;
     int rc = 0;
     if (!cJSON_IsArray(tokens))
         rc = qs_api_errorf(&e, 400, "tokens", "'tokens' must be a list of token ids.");
     else if (!(rc = qs_json_token_ids(tokens, "tokens", &ids, &n, &e)) &&
              !(rc = qs_check_token_ids(&m, ids, n, "tokens", &e))) {
         qs_err err = {{0}};
-        if (qs_tokenizer_decode(m.tokenizer, ids, (size_t)n, false, &text, &err))
+        if (qs_tokenizer_decode_n(m.tokenizer, ids, (size_t)n, false, &text, &text_len, &err))
             rc = qs_api_errorf(&e, 400, "tokens", "%s", err.msg);
     }
     free(ids);
@@ -193,7 +197,7 @@ enum MHD_Result qs_handle_detokenize(qs_server *s, struct MHD_Connection *c, con
     if (rc)
         return qs_send_error(s, c, &e);
     cJSON *out = cJSON_CreateObject();
-    cJSON_AddStringToObject(out, "prompt", text);
+    qs_json_add_text(out, "prompt", text, text_len);
     free(text);
     return qs_send_json(s, c, 200, out);
 }

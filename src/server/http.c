@@ -23,6 +23,7 @@
 #include "engine/engine.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
+#include "util/json_strings.h"
 #include "util/log.h"
 
 typedef struct {
@@ -87,7 +88,7 @@ static enum MHD_Result queue(qs_server *s, struct MHD_Connection *c, int status,
 
 enum MHD_Result qs_send_json(qs_server *s, struct MHD_Connection *c, int status, cJSON *body)
 {
-    char *text = cJSON_PrintUnformatted(body);
+    char *text = qs_json_print(body);
     cJSON_Delete(body);
     if (!text)
         return MHD_NO;
@@ -412,12 +413,14 @@ int qs_server_start(const qs_server_options *opt, qs_server **out, qs_err *err)
     if (ai->ai_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     unsigned idle_timeout = (unsigned)(s->client_timeout_s > 60 ? s->client_timeout_s : 60);
+    size_t header_bytes = QS_HTTP_HEADER_BYTES + strlen(s->api_key);
     s->daemon = MHD_start_daemon(
         flags, (uint16_t)opt->port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
         MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
         MHD_OPTION_NOTIFY_CONNECTION, qs_watch_notify_connection, s, MHD_OPTION_CONNECTION_TIMEOUT, idle_timeout,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)max_conn, MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_client,
-        MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_EXTERNAL_LOGGER, log_mhd, s, MHD_OPTION_END);
+        MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_CONNECTION_MEMORY_LIMIT, header_bytes,
+        MHD_OPTION_EXTERNAL_LOGGER, log_mhd, s, MHD_OPTION_END);
     freeaddrinfo(ai);
     if (!s->daemon) {
         qs_watch_stop(s);
@@ -427,8 +430,9 @@ int qs_server_start(const qs_server_options *opt, qs_server **out, qs_err *err)
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
     s->port = info && info->port ? info->port : opt->port;
-    qs_info("http: %u epoll threads, at most %d connections (%u per client address), %d s to send a request",
-            threads, max_conn, per_client, s->client_timeout_s);
+    qs_info("http: %u epoll threads, at most %d connections (%u per client address), %d s to send a request, "
+            "%zu bytes of request line and headers",
+            threads, max_conn, per_client, s->client_timeout_s, header_bytes);
     *out = s;
     return 0;
 }

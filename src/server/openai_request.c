@@ -12,31 +12,17 @@
 #include "server/request_fields.h"
 #include "server/structured_request.h"
 #include "structured/structured.h"
+#include "util/json_strings.h"
 
 #define MAX_JSON_INT 9007199254740991.0 /* 2^53 - 1: larger doubles are not exact integers */
 
 static bool valid_utf8(const char *s) { return u8_check((const uint8_t *)s, strlen(s)) == NULL; }
 
-/* Offset of the first \u0000 escape inside a JSON string of valid JSON text, or -1. cJSON's
- * strings are NUL-terminated, so such a string would silently end at the NUL. */
-static long nul_escape_at(const char *body, size_t len)
+/* A text field: valid UTF-8 over its whole length (a NUL, \u0000, is a character like any other;
+ * the text travels with its length from here on). */
+static bool valid_text(const cJSON *s)
 {
-    bool in_string = false;
-    for (size_t i = 0; i < len; i++) {
-        char ch = body[i];
-        if (!in_string) {
-            in_string = ch == '"';
-            continue;
-        }
-        if (ch == '"') {
-            in_string = false;
-        } else if (ch == '\\' && i + 1 < len) {
-            if (body[i + 1] == 'u' && i + 5 < len && !memcmp(body + i + 2, "0000", 4))
-                return (long)i;
-            i++; /* the escaped character */
-        }
-    }
-    return -1;
+    return cJSON_IsString(s) && u8_check((const uint8_t *)s->valuestring, qs_json_string_len(s)) == NULL;
 }
 
 /* How deeply arrays and objects nest up to byte `at` (strings skipped): tells a body refused for
@@ -63,6 +49,8 @@ static int nesting_at(const char *body, size_t len, size_t at)
     }
     return deepest;
 }
+/* A name-like field (model, role, part type, cache_salt) is compared as a C string: no NUL in it. */
+static bool valid_name(const cJSON *s) { return cJSON_IsString(s) && !qs_json_string_has_nul(s) && valid_utf8(s->valuestring); }
 
 cJSON *qs_json_parse_body(const char *body, size_t len, qs_api_error *e)
 {
@@ -92,13 +80,14 @@ cJSON *qs_json_parse_body(const char *body, size_t len, qs_api_error *e)
                           (size_t)(p - body));
             return NULL;
         }
-    long nul = nul_escape_at(body, (size_t)(end - body));
-    if (nul >= 0) {
+    /* strings holding \u0000 keep their whole length (util/json_strings.h); object keys are names */
+    const cJSON *bad_key = NULL;
+    int nuls = qs_json_record_string_lengths(root, body, (size_t)(end - body), &bad_key);
+    if (nuls < 0 || bad_key) { /* < 0: the text and cJSON's tree disagree, which valid JSON never does */
         cJSON_Delete(root);
         qs_api_errorf(e, 400, NULL,
-                      "A string in the request holds a NUL character (\\u0000, byte %ld), which this server does not "
-                      "accept: it would cut the string short.",
-                      nul);
+                      nuls < 0 ? "The request body's strings could not be read." :
+                                 "An object key in the request holds a NUL character (\\u0000).");
         return NULL;
     }
     if (!cJSON_IsObject(root)) {
@@ -182,14 +171,16 @@ int qs_json_token_ids(const cJSON *arr, const char *param, int32_t **ids, int *n
     return 0;
 }
 
-static int add_text_prompt(qs_openai_request *r, const char *text, qs_api_error *e)
+static int add_text_prompt(qs_openai_request *r, const cJSON *text, qs_api_error *e)
 {
-    if (!valid_utf8(text))
+    if (!valid_text(text))
         return qs_api_errorf(e, 400, "prompt", "'prompt' is not valid UTF-8.");
     qs_prompt_input *p = &r->prompts[r->n_prompts];
-    p->text = strdup(text);
+    p->text_len = qs_json_string_len(text);
+    p->text = malloc(p->text_len + 1);
     if (!p->text)
         return qs_api_errorf(e, 500, NULL, "out of memory");
+    memcpy(p->text, text->valuestring, p->text_len + 1);
     r->n_prompts++;
     return 0;
 }
@@ -224,7 +215,7 @@ static int parse_prompt(qs_openai_request *r, const cJSON *prompt, qs_api_error 
     if (!r->prompts)
         return qs_api_errorf(e, 500, NULL, "out of memory");
     if (cJSON_IsString(prompt))
-        return add_text_prompt(r, prompt->valuestring, e);
+        return add_text_prompt(r, prompt, e);
     if (!cJSON_IsArray(prompt))
         return qs_api_errorf(e, 400, "prompt",
                              "'prompt' must be a string, a list of strings, a list of token ids or a list of lists of "
@@ -236,7 +227,7 @@ static int parse_prompt(qs_openai_request *r, const cJSON *prompt, qs_api_error 
     cJSON_ArrayForEach(it, prompt)
     {
         if (cJSON_IsString(it) && cJSON_IsString(first)) {
-            if (add_text_prompt(r, it->valuestring, e))
+            if (add_text_prompt(r, it, e))
                 return -1;
         } else if (cJSON_IsArray(it) && cJSON_IsArray(first)) {
             if (add_ids_prompt(r, it, e))
@@ -262,13 +253,13 @@ static int parse_messages(qs_openai_request *r, const cJSON *msgs, qs_api_error 
         const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
         if (!cJSON_IsObject(m) || !cJSON_IsString(role))
             return qs_api_errorf(e, 400, "messages", "messages[%d] must be an object with a string 'role'.", i);
-        if (!valid_utf8(role->valuestring))
-            return qs_api_errorf(e, 400, "messages", "messages[%d].role is not valid UTF-8.", i);
+        if (!valid_name(role))
+            return qs_api_errorf(e, 400, "messages", "messages[%d].role is not valid UTF-8 or holds a NUL.", i);
         const cJSON *content = cJSON_GetObjectItemCaseSensitive(m, "content");
         if (content && !cJSON_IsNull(content) && !cJSON_IsString(content) && !cJSON_IsArray(content))
             return qs_api_errorf(e, 400, "messages",
                                  "messages[%d].content must be a string, an array of content parts or null.", i);
-        if (cJSON_IsString(content) && !valid_utf8(content->valuestring))
+        if (cJSON_IsString(content) && !valid_text(content))
             return qs_api_errorf(e, 400, "messages", "messages[%d].content is not valid UTF-8.", i);
         /* content parts are checked (text only) where the template's messages are built: chat_messages.c */
         i++;
@@ -287,20 +278,24 @@ static int parse_stop(qs_openai_request *r, const cJSON *stop, qs_api_error *e)
     if (count > QS_MAX_STOP)
         return qs_api_errorf(e, 400, "stop", "'stop' holds %d strings; at most %d are accepted.", count, QS_MAX_STOP);
     r->stop = calloc((size_t)(count > 0 ? count : 1), sizeof *r->stop);
-    if (!r->stop)
+    r->stop_lens = calloc((size_t)(count > 0 ? count : 1), sizeof *r->stop_lens);
+    if (!r->stop || !r->stop_lens)
         return qs_api_errorf(e, 500, NULL, "out of memory");
     const cJSON *single[1] = {stop};
     for (int i = 0; i < count; i++) {
         const cJSON *s = cJSON_IsArray(stop) ? cJSON_GetArrayItem(stop, i) : single[0];
         if (!cJSON_IsString(s))
             return qs_api_errorf(e, 400, "stop", "'stop' must be a string or a list of strings.");
-        if (strlen(s->valuestring) > QS_MAX_STOP_LEN)
+        size_t len = qs_json_string_len(s);
+        if (len > QS_MAX_STOP_LEN)
             return qs_api_errorf(e, 400, "stop", "stop strings are limited to %d bytes.", QS_MAX_STOP_LEN);
-        if (!valid_utf8(s->valuestring))
+        if (!valid_text(s))
             return qs_api_errorf(e, 400, "stop", "'stop' is not valid UTF-8.");
-        r->stop[r->n_stop] = strdup(s->valuestring);
+        r->stop[r->n_stop] = malloc(len + 1);
         if (!r->stop[r->n_stop])
             return qs_api_errorf(e, 500, NULL, "out of memory");
+        memcpy(r->stop[r->n_stop], s->valuestring, len + 1);
+        r->stop_lens[r->n_stop] = len;
         r->n_stop++;
     }
     return 0;
@@ -396,7 +391,7 @@ int qs_openai_request_parse(qs_api_kind kind, const char *body, size_t len, qs_o
 
     const cJSON *model = field(root, "model");
     if (model) {
-        if (!cJSON_IsString(model) || !valid_utf8(model->valuestring))
+        if (!valid_name(model))
             return qs_api_errorf(e, 400, "model", "'model' must be a string.");
         r->model = strdup(model->valuestring);
     }
@@ -463,8 +458,7 @@ int qs_openai_request_parse(qs_api_kind kind, const char *body, size_t len, qs_o
     }
     const cJSON *salt = field(root, "cache_salt");
     if (salt) {
-        if (!cJSON_IsString(salt) || !salt->valuestring[0] || strlen(salt->valuestring) > QS_MAX_CACHE_SALT ||
-            !valid_utf8(salt->valuestring))
+        if (!valid_name(salt) || !salt->valuestring[0] || strlen(salt->valuestring) > QS_MAX_CACHE_SALT)
             return qs_api_errorf(e, 400, "cache_salt", "'cache_salt' must be a non-empty string of at most %d bytes.",
                                  QS_MAX_CACHE_SALT);
         r->cache_salt = salt->valuestring;
@@ -498,6 +492,7 @@ void qs_openai_request_free(qs_openai_request *r)
     for (int i = 0; i < r->n_stop; i++)
         free(r->stop[i]);
     free(r->stop);
+    free(r->stop_lens);
     free(r->stop_token_ids);
     qs_vllm_fields_free(&r->x);
     qs_grammar_release(r->grammar);

@@ -28,7 +28,8 @@ typedef enum { QS_API_COMPLETIONS, QS_API_CHAT } qs_api_kind;
 
 /* One prompt: text, or token ids when the client sent ids. */
 typedef struct qs_prompt_input {
-    char *text;
+    char *text;                  /* may hold NUL bytes: text_len is its length */
+    size_t text_len;
     int32_t *ids;
     int n_ids;
 } qs_prompt_input;
@@ -50,6 +51,7 @@ typedef struct qs_openai_request {
     qs_sampling_params sampling; /* logprobs: -1 none, else top-N */
     qs_logit_bias *logit_bias;
     char **stop;
+    size_t *stop_lens;           /* stop strings may hold NUL bytes */
     int n_stop;
     int32_t *stop_token_ids;
     int n_stop_token_ids;
@@ -71,7 +73,9 @@ int qs_openai_request_parse(qs_api_kind kind, const char *body, size_t len, qs_o
                             qs_api_error *e);
 void qs_openai_request_free(qs_openai_request *r);
 
-/* Small helpers shared with the other JSON endpoints (/tokenize, /detokenize). */
+/* Small helpers shared with the other JSON endpoints (/tokenize, /detokenize). The parsed body's
+ * strings may hold NUL bytes (\u0000): read their lengths with qs_json_string_len
+ * (util/json_strings.h); an object key holding one is a 400. */
 cJSON *qs_json_parse_body(const char *body, size_t len, qs_api_error *e);
 /* Reads an integer field: absent or null -> *out untouched, returns 0; not an integer in
  * [min, max] -> 400 naming it. */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "tokenizer/tokenizer.h"
+#include "util/json_strings.h"
 
 cJSON *qs_resp_base(bool chat, bool chunk, const char *id, int64_t created, const char *model)
 {
@@ -152,7 +153,7 @@ void qs_resp_logprobs_add_as(cJSON *lp, bool chat, const qs_tokenizer *tok, cons
 
 char *qs_resp_sse(const cJSON *obj, size_t *len)
 {
-    char *json = cJSON_PrintUnformatted(obj);
+    char *json = qs_json_print(obj);
     if (!json)
         return NULL;
     size_t n = strlen(json);

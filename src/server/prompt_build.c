@@ -8,30 +8,37 @@
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
+int qs_render_chat_with(const qs_server_model *m, const qs_chat_template *t, const char *param, const cJSON *messages,
+                        const cJSON *tools, bool add_generation_prompt, const cJSON *kwargs, char **text,
+                        size_t *text_len, qs_api_error *e)
+{
+    cJSON *for_template = NULL;
+    if (qs_chat_messages_for_template(messages, &for_template, e))
+        return -1;
+    qs_err err = {{0}};
+    int rc = qs_chat_template_render_n(t, for_template, tools, add_generation_prompt, qs_tokenizer_bos_token(m->tokenizer),
+                                       qs_tokenizer_eos_token(m->tokenizer), kwargs, text, text_len, &err);
+    cJSON_Delete(for_template);
+    if (rc)
+        return qs_api_errorf(e, 400, param, "The chat template could not render these messages: %s", err.msg);
+    return 0;
+}
+
 int qs_render_chat(const qs_server_model *m, const cJSON *messages, const cJSON *tools, bool add_generation_prompt,
-                   const cJSON *kwargs, char **text, qs_api_error *e)
+                   const cJSON *kwargs, char **text, size_t *text_len, qs_api_error *e)
 {
     if (!m->chat_template)
         return qs_api_errorf(e, 400, "messages",
                              "This model has no chat template (tokenizer_config.json chat_template); use "
                              "/v1/completions.");
-    cJSON *for_template = NULL;
-    if (qs_chat_messages_for_template(messages, &for_template, e))
-        return -1;
-    qs_err err = {{0}};
-    int rc = qs_chat_template_render(m->chat_template, for_template, tools, add_generation_prompt,
-                                     qs_tokenizer_bos_token(m->tokenizer), qs_tokenizer_eos_token(m->tokenizer), kwargs,
-                                     text, &err);
-    cJSON_Delete(for_template);
-    if (rc)
-        return qs_api_errorf(e, 400, "messages", "The chat template could not render these messages: %s", err.msg);
-    return 0;
+    return qs_render_chat_with(m, m->chat_template, "messages", messages, tools, add_generation_prompt, kwargs, text,
+                               text_len, e);
 }
 
-int qs_encode_text(const qs_server_model *m, const char *text, bool add_special_tokens, int32_t **ids, int *n,
-                   qs_api_error *e)
+int qs_encode_text(const qs_server_model *m, const char *text, size_t bytes, bool add_special_tokens, int32_t **ids,
+                   int *n, qs_api_error *e)
 {
-    size_t count = 0, bytes = strlen(text);
+    size_t count = 0;
     qs_err err = {{0}};
     if (m->max_prompt_bytes && bytes > m->max_prompt_bytes)
         return qs_api_errorf(e, 400, "prompt",

@@ -13,13 +13,21 @@
 #include "server/api_error.h"
 #include "server/openai_request.h"
 #include "server/server.h"
+#include "tokenizer/chat_template.h"
 
-/* Renders messages with the model's template; *text malloc'd. */
+/* Renders messages (content parts joined, tool-call arguments parsed: chat_messages.h) with
+ * template t; a render error is a 400 naming param. *text malloc'd, *text_len bytes (NULs
+ * included). */
+int qs_render_chat_with(const qs_server_model *m, const qs_chat_template *t, const char *param, const cJSON *messages,
+                        const cJSON *tools, bool add_generation_prompt, const cJSON *kwargs, char **text,
+                        size_t *text_len, qs_api_error *e);
+/* The same with the model's template (a 400 when it has none). */
 int qs_render_chat(const qs_server_model *m, const cJSON *messages, const cJSON *tools, bool add_generation_prompt,
-                   const cJSON *kwargs, char **text, qs_api_error *e);
-/* Encodes text; *ids malloc'd. Text longer than m->max_prompt_bytes is refused untokenized. */
-int qs_encode_text(const qs_server_model *m, const char *text, bool add_special_tokens, int32_t **ids, int *n,
-                   qs_api_error *e);
+                   const cJSON *kwargs, char **text, size_t *text_len, qs_api_error *e);
+/* Encodes text[0..len) (NUL bytes included); *ids malloc'd. Text longer than m->max_prompt_bytes
+ * is refused untokenized. */
+int qs_encode_text(const qs_server_model *m, const char *text, size_t len, bool add_special_tokens, int32_t **ids,
+                   int *n, qs_api_error *e);
 /* Checks ids against the vocabulary. */
 int qs_check_token_ids(const qs_server_model *m, const int32_t *ids, int n, const char *param, qs_api_error *e);
 

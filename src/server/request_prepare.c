@@ -39,22 +39,24 @@ static const cJSON *last_message(const qs_openai_request *r)
 
 /* transformers: the rendered text ends right after the final message's content (its last
  * occurrence, else that of its stripped form), so the model continues it. */
-static int cut_after_final_message(const qs_openai_request *r, char *text, qs_api_error *e)
+static int cut_after_final_message(const qs_openai_request *r, char *text, size_t *text_len_io, qs_api_error *e)
 {
     const char *final = content_text(last_message(r));
     if (!final)
         return qs_api_errorf(e, 400, "continue_final_message",
                              "'continue_final_message' needs a final message with text content.");
     const char *start = final, *end = final + strlen(final);
-    size_t text_len = strlen(text);
+    size_t text_len = *text_len_io;
     for (int pass = 0; pass < 2; pass++) {
         size_t n = (size_t)(end - start);
         char *hit = NULL;
         for (char *p = text; n > 0 && (p = memmem(p, text_len - (size_t)(p - text), start, n)); p++)
             hit = p;
         if (hit || n == 0) {
-            if (hit)
+            if (hit) {
                 hit[n] = '\0';
+                *text_len_io = (size_t)(hit + n - text);
+            }
             return 0;
         }
         while (start < end && strchr(" \t\r\n", *start))
@@ -67,11 +69,13 @@ static int cut_after_final_message(const qs_openai_request *r, char *text, qs_ap
                          "applying the chat template.");
 }
 
-int qs_render_chat_request(const qs_server_model *m, const qs_openai_request *r, char **text, qs_api_error *e)
+int qs_render_chat_request(const qs_server_model *m, const qs_openai_request *r, char **text, size_t *text_len,
+                           qs_api_error *e)
 {
     *text = NULL;
     if (!r->x.chat_template && !r->x.continue_final_message)
-        return qs_render_chat(m, r->messages, r->tools, r->add_generation_prompt, r->chat_template_kwargs, text, e);
+        return qs_render_chat(m, r->messages, r->tools, r->add_generation_prompt, r->chat_template_kwargs, text,
+                              text_len, e);
     qs_chat_template *own = NULL;
     qs_err err = {{0}};
     if (r->x.chat_template &&
@@ -82,14 +86,12 @@ int qs_render_chat_request(const qs_server_model *m, const qs_openai_request *r,
         return qs_api_errorf(e, 400, "messages",
                              "This model has no chat template (tokenizer_config.json chat_template); send "
                              "'chat_template' or use /v1/completions.");
-    int rc = qs_chat_template_render(t, r->messages, r->tools, r->add_generation_prompt,
-                                     qs_tokenizer_bos_token(m->tokenizer), qs_tokenizer_eos_token(m->tokenizer),
-                                     r->chat_template_kwargs, text, &err);
+    int rc = qs_render_chat_with(m, t, own ? "chat_template" : "messages", r->messages, r->tools,
+                                 r->add_generation_prompt, r->chat_template_kwargs, text, text_len, e);
     qs_chat_template_free(own);
     if (rc)
-        return qs_api_errorf(e, 400, own ? "chat_template" : "messages",
-                             "The chat template could not render these messages: %s", err.msg);
-    if (r->x.continue_final_message && cut_after_final_message(r, *text, e)) {
+        return -1;
+    if (r->x.continue_final_message && cut_after_final_message(r, *text, text_len, e)) {
         free(*text);
         *text = NULL;
         return -1;

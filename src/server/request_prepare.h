@@ -13,8 +13,10 @@
 
 /* Renders r's messages with r's chat_template (else the model's), tools, kwargs,
  * add_generation_prompt, and cuts the text after the final message's content when
- * continue_final_message is set (as transformers' apply_chat_template does). *text malloc'd. */
-int qs_render_chat_request(const qs_server_model *m, const qs_openai_request *r, char **text, qs_api_error *e);
+ * continue_final_message is set (as transformers' apply_chat_template does). *text malloc'd,
+ * *text_len its bytes. */
+int qs_render_chat_request(const qs_server_model *m, const qs_openai_request *r, char **text, size_t *text_len,
+                           qs_api_error *e);
 
 /* Chat echo: the last message's content when its role is "assistant" (vLLM's rule), else "";
  * points into r. */

@@ -2,7 +2,8 @@
  * (bytes through the GPT-2 table, or characters with <0xNN> byte fallback / unk), then merges
  * taken lowest rank first, leftmost on ties, from a binary heap of candidate pairs with stale
  * entries skipped. A word cache (raw word bytes -> ids, behind a mutex so one tokenizer serves
- * many threads) makes repeated words cost one hash lookup. */
+ * many threads) makes repeated words cost one hash lookup. A long word is merged piece by piece
+ * between boundaries no merge can cross (bpe_pieces.c), so its memory is bounded by a piece. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistr.h>
@@ -96,19 +97,35 @@ static void cache_put(qs_word_cache *c, const char *w, size_t n, uint64_t h, con
 
 /* ---------------- merging ---------------- */
 
+/* Per-symbol and per-candidate records are kept small (12 and 8 bytes) and the candidate heap
+ * grows as needed: a long word costs a few times its length, not tens of times. */
 typedef struct {
-    int32_t id, prev, next, len; /* len 0: merged away */
+    int32_t id, prev, next; /* id -1: merged into its left neighbour */
 } symbol;
 
 typedef struct {
-    int32_t rank, pos, new_id;
+    int32_t rank, pos; /* what it makes is merges.merged_by_rank[rank] */
 } cand;
+
+typedef struct {
+    cand *h;
+    size_t n, cap;
+} cand_heap;
 
 static bool cand_less(const cand *a, const cand *b) { return a->rank < b->rank || (a->rank == b->rank && a->pos < b->pos); }
 
-static void heap_push(cand *h, size_t *n, cand c)
+static int heap_push(cand_heap *hp, cand c)
 {
-    size_t i = (*n)++;
+    if (hp->n == hp->cap) {
+        size_t cap = hp->cap ? hp->cap * 2 : 64;
+        cand *h = realloc(hp->h, cap * sizeof *h);
+        if (!h)
+            return -1;
+        hp->h = h;
+        hp->cap = cap;
+    }
+    cand *h = hp->h;
+    size_t i = hp->n++;
     while (i > 0) {
         size_t p = (i - 1) / 2;
         if (!cand_less(&c, &h[p]))
@@ -117,10 +134,13 @@ static void heap_push(cand *h, size_t *n, cand c)
         i = p;
     }
     h[i] = c;
+    return 0;
 }
 
-static cand heap_pop(cand *h, size_t *n)
+static cand heap_pop(cand_heap *hp)
 {
+    cand *h = hp->h;
+    size_t *n = &hp->n;
     cand top = h[0], last = h[--*n];
     size_t i = 0;
     for (;;) {
@@ -142,36 +162,19 @@ static cand heap_pop(cand *h, size_t *n)
     return top;
 }
 
-static int add_symbol(symbol **sym, size_t *n, size_t *cap, int32_t id, int32_t len)
+/* Initial symbols of a word into sym (room for n entries: one per byte at most). */
+static int initial_symbols(const qs_tokenizer *tok, const char *w, size_t n, symbol *sym, size_t *n_sym, qs_err *err)
 {
-    if (*n == *cap) {
-        *cap = *cap ? *cap * 2 : 64;
-        symbol *s = realloc(*sym, *cap * sizeof *s);
-        if (!s)
-            return -1;
-        *sym = s;
-    }
-    (*sym)[*n] = (symbol){id, (int32_t)*n - 1, (int32_t)*n + 1, len};
-    (*n)++;
-    return 0;
-}
-
-/* Initial symbols of a word. */
-static int initial_symbols(const qs_tokenizer *tok, const char *w, size_t n, symbol **sym, size_t *n_sym, qs_err *err)
-{
-    size_t cap = 0;
-    *n_sym = 0;
-    *sym = NULL;
+    size_t k = 0;
+#define ADD(id_) (sym[k] = (symbol){(id_), (int32_t)k - 1, (int32_t)k + 1}, k++)
     if (tok->byte_level) {
         for (size_t i = 0; i < n; i++) {
             int32_t id = tok->byte_ids[(uint8_t)w[i]];
-            if (id < 0) {
-                free(*sym);
+            if (id < 0)
                 return qs_errf(err, "BPE: byte 0x%02X has no token in the vocabulary", (uint8_t)w[i]);
-            }
-            if (add_symbol(sym, n_sym, &cap, id, 1))
-                goto oom;
+            ADD(id);
         }
+        *n_sym = k;
         return 0;
     }
     bool last_unk = false;
@@ -181,83 +184,82 @@ static int initial_symbols(const qs_tokenizer *tok, const char *w, size_t n, sym
             cl = 1;
         int32_t id = qs_vocab_find(&tok->vocab, w + i, (size_t)cl);
         if (id >= 0) {
-            if (add_symbol(sym, n_sym, &cap, id, cl))
-                goto oom;
+            ADD(id);
             last_unk = false;
             i += (size_t)cl;
             continue;
         }
         if (tok->byte_fallback) {
             bool all = true;
-            for (int k = 0; k < cl; k++)
-                all = all && tok->byte_ids[(uint8_t)w[i + k]] >= 0;
+            for (int j = 0; j < cl; j++)
+                all = all && tok->byte_ids[(uint8_t)w[i + j]] >= 0;
             if (all) {
-                for (int k = 0; k < cl; k++)
-                    if (add_symbol(sym, n_sym, &cap, tok->byte_ids[(uint8_t)w[i + k]], 1))
-                        goto oom;
+                for (int j = 0; j < cl; j++)
+                    ADD(tok->byte_ids[(uint8_t)w[i + j]]);
                 last_unk = false;
                 i += (size_t)cl;
                 continue;
             }
         }
-        if (tok->unk_id < 0) {
-            free(*sym);
+        if (tok->unk_id < 0)
             return qs_errf(err, "BPE: character '%.*s' is not in the vocabulary and there is no unk_token", cl, w + i);
-        }
-        if (tok->fuse_unk && last_unk) {
-            (*sym)[*n_sym - 1].len += cl;
-        } else if (add_symbol(sym, n_sym, &cap, tok->unk_id, cl)) {
-            goto oom;
-        }
+        if (!(tok->fuse_unk && last_unk)) /* a fused unk extends the previous one */
+            ADD(tok->unk_id);
         last_unk = true;
         i += (size_t)cl;
     }
+#undef ADD
+    *n_sym = k;
     return 0;
-oom:
-    free(*sym);
-    return qs_errf(err, "BPE: out of memory");
 }
 
+/* Merges lowest rank first, leftmost on ties; a popped candidate is stale (skipped) unless its
+ * pair still merges into what it made when pushed, as HF tokenizers checks. */
 static int merge_word(const qs_tokenizer *tok, symbol *s, size_t n, qs_err *err)
 {
     if (n < 2)
         return 0;
-    /* n - 1 initial candidates, at most two more per merge and at most n - 1 merges. */
-    cand *heap = malloc(3 * n * sizeof *heap);
-    if (!heap)
-        return qs_errf(err, "BPE: out of memory");
-    size_t nh = 0;
+    cand_heap hp = {0};
     int32_t rank, merged;
+    const int32_t *made = tok->merges.merged_by_rank;
     for (size_t i = 0; i + 1 < n; i++)
-        if (qs_merges_find(&tok->merges, s[i].id, s[i + 1].id, &rank, &merged))
-            heap_push(heap, &nh, (cand){rank, (int32_t)i, merged});
-    while (nh) {
-        cand top = heap_pop(heap, &nh);
+        if (qs_merges_find(&tok->merges, s[i].id, s[i + 1].id, &rank, &merged) &&
+            heap_push(&hp, (cand){rank, (int32_t)i}))
+            goto oom;
+    while (hp.n) {
+        cand top = heap_pop(&hp);
         symbol *cur = &s[top.pos];
-        if (cur->len == 0 || cur->next >= (int32_t)n)
+        if (cur->id < 0 || cur->next >= (int32_t)n)
             continue;
         int32_t rpos = cur->next;
         symbol right = s[rpos];
-        if (!qs_merges_find(&tok->merges, cur->id, right.id, &rank, &merged) || merged != top.new_id)
+        int32_t new_id = made[top.rank];
+        if (!qs_merges_find(&tok->merges, cur->id, right.id, &rank, &merged) || merged != new_id)
             continue; /* stale: one side was merged into something else since */
-        cur->id = top.new_id;
-        cur->len += right.len;
+        cur->id = new_id;
         cur->next = right.next;
-        s[rpos].len = 0;
+        s[rpos].id = -1;
         if (right.next < (int32_t)n)
             s[right.next].prev = top.pos;
-        if (cur->prev >= 0 && qs_merges_find(&tok->merges, s[cur->prev].id, cur->id, &rank, &merged))
-            heap_push(heap, &nh, (cand){rank, cur->prev, merged});
-        if (cur->next < (int32_t)n && qs_merges_find(&tok->merges, cur->id, s[cur->next].id, &rank, &merged))
-            heap_push(heap, &nh, (cand){rank, top.pos, merged});
+        if (cur->prev >= 0 && qs_merges_find(&tok->merges, s[cur->prev].id, cur->id, &rank, &merged) &&
+            heap_push(&hp, (cand){rank, cur->prev}))
+            goto oom;
+        if (cur->next < (int32_t)n && qs_merges_find(&tok->merges, cur->id, s[cur->next].id, &rank, &merged) &&
+            heap_push(&hp, (cand){rank, top.pos}))
+            goto oom;
     }
-    free(heap);
+    free(hp.h);
     return 0;
+oom:
+    free(hp.h);
+    return qs_errf(err, "BPE: out of memory");
 }
 
 /* ignore_merges: a word that is itself a token is emitted whole. */
 static int32_t whole_word_id(const qs_tokenizer *tok, const char *w, size_t n)
 {
+    if (n > tok->max_token_len) /* a byte maps to at least one byte of a vocab string */
+        return -1;
     if (!tok->byte_level)
         return qs_vocab_find(&tok->vocab, w, n);
     char small[CACHE_MAX_WORD * 2] = {0}, *mapped = n <= CACHE_MAX_WORD ? small : malloc(2 * n);
@@ -272,10 +274,9 @@ static int32_t whole_word_id(const qs_tokenizer *tok, const char *w, size_t n)
     return id;
 }
 
-int qs_bpe_word(const qs_tokenizer *tok, const char *word, size_t len, qs_tids *out, qs_err *err)
+/* One piece of a word (or a whole word): the word cache, then initial symbols and merges. */
+static int bpe_piece(const qs_tokenizer *tok, const char *word, size_t len, qs_tids *out, qs_err *err)
 {
-    if (!len)
-        return 0;
     bool cacheable = tok->cache && len <= CACHE_MAX_WORD;
     uint64_t h = 0;
     if (cacheable) {
@@ -284,27 +285,43 @@ int qs_bpe_word(const qs_tokenizer *tok, const char *word, size_t len, qs_tids *
             return 0;
     }
     size_t start = out->len;
+    symbol *sym = malloc(len * sizeof *sym);
+    size_t n = 0;
+    if (!sym)
+        return qs_errf(err, "BPE: out of memory");
+    if (initial_symbols(tok, word, len, sym, &n, err) || merge_word(tok, sym, n, err)) {
+        free(sym);
+        return -1;
+    }
+    for (int32_t i = 0; n && i < (int32_t)n; i = sym[i].next)
+        if (qs_tids_push(out, sym[i].id)) {
+            free(sym);
+            return qs_errf(err, "BPE: out of memory");
+        }
+    free(sym);
+    if (cacheable)
+        cache_put(tok->cache, word, len, h, out->data + start, out->len - start);
+    return 0;
+}
+
+/* Words longer than this are merged piece by piece where no merge can cross (bpe_pieces.c). */
+enum { BPE_PIECE_MIN = 4096 };
+
+int qs_bpe_word(const qs_tokenizer *tok, const char *word, size_t len, qs_tids *out, qs_err *err)
+{
+    if (!len)
+        return 0;
     int32_t whole = tok->ignore_merges ? whole_word_id(tok, word, len) : -1;
     if (whole >= 0) {
         if (qs_tids_push(out, whole))
             return qs_errf(err, "BPE: out of memory");
-    } else {
-        symbol *sym;
-        size_t n;
-        if (initial_symbols(tok, word, len, &sym, &n, err))
-            return -1;
-        if (merge_word(tok, sym, n, err)) {
-            free(sym);
-            return -1;
-        }
-        for (int32_t i = 0; n && i < (int32_t)n; i = sym[i].next)
-            if (qs_tids_push(out, sym[i].id)) {
-                free(sym);
-                return qs_errf(err, "BPE: out of memory");
-            }
-        free(sym);
+        return 0;
     }
-    if (cacheable)
-        cache_put(tok->cache, word, len, h, out->data + start, out->len - start);
+    for (size_t start = 0; start < len;) {
+        size_t end = qs_bpe_next_cut(tok, word, start, len, BPE_PIECE_MIN);
+        if (bpe_piece(tok, word + start, end - start, out, err))
+            return -1;
+        start = end;
+    }
     return 0;
 }

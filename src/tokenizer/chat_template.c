@@ -63,7 +63,17 @@ int qs_chat_template_render(const qs_chat_template *t, const cJSON *messages, co
                             bool add_generation_prompt, const char *bos_token, const char *eos_token,
                             const cJSON *extra_kwargs, char **out, qs_err *err)
 {
+    size_t len;
+    return qs_chat_template_render_n(t, messages, tools, add_generation_prompt, bos_token, eos_token, extra_kwargs, out,
+                                     &len, err);
+}
+
+int qs_chat_template_render_n(const qs_chat_template *t, const cJSON *messages, const cJSON *tools,
+                              bool add_generation_prompt, const char *bos_token, const char *eos_token,
+                              const cJSON *extra_kwargs, char **out, size_t *out_len, qs_err *err)
+{
     *out = NULL;
+    *out_len = 0;
     if (!messages || !cJSON_IsArray(messages))
         return qs_errf(err, "%s: messages must be a JSON array", t->name);
     if (tools && !cJSON_IsArray(tools) && !cJSON_IsNull(tools))
@@ -106,6 +116,7 @@ int qs_chat_template_render(const qs_chat_template *t, const cJSON *messages, co
     if (!buf.data)
         qs_jj_buf_put(&buf, "", 0);
     *out = buf.data;
+    *out_len = buf.len;
     return 0;
 }
 

@@ -35,5 +35,10 @@ const char *qs_chat_template_eos_token(const qs_chat_template *t);
 int qs_chat_template_render(const qs_chat_template *t, const cJSON *messages, const cJSON *tools,
                             bool add_generation_prompt, const char *bos_token, const char *eos_token,
                             const cJSON *extra_kwargs, char **out, qs_err *err);
+/* The same, with the rendered length: strings of the JSON values may hold NUL bytes
+ * (util/json_strings.h), and so may the text. */
+int qs_chat_template_render_n(const qs_chat_template *t, const cJSON *messages, const cJSON *tools,
+                              bool add_generation_prompt, const char *bos_token, const char *eos_token,
+                              const cJSON *extra_kwargs, char **out, size_t *out_len, qs_err *err);
 
 #endif

@@ -16,6 +16,8 @@ typedef struct {
 
 static int encode_words(encode_ctx *c, const char *text, size_t len, bool at_origin)
 {
+    if (!c->tok->n_pre) /* no pre-tokenizer: the text is one word; no copy of it */
+        return qs_bpe_word(c->tok, text, len, c->ids, c->err);
     qs_word *words;
     size_t n;
     if (qs_pretokenize(c->tok, text, len, at_origin, &c->pre_buf, &words, &n, c->err))

@@ -8,6 +8,7 @@
 #include <unictype.h>
 
 #include "tokenizer/jinja_internal.h"
+#include "util/json_strings.h"
 
 static qs_jv *new_value(qs_jj_arena *a, qs_jv_kind kind)
 {
@@ -153,7 +154,7 @@ qs_jv *qs_jv_from_json(qs_jj_arena *a, const cJSON *j)
         return qs_jv_float(a, d);
     }
     if (cJSON_IsString(j))
-        return qs_jv_cstr(a, j->valuestring ? j->valuestring : "");
+        return j->valuestring ? qs_jv_str(a, j->valuestring, qs_json_string_len(j)) : qs_jv_cstr(a, "");
     if (cJSON_IsArray(j)) {
         qs_jv *l = qs_jv_list_new(a, false);
         for (const cJSON *c = j->child; c; c = c->next)

@@ -54,6 +54,8 @@ typedef struct {
     uint64_t *keys; /* (left << 32 | right) + 1; 0 = empty */
     int32_t *rank, *merged;
     size_t n_slots, n_entries;
+    int32_t *merged_by_rank; /* [n_ranks]: what the merge of that rank makes (-1: none) */
+    size_t n_ranks;
 } qs_merges;
 int qs_merges_reserve(qs_merges *m, size_t n);
 int qs_merges_add(qs_merges *m, int32_t left, int32_t right, int32_t rank, int32_t merged);
@@ -176,7 +178,19 @@ struct qs_tokenizer {
     bool adds_bos;
 
     qs_word_cache *cache;
+
+    /* bpe_pieces.c: where a long word may be cut (see there) */
+    qs_merges inner_pairs; /* (last input symbol of a merge's left side, first of its right side) */
+    bool piecewise;        /* false: some merge cannot be told apart, never cut */
+    size_t max_token_len;  /* bytes of the longest vocab string */
 };
+
+/* Fills inner_pairs, piecewise and max_token_len once the vocab, merges and byte tables are
+ * loaded (bpe_pieces.c). */
+int qs_bpe_pieces_build(qs_tokenizer *tok, qs_err *err);
+/* End of the piece of word w that starts at start: the first boundary at or after
+ * start + min_piece that no merge can cross, or len. */
+size_t qs_bpe_next_cut(const qs_tokenizer *tok, const char *w, size_t start, size_t len, size_t min_piece);
 
 /* GPT-2 byte <-> unicode table (byte_level.c). */
 /* UTF-8 of the code point that stands for byte b (1 or 2 bytes); returns its length. */

@@ -513,7 +513,8 @@ static int load_json(qs_tokenizer *tok, const char *path, qs_err *err)
         load_normalizer(tok, cJSON_GetObjectItemCaseSensitive(root, "normalizer"), err) ||
         load_pre(tok, cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer"), err) ||
         load_post(tok, cJSON_GetObjectItemCaseSensitive(root, "post_processor"), &prefix, &suffix, err) ||
-        load_decoder(tok, cJSON_GetObjectItemCaseSensitive(root, "decoder"), err) || finish_tables(tok, err))
+        load_decoder(tok, cJSON_GetObjectItemCaseSensitive(root, "decoder"), err) || finish_tables(tok, err) ||
+        qs_bpe_pieces_build(tok, err))
         goto done;
     for (size_t i = 0; i < prefix.len + suffix.len; i++) {
         int32_t id = i < prefix.len ? prefix.data[i] : suffix.data[i - prefix.len];
@@ -570,6 +571,7 @@ void qs_tokenizer_free(qs_tokenizer *tok)
         return;
     qs_vocab_free(&tok->vocab);
     qs_merges_free(&tok->merges);
+    qs_merges_free(&tok->inner_pairs);
     qs_norm_steps_free(tok->norm, tok->n_norm);
     qs_pre_steps_free(tok->pre, tok->n_pre);
     qs_dec_steps_free(tok->dec, tok->n_dec);

@@ -201,8 +201,30 @@ int qs_merges_reserve(qs_merges *m, size_t n)
     return slots > m->n_slots ? merges_rehash(m, slots) : 0;
 }
 
+static int note_rank(qs_merges *m, int32_t rank, int32_t merged)
+{
+    if (rank < 0)
+        return -1;
+    if ((size_t)rank >= m->n_ranks) {
+        size_t n = m->n_ranks ? m->n_ranks : 256;
+        while (n <= (size_t)rank)
+            n *= 2;
+        int32_t *t = realloc(m->merged_by_rank, n * sizeof *t);
+        if (!t)
+            return -1;
+        for (size_t i = m->n_ranks; i < n; i++)
+            t[i] = -1;
+        m->merged_by_rank = t;
+        m->n_ranks = n;
+    }
+    m->merged_by_rank[rank] = merged;
+    return 0;
+}
+
 int qs_merges_add(qs_merges *m, int32_t left, int32_t right, int32_t rank, int32_t merged)
 {
+    if (note_rank(m, rank, merged))
+        return -1;
     if ((m->n_entries + 1) * 2 > m->n_slots && merges_rehash(m, m->n_slots ? m->n_slots * 2 : 1024))
         return -1;
     uint64_t key = (((uint64_t)(uint32_t)left << 32) | (uint32_t)right) + 1;
@@ -227,5 +249,6 @@ void qs_merges_free(qs_merges *m)
     free(m->keys);
     free(m->rank);
     free(m->merged);
+    free(m->merged_by_rank);
     memset(m, 0, sizeof *m);
 }

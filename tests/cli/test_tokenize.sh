@@ -48,6 +48,25 @@ printf '%s' "$text" | "$BIN" tokenize "$SMALL" --no-special-tokens >"$tmp/ids" &
   "$BIN" detokenize "$SMALL" <"$tmp/ids" >"$tmp/back" && printf '%s' "$text" | cmp -s - "$tmp/back"
 check stdin_roundtrip_small $?
 
+# Memory: an 8 MiB prompt that is one word (no spaces; this tokenizer has no pre-tokenizer, so any
+# prompt is one word) costs at most 8x its size above a tiny prompt's peak RSS — the ids alone are
+# 4 bytes a character here. BPE merges it piece by piece (src/tokenizer/bpe_pieces.c).
+python3 -c 'import random, sys; random.seed(5); sys.stdout.write("".join(random.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(8 << 20)))' >"$tmp/word"
+peak_kb() { python3 - "$BIN" "$SMALL" "$1" <<'PY'
+import resource, subprocess, sys
+with open(sys.argv[3], "rb") as f:
+    rc = subprocess.run([sys.argv[1], "tokenize", sys.argv[2]], stdin=f, stdout=subprocess.DEVNULL).returncode
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss if rc == 0 else -1)
+PY
+}
+printf 'hi' >"$tmp/tiny"
+# Under ASan, its quarantine keeps freed memory resident on purpose: measure with it off.
+if ldd "$BIN" 2>/dev/null | grep -q libasan; then export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=0"; fi
+base=$(peak_kb "$tmp/tiny"); big=$(peak_kb "$tmp/word")
+echo "# peak RSS: tiny prompt $base kB, 8 MiB word $big kB ($(awk -v a="$base" -v b="$big" 'BEGIN{printf "%.1f", (b-a)/8192}')x)"
+[ "$base" -gt 0 ] && [ "$big" -gt 0 ] && [ $(( big - base )) -le $(( 8 * 8192 )) ]
+check one_word_8mib_memory_within_8x $?
+
 # The real tokenizers (their full behaviour is covered by the unit suites; these check the CLI).
 if [ ! -f "$DATA/tokenizers/qwen3/tokenizer.json" ]; then
   for t in qwen3_im_tokens llama3_bos; do echo "skip $t: $DATA/tokenizers absent"; done

@@ -570,6 +570,44 @@ static void options_are_found_in_any_spelling(void **state)
     assert_int_equal(qs_edit_distance("max-model-len", "max_model_len"), 0);
 }
 
+/* An API key has no length cap: the environment, the flag and YAML keep a 100,000-byte key whole. */
+static void api_key_of_any_length(void **state)
+{
+    enum { N = 100000 };
+    char *key = malloc(N + 1);
+    assert_non_null(key);
+    for (int i = 0; i < N; i++)
+        key[i] = (char)('a' + i % 26);
+    key[N] = 0;
+    qs_config c;
+    qs_err e;
+    setenv("QSERVE_API_KEY", key, 1);
+    char *argv[] = {"serve", "m"};
+    assert_int_equal(qs_config_parse_args(ARGC(argv), argv, &c, &e), 0);
+    assert_int_equal(strlen(c.api_key), N);
+    assert_string_equal(c.api_key, key);
+    unsetenv("QSERVE_API_KEY");
+    key[0] = 'Z';
+    char *cli[] = {"serve", "m", "--api-key", key};
+    assert_int_equal(qs_config_parse_args(ARGC(cli), cli, &c, &e), 0);
+    assert_string_equal(c.api_key, key);
+    key[0] = 'Y';
+    char *text = malloc(N + 64), path[64];
+    assert_non_null(text);
+    snprintf(text, N + 64, "model: m\napi_key: %s\n", key);
+    write_yaml(path, text);
+    char *yaml[] = {"serve", "--config", path};
+    assert_int_equal(qs_config_parse_args(ARGC(yaml), yaml, &c, &e), 0);
+    assert_string_equal(c.api_key, key);
+    qs_config copy = c; /* a plain value: the copy shares the interned key */
+    assert_ptr_equal(copy.api_key, c.api_key);
+    unlink(path);
+    free(text);
+    free(key);
+    qs_config_defaults(&c);
+    assert_string_equal(c.api_key, "");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -588,6 +626,7 @@ int main(void)
         cmocka_unit_test_setup(explicit_flags_beat_kernel_config_in_any_order, setup),
         cmocka_unit_test_setup(kernel_config_errors_name_the_key, setup),
         cmocka_unit_test_setup(environment_sets_kernel_options, setup),
+        cmocka_unit_test_setup(api_key_of_any_length, setup),
         cmocka_unit_test_setup(yaml_is_overridden_by_cli, setup),
         cmocka_unit_test_setup(yaml_errors_name_file_line_and_key, setup),
         cmocka_unit_test_setup(help_lists_every_option, setup),

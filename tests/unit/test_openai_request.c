@@ -440,6 +440,35 @@ static void test_vllm_fields(void **state)
     expect_400(QS_API_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"documents\":[]}", "documents");
 }
 
+/* \u0000 inside strings: prompts, stop strings and message contents keep their whole length;
+ * names (model, role) and object keys holding one are refused. */
+static void test_nul_in_strings(void **state)
+{
+    qs_openai_request r;
+    expect_ok(QS_API_COMPLETIONS,
+              "{\"prompt\": [\"a\\u0000b\", \"\\u0000\"], \"stop\": [\"x\\u0000y\\u00e9\", \"\\\\u0000 is text\"]}", &r);
+    assert_int_equal(r.n_prompts, 2);
+    assert_int_equal(r.prompts[0].text_len, 3);
+    assert_memory_equal(r.prompts[0].text, "a\0b", 3);
+    assert_int_equal(r.prompts[1].text_len, 1);
+    assert_int_equal(r.prompts[1].text[0], 0);
+    assert_int_equal(r.n_stop, 2);
+    assert_int_equal(r.stop_lens[0], 5);
+    assert_memory_equal(r.stop[0], "x\0y\xc3\xa9", 5);
+    assert_int_equal(r.stop_lens[1], strlen("\\u0000 is text"));
+    assert_string_equal(r.stop[1], "\\u0000 is text");
+    qs_openai_request_free(&r);
+    expect_ok(QS_API_COMPLETIONS, "{\"prompt\": \"\\ud83d\\ude00\\u0000\\n\"}", &r); /* a surrogate pair before it */
+    assert_int_equal(r.prompts[0].text_len, 6);
+    assert_memory_equal(r.prompts[0].text, "\xf0\x9f\x98\x80\0\n", 6);
+    qs_openai_request_free(&r);
+    expect_ok(QS_API_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\\u0000there\"}]}", &r);
+    qs_openai_request_free(&r);
+    expect_400(QS_API_COMPLETIONS, "{\"prompt\": \"x\", \"model\": \"m\\u0000\"}", "model");
+    expect_400(QS_API_CHAT, "{\"messages\": [{\"role\": \"us\\u0000er\", \"content\": \"x\"}]}", "messages");
+    expect_400(QS_API_COMPLETIONS, "{\"prompt\": \"x\", \"k\\u0000\": 1}", "");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -448,6 +477,7 @@ int main(void)
         cmocka_unit_test(test_chat_fields),    cmocka_unit_test(test_malformed_json),
         cmocka_unit_test(test_error_body),     cmocka_unit_test(test_vllm_fields),
         cmocka_unit_test(test_tool_fields),
+        cmocka_unit_test(test_nul_in_strings),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

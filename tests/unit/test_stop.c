@@ -116,10 +116,32 @@ static void overlapping_prefixes(void **state)
     qs_stop_free(m);
 }
 
+/* Stop strings are length-delimited: one holding a NUL byte matches across it, and a NUL alone in
+ * the text is not the end of a shorter stop string. */
+static void stop_string_with_nul(void **state)
+{
+    const char *stops[] = {"a\0b", "z"};
+    size_t lens[] = {3, 1};
+    qs_stop_matcher *m = qs_stop_new_n(stops, lens, 2, NULL, 0);
+    assert_non_null(m);
+    const char *o;
+    size_t ol;
+    assert_false(qs_stop_feed(m, "xa\0c", 4, &o, &ol)); /* "a\0" then c: not the stop string */
+    assert_int_equal(ol, 4);
+    assert_memory_equal(o, "xa\0c", 4);
+    assert_false(qs_stop_feed(m, "da", 2, &o, &ol)); /* "a" may begin the stop string: held */
+    assert_int_equal(ol, 1);
+    assert_memory_equal(o, "d", 1);
+    assert_true(qs_stop_feed(m, "\0b tail", 7, &o, &ol));
+    assert_int_equal(ol, 0);
+    assert_int_equal(qs_stop_matched_index(m), 0);
+    qs_stop_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(stop_across_tokens), cmocka_unit_test(held_prefix_released_when_it_breaks),
+        cmocka_unit_test(stop_across_tokens), cmocka_unit_test(stop_string_with_nul), cmocka_unit_test(held_prefix_released_when_it_breaks),
         cmocka_unit_test(earliest_stop_wins), cmocka_unit_test(no_stops_passes_everything),
         cmocka_unit_test(stop_ids),           cmocka_unit_test(overlapping_prefixes),
     };

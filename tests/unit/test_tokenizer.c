@@ -18,6 +18,7 @@
 #include <uninorm.h>
 
 #include "tokenizer/tokenizer.h"
+#include "tokenizer/tokenizer_internal.h" /* piecewise, to compare pieces with whole words */
 #include "util/fileio.h"
 
 static qs_tokenizer *qwen3, *llama3;
@@ -362,6 +363,69 @@ static void random_strings_roundtrip(void **state)
     random_roundtrip(qwen3, true, 3);
 }
 
+/* ---- long words merged piece by piece (bpe_pieces.c) give the whole word's ids ---- */
+
+static void pieces_equal_whole(qs_tokenizer *tok, const char *text, size_t len)
+{
+    qs_err err;
+    int32_t *a, *b;
+    size_t na, nb;
+    assert_true(tok->piecewise);
+    assert_int_equal(qs_tokenizer_encode(tok, text, len, true, &a, &na, &err), 0);
+    tok->piecewise = false; /* the whole word in one merge loop, as HF tokenizers runs it */
+    int rc = qs_tokenizer_encode(tok, text, len, true, &b, &nb, &err);
+    tok->piecewise = true;
+    assert_int_equal(rc, 0);
+    assert_int_equal(na, nb);
+    assert_memory_equal(a, b, na * sizeof *a);
+    free(a);
+    free(b);
+}
+
+static void long_words_in_pieces_equal_whole(void **state)
+{
+    enum { N = 60000 };
+    char *text = malloc(N + 1);
+    assert_non_null(text);
+    /* the GSM8K questions as they are (one word for a tokenizer without a pre-tokenizer), without
+     * their spaces, and random text with characters outside the vocabulary (byte fallback) */
+    size_t n = 0, k = 0;
+    for (size_t q = 0; q < n_questions && n < N; q++)
+        for (const char *c = questions[q]; *c && n < N; c++)
+            text[n++] = *c;
+    for (size_t i = 0; i < n; i++)
+        if (text[i] != ' ')
+            text[k++] = text[i];
+    qs_err err;
+    qs_tokenizer *small;
+    assert_int_equal(qs_tokenizer_load("tests/data/tokenizer/llama2_style", &small, &err), 0);
+    unsigned seed = 7;
+    char piece[256];
+    for (n = 0; n < N - 256;) {
+        random_text(&seed, piece, sizeof piece);
+        memcpy(text + n, piece, strlen(piece));
+        n += strlen(piece);
+    }
+    pieces_equal_whole(small, text, n);
+    need_shared();
+    n = 0;
+    for (size_t q = 0; q < n_questions && n < N; q++)
+        for (const char *c = questions[q]; *c && n < N; c++)
+            text[n++] = *c;
+    pieces_equal_whole(small, text, n);
+    for (size_t i = k = 0; i < n; i++)
+        if (text[i] != ' ' && text[i] != '\n')
+            text[k++] = text[i];
+    pieces_equal_whole(small, text, k);
+    for (size_t i = k = 0; i < n; i++) /* letters only: one pre-token of tens of kilobytes */
+        if ((text[i] | 0x20) >= 'a' && (text[i] | 0x20) <= 'z')
+            text[k++] = text[i];
+    pieces_equal_whole(llama3, text, k);
+    pieces_equal_whole(qwen3, text, k);
+    qs_tokenizer_free(small);
+    free(text);
+}
+
 /* ---- small hand-built tokenizers ---- */
 
 static char tmpdir[64];
@@ -545,6 +609,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(gsm8k_roundtrip_qwen3),
+        cmocka_unit_test(long_words_in_pieces_equal_whole),
         cmocka_unit_test(gsm8k_roundtrip_llama3),
         cmocka_unit_test(stream_decode_equals_full),
         cmocka_unit_test(stream_holds_back_partial_utf8),
