@@ -287,9 +287,9 @@ int plan_wgmma(const Layer &l, int64_t m, int sms, WgmmaPlan *g, qs_err *err)
 // measurements).
 bool wgmma_takes(const Layer &l, int64_t m, const Runtime &rt)
 {
-    static const int mode = env_int("QSERVE_MARLIN_WGMMA", 1);
-    static const int lo = env_int("QSERVE_MARLIN_WGMMA_MIN", 17);
-    static const int hi = std::min(env_int("QSERVE_MARLIN_WGMMA_MAX", kWgMaxTokens), 256);
+    static const int mode = knob("QSERVE_MARLIN_WGMMA", 1);
+    static const int lo = knob("QSERVE_MARLIN_WGMMA_MIN", 17);
+    static const int hi = std::min(knob("QSERVE_MARLIN_WGMMA_MAX", kWgMaxTokens), 256);
     if (!mode || !rt.sm90 || l.block || m < lo || m > hi || l.k_pad % kStageK != 0)
         return false;
     if (mode == 2 || l.n_pad / (16 * kWarps) >= rt.sms)
