@@ -276,7 +276,7 @@ int gemv_splits(const Layer &l, int64_t ctas, int sms, int resident)
 
 int64_t token_blocks(int64_t m) { return (m + kBlockTokens - 1) / kBlockTokens; }
 
-// CTAs per SM to build for. Measured (docs/marlin-history.md, session 5): when the CTAs do not
+// CTAs per SM to build for. Measured (docs/decisions.md): when the CTAs do not
 // fit one wave at two per SM, three per SM (half batches, 80 registers) is faster — 6144x4096 FP8
 // at M = 1 15.5 -> 7.4 us, 28672x4096 32.9 -> 30.7 — and when they fit, two per SM with twice the
 // bytes in flight per warp is (4096x14336 17.7 against 19.1). Three exists up to 16 tokens (two
@@ -294,7 +294,7 @@ int occupancy_for(int64_t m, int st, int64_t ctas, int sms)
     return ctas > (int64_t)sms * 2 ? 3 : 2;
 }
 
-// Strips per CTA, from the per-decoder-layer sums measured in session 6 (docs/marlin-history.md):
+// Strips per CTA, from the per-decoder-layer sums measured in session 6 (docs/decisions.md):
 // FP8 one up to 32 tokens and two above (M = 64: 215 against 238 us); NVFP4, whose expansion costs
 // more per activation load it shares, one up to 8 tokens, two up to 32 and four above (M = 64:
 // 152 against 177 us). QSERVE_MARLIN_GEMV_STRIPS=1, 2 or 4 forces one (for measurements).

@@ -436,7 +436,7 @@ template <typename F> int with_tile(bool fp4, int nt, F &&f)
 }
 
 // The weight ring depth: 4 stages (QSERVE_MARLIN_STREAM_DEPTH=N: N, up to what shared memory
-// holds, for measurements). Measured (docs/marlin-history.md, session 8): 3-6 within a few
+// holds, for measurements). Measured (docs/decisions.md): 3-6 within a few
 // percent, 2 slower on the largest layer, the deepest ring (10 FP8 / 16 NVFP4 stages at 64
 // tokens) slower by ~4 us a call: every CTA requests its whole ring at the start, so the first
 // stages land late.
@@ -637,7 +637,7 @@ bool stream_takes(const Layer &l, int64_t m, const Runtime &rt, bool ordered)
         return false;
     if (mode == 2)
         return m >= lo && m <= hi;
-    // The measured rule (docs/marlin-history.md, session 9; stages of work per SM: 4096x4096 8,
+    // The measured rule (docs/decisions.md; stages of work per SM: 4096x4096 8,
     // 6144x4096 12, 4096x14336 27, 28672x4096 54 on the H200). From 17 tokens it beats the
     // small-M kernel on every Llama-3.1-8B layer but NVFP4's smallest up to 32 tokens (4096x4096
     // NVFP4 at 17 / 32 tokens: 7.7 / 8.2 against 7.0 / 7.4 us; from 33, where the small-M kernel

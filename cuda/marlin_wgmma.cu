@@ -277,7 +277,7 @@ int plan_wgmma(const Layer &l, int64_t m, int sms, WgmmaPlan *g, qs_err *err)
 
 } // namespace
 
-// Measured (docs/marlin-history.md, session 6): faster than the small-M kernel from 17 tokens on
+// Measured (docs/decisions.md): faster than the small-M kernel from 17 tokens on
 // layers whose 128-row groups fill the SMs without k slices (28672x4096 at 32 tokens: 50 against
 // 64 us; at 64: 81 against 107), slower on smaller layers (they need k slices of a few stages each);
 // faster than the pipelined kernel at 65..128 tokens on every Llama-3.1-8B shape (so taken there

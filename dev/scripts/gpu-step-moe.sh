@@ -8,7 +8,7 @@
 # Steps, in STEPS' order (default "test profile moe"; SANITIZE=1 appends "sanitize"):
 #   test      $D/cuda-tests/test_ops_cuda and test_moe_cuda (full; each skipped where the bundle lacks it)
 #   sanitize  compute-sanitizer --tool memcheck test_moe_cuda --quick
-#   profile   Llama-3.1-8B shape, FP8 fp8-dynamic (the form of the 8B figures in docs/gpu-notes.md),
+#   profile   Llama-3.1-8B shape, FP8 fp8-dynamic (the form of the 8B figures in docs/README.md),
 #             marlin: decode step time with graph replays at batch 1/16/64/256 and eager at 1/16
 #             (bench_decode), the per-kernel GPU time of one eager step at batch 1 and 16 (Nsight
 #             Compute, dev/scripts/ncu_step_summary.py): kernel sum against step time = the gaps
