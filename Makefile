@@ -2,6 +2,7 @@
 # `make test` runs every suite and prints one summary line, `make SANITIZE=1 test` does the same
 # under ASan/UBSan, `make fuzz` runs the libFuzzer targets briefly.
 # BUILD=dir puts objects elsewhere so several builds (sanitized, CUDA-less) can coexist.
+# `make dev` builds the lab (dev/, dev/README.md) into $(BUILD)-dev: never part of the product build.
 
 BUILD    ?= build
 CC       ?= cc
@@ -14,6 +15,13 @@ PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lunistring
 INCLUDES := -Isrc -Icuda
 LDLIBS   := $(PKG_LIBS) -lm -lpthread
 
+# DEV=1 (what `make dev` sets): the lab's CUDA files (probes) join the library, its tools and GPU
+# tests are built, and marlin reads its QSERVE_MARLIN_* measurement knobs (-DQS_DEV_KNOBS).
+ifeq ($(DEV),1)
+  DEFS += -DQS_DEV_KNOBS
+  INCLUDES += -Idev/cuda
+endif
+
 ifeq ($(SANITIZE),1)
   override BUILD := $(BUILD)-asan
   CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
@@ -25,15 +33,15 @@ NVCC ?= $(shell command -v nvcc 2>/dev/null || (test -x /usr/local/cuda/bin/nvcc
 ifeq ($(NO_CUDA),1)
   NVCC :=
 endif
-CUDA_SRC := $(wildcard cuda/*.cu)
+CUDA_SRC := $(wildcard cuda/*.cu) $(if $(filter 1,$(DEV)),$(wildcard dev/cuda/*.cu))
 ifneq ($(NVCC),)
   CUDA_HOME  ?= $(patsubst %/bin/nvcc,%,$(NVCC))
   # the GPU generations compiled for (scripts/device-bundle.sh builds for the H200's 90a only)
   CUDA_ARCHS ?= 80 89 90a
   NVCC_FLAGS ?= -O3 -std=c++17 -Icuda -Isrc \
     $(foreach a,$(CUDA_ARCHS),-gencode=arch=compute_$(a),code=sm_$(a)) -Xcompiler -fPIC
-  # NVCC_EXTRA: flags added to the default ones (scripts/device-variant.sh's measurement builds)
-  NVCC_FLAGS += $(NVCC_EXTRA)
+  # NVCC_EXTRA: flags added to the default ones (dev/scripts/device-variant.sh's measurement builds)
+  NVCC_FLAGS += $(NVCC_EXTRA) $(if $(filter 1,$(DEV)),-DQS_DEV_KNOBS -Idev/cuda)
   CUDA_OBJ   := $(CUDA_SRC:%.cu=$(BUILD)/%.o)
   DEFS       += -DQS_HAVE_CUDA=1
   # marlin's Hopper kernels (wgmma, the stream kernel) exist only in builds with sm_90a code; the
@@ -53,11 +61,14 @@ TEST_SRC := $(sort $(wildcard tests/unit/test_*.c))
 TEST_BIN := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TOOL_SRC := $(sort $(wildcard tools/*.c))
 TOOL_BIN := $(TOOL_SRC:tools/%.c=$(BUILD)/%)
+# the lab's tools (dev/tools) need the CUDA build: they time kernels
+DEV_TOOL_SRC := $(if $(and $(filter 1,$(DEV)),$(CUDA_OBJ)),$(sort $(wildcard dev/tools/*.c)))
+TOOL_BIN += $(DEV_TOOL_SRC:dev/tools/%.c=$(BUILD)/%)
 EVAL_SRC := $(sort $(wildcard evals/*.c))
 
 ALL_CFLAGS = $(STD) $(WARN) $(CFLAGS) $(DEFS) $(INCLUDES) $(PKG_CFLAGS) -MMD -MP
 
-.PHONY: all test fuzz fuzz-build clean demo tests cuda-tests
+.PHONY: all test fuzz fuzz-build clean demo tests cuda-tests dev
 .SECONDARY:
 all: $(BUILD)/qserve $(TOOL_BIN) $(if $(EVAL_SRC),$(BUILD)/qserve-eval)
 
@@ -66,6 +77,10 @@ $(BUILD)/%.o: %.c
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 $(BUILD)/cuda/%.o: cuda/%.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCC_FLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/dev/cuda/%.o: dev/cuda/%.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCC_FLAGS) -MMD -MP -c $< -o $@
 
@@ -82,6 +97,9 @@ $(BUILD)/qserve-eval: $(EVAL_SRC:%.c=$(BUILD)/%.o) $(LIB)
 $(BUILD)/%: $(BUILD)/tools/%.o $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS) $(if $(CUDA_OBJ),-lstdc++)
 
+$(BUILD)/%: $(BUILD)/dev/tools/%.o $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS) -lstdc++
+
 $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS) -lcmocka $(if $(CUDA_OBJ),-lstdc++)
@@ -91,10 +109,19 @@ tests: all $(TEST_BIN)
 # GPU tests (tests/cuda/test_*.c): built here, run on a CUDA machine by scripts/gpu-check.sh.
 CUDA_TEST_SRC := $(sort $(wildcard tests/cuda/test_*.c))
 CUDA_TEST_BIN := $(CUDA_TEST_SRC:tests/cuda/%.c=$(BUILD)/cuda-tests/%)
+DEV_CUDA_TEST_SRC := $(if $(filter 1,$(DEV)),$(sort $(wildcard dev/tests/cuda/test_*.c)))
+CUDA_TEST_BIN += $(DEV_CUDA_TEST_SRC:dev/tests/cuda/%.c=$(BUILD)/cuda-tests/%)
 cuda-tests: $(CUDA_TEST_BIN)
 $(BUILD)/cuda-tests/%: tests/cuda/%.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS) -lstdc++
+$(BUILD)/cuda-tests/%: dev/tests/cuda/%.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Itests/cuda $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS) -lstdc++
+
+# The lab: the whole build again in $(BUILD)-dev with DEV=1 (its GPU tests too where CUDA is built).
+dev:
+	$(MAKE) DEV=1 BUILD=$(BUILD)-dev all $(if $(NVCC),cuda-tests)
 
 test: tests
 	@BUILD=$(BUILD) scripts/run-tests.sh
@@ -129,6 +156,6 @@ demo: all
 	scripts/demo.sh
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-dev
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -120,7 +120,7 @@ int fp8_can_implement(const qs_linear_desc *d, char *why, size_t cap)
                  d->name, (long long)d->n, (long long)d->k);
         return 0;
     }
-    // Measured on an H200 with CUDA 13.0 (docs/gpu-notes.md): the 128-block path gave wrong
+    // Measured on an H200 with CUDA 13.0 (docs/decisions.md): the 128-block path gave wrong
     // results for a 384x640 weight (3x5 blocks) at every m while 2x5, 3x4, 1x1 and every
     // multiple-of-4 grid were right. Without the rule behind it, only the grids seen right in
     // that family are accepted: block counts that are multiples of 4 (every Llama / Qwen shape)

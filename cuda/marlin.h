@@ -16,6 +16,7 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 extern "C" {
 #include "ops/act_order.h"
@@ -66,13 +67,23 @@ qs_act_order input_order(const Layer &l, int64_t m);
 struct Params; // marlin_device.cuh
 struct Runtime {
     int sms;      // multiprocessors
-    bool pdl;     // launch with programmatic dependent launch (sm_90+, QSERVE_MARLIN_PDL)
+    bool pdl;     // launch with programmatic dependent launch (sm_90+)
     bool sm90;    // compute capability 9.0 and an sm_90a build: the wgmma kernel runs
 };
 int runtime(Runtime *rt, qs_err *err);
-// The integer in environment variable `name` (a tuning switch, docs/marlin.md), dflt when unset
-// or empty.
-int env_int(const char *name, int dflt);
+// A measurement knob: `shipped`, the value the product runs. Only a dev build (make dev:
+// -DQS_DEV_KNOBS) reads the environment variable `name` (QSERVE_MARLIN_*, dev/README.md) in its
+// place, so the lab can force a kernel or a setting; the product reads no QSERVE_MARLIN_* variable.
+inline int knob(const char *name, int shipped)
+{
+#ifdef QS_DEV_KNOBS
+    const char *e = getenv(name);
+    return e && *e ? atoi(e) : shipped;
+#else
+    (void)name;
+    return shipped;
+#endif
+}
 // CTAs of `kernel` resident per SM at `threads` threads and `smem` bytes of dynamic shared memory
 // (the occupancy API, asked once per kernel; raises the kernel's shared-memory limit to smem).
 int ctas_per_sm(const void *kernel, int threads, size_t smem, qs_err *err);

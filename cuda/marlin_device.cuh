@@ -34,10 +34,6 @@ struct Params {
     int units_k, strips; // the small-M kernel (marlin_gemv.cu): packed units per strip, 16-row strips
     int ring;            // the stream kernel (marlin_stream.cu): weight stages in its shared-memory ring
     int x_rows;          // and the token rows of each activation copy (its tile, or fewer)
-#ifdef QS_MARLIN_STREAM_TRACE
-    long long *trace;  // the stream kernel's event timeline (trace builds only: marlin_stream.cu)
-    long long *phases; // and every CTA's phase times (global timer ns, SM clock)
-#endif
 };
 
 namespace {

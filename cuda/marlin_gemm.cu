@@ -308,7 +308,7 @@ int device_sms(qs_err *err)
         if ((g_sms = qs_cuda_sm_count()) <= 0)
             return qs_errf(err, "marlin: cannot read the device's SM count");
         QS_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev), err);
-        g_pdl = major >= 9 && env_int("QSERVE_MARLIN_PDL", 1) != 0;
+        g_pdl = major >= 9 && knob("QSERVE_MARLIN_PDL", 1) != 0;
         int minor;
         QS_CUDA_TRY(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev), err);
         g_sm90 = false;
@@ -352,7 +352,7 @@ struct Plan {
     int mt, wr, nw, mblocks, tiles_n, splits, ksteps;
 };
 
-// Tuning switches, read once (documented in docs/marlin.md): QSERVE_MARLIN_ROTATE=0 walks k in
+// Measurement knobs (dev builds only: knob, marlin.h), read once: QSERVE_MARLIN_ROTATE=0 walks k in
 // order in every CTA; QSERVE_MARLIN_WIDE=0 keeps one weight strip per warp at every M;
 // QSERVE_MARLIN_WAVES=N aims the k split at N waves of resident CTAs; QSERVE_MARLIN_WARPS=8 runs up to 32 tokens with 8 warps (128 rows) per CTA, so each activation
 // stage read from L2 feeds twice the weight rows.
@@ -361,8 +361,8 @@ struct Tuning {
 };
 const Tuning &tuning()
 {
-    static Tuning t = {env_int("QSERVE_MARLIN_ROTATE", 1), env_int("QSERVE_MARLIN_WIDE", 1),
-                       std::max(1, env_int("QSERVE_MARLIN_WAVES", 1)), env_int("QSERVE_MARLIN_WARPS", 4) == 8};
+    static Tuning t = {knob("QSERVE_MARLIN_ROTATE", 1), knob("QSERVE_MARLIN_WIDE", 1),
+                       std::max(1, knob("QSERVE_MARLIN_WAVES", 1)), knob("QSERVE_MARLIN_WARPS", 4) == 8};
     return t;
 }
 
@@ -481,12 +481,6 @@ Plan make_plan(const Layer &l, int64_t m)
 }
 
 } // namespace
-
-int env_int(const char *name, int dflt)
-{
-    const char *e = getenv(name);
-    return e && *e ? atoi(e) : dflt;
-}
 
 int ctas_per_sm(const void *kernel, int threads, size_t smem, qs_err *err)
 {

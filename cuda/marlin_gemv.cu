@@ -36,26 +36,6 @@ constexpr int kBlockTokens = 32;  // tokens per CTA (four n8 tiles); more tokens
 // decoder layer than the pipelined kernel (docs/marlin.md).
 constexpr int kMaxGemvM = 64;
 constexpr int kMinUnitsPerWarp = 8;
-// Measurement builds only (-DQS_MARLIN_GEMV_EARLY_BATCHES=2, session 24, not yet run on a GPU):
-// both batches of weights requested before the wait for the previous kernel, not the first
-// alone. It can only pay where a call's CTAs start beside the previous call's (room on the SM:
-// QSERVE_MARLIN_GEMV_OCC=3 or _STRIPS=2 at M = 1 on 4096-row layers), loading while it ends.
-#ifndef QS_MARLIN_GEMV_EARLY_BATCHES
-#define QS_MARLIN_GEMV_EARLY_BATCHES 1
-#endif
-constexpr int kEarlyBatches = QS_MARLIN_GEMV_EARLY_BATCHES;
-static_assert(kEarlyBatches == 1 || kEarlyBatches == 2, "one or two batches before the wait");
-// Measurement builds only (-DQS_MARLIN_GEMV_IN_FLIGHT=3, session 24, not yet run on a GPU): three
-// batches of weights in flight per warp instead of two, up to 8 tokens with one strip a CTA (what
-// M <= 8 runs unless QSERVE_MARLIN_GEMV_STRIPS forces more): the instances that take the third
-// batch without spilling, by ptxas here (FP8 with 2 or 4 strips spills 8 / 136 bytes; more token
-// tiles spill too). Nsight (session 11) found the kernel latency-bound with too few bytes in
-// flight: NVFP4 at M = 1 on 28672x4096 takes 1.44x a plain read of its bytes, FP8 1.2x.
-#ifndef QS_MARLIN_GEMV_IN_FLIGHT
-#define QS_MARLIN_GEMV_IN_FLIGHT 2
-#endif
-constexpr int kInFlight = QS_MARLIN_GEMV_IN_FLIGHT;
-static_assert(kInFlight == 2 || kInFlight == 3, "two or three batches in flight");
 
 // Weights are read once: no L1 allocation, non-coherent path.
 __device__ __forceinline__ uint4 ld_weights(const uint8_t *p)
@@ -200,69 +180,28 @@ __global__ void __launch_bounds__(kGemvThreads, OCC) marlin_gemv_kernel(const Pa
     // waiting for it (programmatic dependent launch); the activations are read after. Two
     // batches in flight: while one is expanded and multiplied, the next one's loads are out.
     Batch<FP4, ST, B> b0, b1;
-    if constexpr (kInFlight == 3 && MT == 1 && ST == 1) {
-        // (measurement builds, up to 8 tokens and one strip: elsewhere the third batch spills)
-        // three: while one is computed, the next two are out. A batch is loaded whole where it
-        // ends by u1, checked where it starts before u1, not at all past it.
-        Batch<FP4, ST, B> b2;
-        auto load_at = [&](Batch<FP4, ST, B> &b, int at) {
-            if (at + B <= u1)
-                load(b, at, whole);
-            else if (at < u1)
-                load(b, at, checked);
-        };
-        int j = u0;
-        load_at(b0, j);
-        if (kEarlyBatches == 2)
-            load_at(b1, j + B);
-        wait_for_previous_grid();
-        allow_next_grid();
-        if (kEarlyBatches == 1)
-            load_at(b1, j + B);
-        for (; j + 3 * B <= u1; j += 3 * B) {
-            load(b2, j + 2 * B, whole);
-            compute(b0, j, whole);
-            load_at(b0, j + 3 * B);
-            compute(b1, j + B, whole);
-            load_at(b1, j + 4 * B);
-            compute(b2, j + 2 * B, whole);
-        }
-        // the tail: b0 holds batch j where j < u1, b1 batch j + B where that is < u1
-        load_at(b2, j + 2 * B);
-        if (j < u1)
-            compute(b0, j, checked);
+    int j = u0;
+    if (j + B <= u1)
+        load(b0, j, whole);
+    else
+        load(b0, j, checked);
+    wait_for_previous_grid();
+    allow_next_grid();
+    for (; j + 2 * B <= u1; j += 2 * B) {
+        load(b1, j + B, whole);
+        compute(b0, j, whole);
+        if (j + 3 * B <= u1)
+            load(b0, j + 2 * B, whole);
+        else if (j + 2 * B < u1)
+            load(b0, j + 2 * B, checked);
+        compute(b1, j + B, whole);
+    }
+    if (j < u1) { // the tail: b0 holds batch j, at most two partial batches left
+        if (j + B < u1)
+            load(b1, j + B, checked);
+        compute(b0, j, checked);
         if (j + B < u1)
             compute(b1, j + B, checked);
-        if (j + 2 * B < u1)
-            compute(b2, j + 2 * B, checked);
-    } else {
-        int j = u0;
-        if (j + B <= u1)
-            load(b0, j, whole);
-        else
-            load(b0, j, checked);
-        // (kEarlyBatches == 2: the second batch too, where the loop's first round takes it)
-        if (kEarlyBatches == 2 && j + 2 * B <= u1)
-            load(b1, j + B, whole);
-        wait_for_previous_grid();
-        allow_next_grid();
-        for (; j + 2 * B <= u1; j += 2 * B) {
-            if (kEarlyBatches == 1 || j != u0)
-                load(b1, j + B, whole);
-            compute(b0, j, whole);
-            if (j + 3 * B <= u1)
-                load(b0, j + 2 * B, whole);
-            else if (j + 2 * B < u1)
-                load(b0, j + 2 * B, checked);
-            compute(b1, j + B, whole);
-        }
-        if (j < u1) { // the tail: b0 holds batch j, at most two partial batches left
-            if (j + B < u1)
-                load(b1, j + B, checked);
-            compute(b0, j, checked);
-            if (j + B < u1)
-                compute(b1, j + B, checked);
-        }
     }
 
     // Sum the warps, RED slots per round: in each round warp w owns slots w and w + 8 of every
@@ -327,7 +266,7 @@ int64_t clamp_splits(int64_t n) { return std::max<int64_t>(1, std::min<int64_t>(
 // slices than the rule's measured slower on every Llama-3.1-8B shape, session 13).
 int gemv_splits(const Layer &l, int64_t ctas, int sms, int resident)
 {
-    static const int forced = std::max(0, env_int("QSERVE_MARLIN_GEMV_SPLITS", 0));
+    static const int forced = std::max(0, knob("QSERVE_MARLIN_GEMV_SPLITS", 0));
     const int64_t units_k = l.k_pad / (l.fp4 ? kFp4UnitK : kFp8UnitK);
     const int64_t most = units_k / (kGemvWarps * kMinUnitsPerWarp);
     if (forced)
@@ -337,7 +276,7 @@ int gemv_splits(const Layer &l, int64_t ctas, int sms, int resident)
 
 int64_t token_blocks(int64_t m) { return (m + kBlockTokens - 1) / kBlockTokens; }
 
-// CTAs per SM to build for. Measured (docs/marlin-history.md, session 5): when the CTAs do not
+// CTAs per SM to build for. Measured (docs/decisions.md): when the CTAs do not
 // fit one wave at two per SM, three per SM (half batches, 80 registers) is faster — 6144x4096 FP8
 // at M = 1 15.5 -> 7.4 us, 28672x4096 32.9 -> 30.7 — and when they fit, two per SM with twice the
 // bytes in flight per warp is (4096x14336 17.7 against 19.1). Three exists up to 16 tokens (two
@@ -345,7 +284,7 @@ int64_t token_blocks(int64_t m) { return (m + kBlockTokens - 1) / kBlockTokens; 
 int occupancy_for(int64_t m, int st, int64_t ctas, int sms)
 {
     static const int forced = [] {
-        const int v = env_int("QSERVE_MARLIN_GEMV_OCC", 0);
+        const int v = knob("QSERVE_MARLIN_GEMV_OCC", 0);
         return v == 2 || v == 3 ? v : 0;
     }();
     if (m > 16 || st > 1)
@@ -355,14 +294,14 @@ int occupancy_for(int64_t m, int st, int64_t ctas, int sms)
     return ctas > (int64_t)sms * 2 ? 3 : 2;
 }
 
-// Strips per CTA, from the per-decoder-layer sums measured in session 6 (docs/marlin-history.md):
+// Strips per CTA, from the per-decoder-layer sums measured in session 6 (docs/decisions.md):
 // FP8 one up to 32 tokens and two above (M = 64: 215 against 238 us); NVFP4, whose expansion costs
 // more per activation load it shares, one up to 8 tokens, two up to 32 and four above (M = 64:
 // 152 against 177 us). QSERVE_MARLIN_GEMV_STRIPS=1, 2 or 4 forces one (for measurements).
 int strips_for(bool fp4, int64_t m)
 {
     static const int forced = [] {
-        const int v = env_int("QSERVE_MARLIN_GEMV_STRIPS", 0);
+        const int v = knob("QSERVE_MARLIN_GEMV_STRIPS", 0);
         return v == 1 || v == 2 || v == 4 ? v : 0;
     }();
     if (forced)
@@ -431,7 +370,7 @@ int split_by_waves(int64_t ctas, int64_t wave, int64_t most)
 // QSERVE_MARLIN_GEMV=N caps the tokens it takes (0 turns it off; for measurements).
 int64_t gemv_max_m(const Layer &l)
 {
-    static const int64_t cap = std::min<int64_t>(std::max(0, env_int("QSERVE_MARLIN_GEMV", kMaxGemvM)), kMaxGemvM);
+    static const int64_t cap = std::min<int64_t>(std::max(0, knob("QSERVE_MARLIN_GEMV", kMaxGemvM)), kMaxGemvM);
     return l.block ? 0 : cap;
 }
 

@@ -212,17 +212,6 @@ template <int ID, int THREADS> __device__ __forceinline__ void named_sync()
     asm volatile("bar.sync %0, %1;\n" ::"n"(ID), "n"(THREADS) : "memory");
 }
 
-// Adds the 8 BF16 of v (four bf16x2 words) to the 8 at p (16-byte aligned, global) in one
-// reduction: the L2 does the additions, each rounded to BF16, and the thread does not wait for them.
-__device__ __forceinline__ void red_add_bf16x8(__nv_bfloat16 *p, uint4 v)
-{
-#ifdef QS_WGMMA
-    asm volatile("red.global.add.noftz.v4.bf16x2 [%0], {%1, %2, %3, %4};\n" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z),
-                 "r"(v.w)
-                 : "memory");
-#endif
-}
-
 // A GPU-scope acquire load: what the writer released before its flag is visible after it.
 __device__ __forceinline__ int load_acquire(const int *p)
 {

@@ -53,7 +53,7 @@ int permute_activations(const Layer &l, const __nv_bfloat16 *x, int64_t xs, int6
                         cudaStream_t s, qs_err *err)
 {
     // A plain launch, after the kernel that wrote x: as a programmatic dependent launch it made
-    // every stream-kernel call ~5 us slower (docs/marlin-history.md, session 14).
+    // every stream-kernel call ~5 us slower (docs/decisions.md).
     const int64_t threads = m * (l.k_pad / 32);
     const unsigned blocks = (unsigned)std::min<int64_t>((threads + 255) / 256, 4096);
     if (l.fp4)

@@ -29,8 +29,8 @@
 // of their shares; with at most one CTA per SM and CTAs dispatched in index order, the wait cannot
 // deadlock even when fewer SMs than CTAs are free.
 //
-// When it runs: stream_takes (measured rule). Measurements: docs/marlin-history.md, sessions 8
-// and 9.
+// When it runs: stream_takes (measured rule). Measurements and the variants measured against it:
+// docs/decisions.md.
 #include <algorithm>
 #include <cudaTypedefs.h> // CUtensorMap, PFN_cuTensorMapEncodeTiled
 
@@ -39,57 +39,9 @@
 #include "marlin_hopper.cuh"
 #include "marlin_stream_plan.h"
 #include "marlin_stream_rewrite.h"
-#include "marlin_stream_trace.cuh"
 
 namespace qs_marlin {
 namespace {
-
-// Measurement builds only (-DQS_MARLIN_STREAM_HOLLOW=1..6; outputs wrong, timing only): the
-// consumers skip their weight loads and expansion (1), and their wgmma as well (2); the producers
-// then skip the activation copies (3) and the weight copies too (4), arriving on the full barriers
-// without bytes; then the split groups skip their cross-CTA sum (5); last, every CTA returns once
-// its barriers are set up (6: the launch alone). Every other barrier wait and arrival stays, so
-// each level's time bounds what the parts it keeps cost. Measured in session 20 (docs/marlin.md).
-#ifndef QS_MARLIN_STREAM_HOLLOW
-#define QS_MARLIN_STREAM_HOLLOW 0
-#endif
-constexpr int kHollow = QS_MARLIN_STREAM_HOLLOW;
-// Measurement builds only (-DQS_MARLIN_STREAM_LEAD=x, session 22): on layers whose groups are each
-// split evenly between CTAs, the summing CTA takes x stages more per partner (lead_shift,
-// marlin_stream_plan.h), so the partners' partials are in before it ends. Measured slower at
-// every x (call 2: 4096x4096 FP8 at 32 tokens 8.2 -> 8.7 / 9.8 / 10.9 us at x = 1 / 2 / 3).
-// x = -1: even shares, one kernel's bounds computed at run time (below, at the shares).
-#ifndef QS_MARLIN_STREAM_LEAD
-#define QS_MARLIN_STREAM_LEAD 0
-#endif
-constexpr int kLead = QS_MARLIN_STREAM_LEAD;
-// Measurement builds only (-DQS_MARLIN_STREAM_ONE_FULL=1, session 23, not yet run on a GPU): one
-// full barrier per item for its weights and activations together, so a consumer waits once a
-// stage instead of twice (session 11's timeline: a wait on a phase long complete costs ~110-220
-// clk of a 860-1170 clk period). Both producers (or the weight producer and the four rewrite warps)
-// arrive on the weight slot's full barrier with their bytes, so the weight ring is as deep as the
-// activation ring (kActStages), slot for slot; the empty barriers stay apart (the weight slot is
-// free once loaded, the activation slot once the wgmma group that read it is done).
-#ifndef QS_MARLIN_STREAM_ONE_FULL
-#define QS_MARLIN_STREAM_ONE_FULL 0
-#endif
-constexpr bool kOneFull = QS_MARLIN_STREAM_ONE_FULL;
-// Measurement builds only (-DQS_MARLIN_STREAM_RED_SUM=1, session 24, not yet run on a GPU): a
-// split group's owners add their outputs into y with BF16 reductions (red.global.add, done by the
-// L2) instead of the FP32 partials one owner waits for and sums, so that no owner is held past
-// its share (session 20: the sum costs 1.5-2.7 us a call on the 4096-row layers with no data).
-// y must hold the bias (or zero) first: the group's first owner's warp 15 writes it as soon as
-// the previous kernel has ended and releases the group's count (kReady); the later owners' warp 15
-// waits for that (a CTA of lower index, so dispatched first: no deadlock) and the last of them
-// resets the count for the next call. Each addition rounds to BF16 and their order varies, so the
-// result is not bit-reproducible run to run and carries up to one rounding per owner (2-5 on the
-// Llama-3.1-8B layers), as vLLM's Marlin with its atomic-add reduction.
-#ifndef QS_MARLIN_STREAM_RED_SUM
-#define QS_MARLIN_STREAM_RED_SUM 0
-#endif
-constexpr bool kRedSum = QS_MARLIN_STREAM_RED_SUM;
-static_assert(!kRedSum || kHollow == 0,
-              "the hollow levels measure the partial-sum protocol: build them without red sums");
 
 constexpr int kStrips = 8;                      // strips (consumer warps) per group: 128 rows
 constexpr int kConsumers = kStrips * 32;
@@ -106,8 +58,6 @@ constexpr int kMaxWeightStages = 24;         // mbarrier slots reserved (the rin
 constexpr int kMaxTokens = 64;
 constexpr int kConsumerBarrier = 1;                                     // named barriers (0: __syncthreads)
 constexpr int kPublishBarrier = 2, kPublishThreads = kConsumers + 32; // consumers + warp 15
-constexpr int kHeadBarrier = 3;                                        // (red-sum builds) the same threads
-constexpr int kReady = 1 << 20; // (red-sum builds) a group's count once its output holds the bias
 
 template <bool FP4> constexpr int kUnits = kStageK / (FP4 ? kFp4UnitK : kFp8UnitK);
 template <bool FP4> constexpr int kStripStageBytes = kUnits<FP4> * kUnitBytes;
@@ -181,58 +131,6 @@ template <int NT, bool XP> __device__ __forceinline__ int slice_offset(int s)
     return XP ? (s >> 2) * staged_half_bytes(NT) + (s & 3) * 32 : s * image_slice_bytes(NT);
 }
 
-// Red-sum builds: y's rows of `group` (128, those below N) for every token set to the bias, or to
-// zero, in 16-byte runs by the lanes of one warp, before the owners add into them.
-__device__ __forceinline__ void init_group_output(const Params &p, int group, int lane)
-{
-    constexpr int kRuns = kStrips * 16 / 8; // 16-byte runs of 8 rows per token
-    for (int q = lane; q < p.M * kRuns; q += 32) {
-        const int t = q / kRuns, n = group * kStrips * 16 + (q % kRuns) * 8;
-        if (n >= p.N)
-            continue;
-        uint32_t w[4] = {0, 0, 0, 0};
-        if (p.bias)
-            for (int j = 0; j < 4; j++)
-                w[j] = (uint32_t)__bfloat16_as_ushort(p.bias[n + 2 * j]) |
-                       (uint32_t)__bfloat16_as_ushort(p.bias[n + 2 * j + 1]) << 16;
-        *(uint4 *)(p.y + (size_t)t * p.N + n) = make_uint4(w[0], w[1], w[2], w[3]);
-    }
-}
-
-// Red-sum builds, warp 15 of a CTA with share [lo, hi): readies the split groups' outputs for its
-// consumers' reductions. First the group whose first stage the share ends with (this CTA is its
-// first owner): y set to its bias, the count released, kHeadBarrier; then the group the share
-// starts inside (a later owner): wait for the first owner's release, count in (the last of the
-// later owners sets the count back to 0 for the next call), kPublishBarrier. The head first:
-// the later owners of this CTA's head wait for it, and none of that may wait behind this CTA's
-// own wait.
-__device__ __forceinline__ void ready_split_outputs(const Params &p, int64_t lo, int64_t hi, int nst, int64_t T, int C,
-                                                     int lane)
-{
-    const int64_t head = readied_group(lo, hi, nst);
-    if (head >= 0) {
-        init_group_output(p, (int)head, lane);
-        __syncwarp();
-        if (lane == 0) {
-            __threadfence();
-            atomicAdd(p.cnt + head, kReady);
-        }
-        named_arrive<kHeadBarrier, kPublishThreads>();
-    }
-    if (lo % nst != 0) {
-        const int64_t group = lo / nst;
-        if (lane == 0) {
-            const int later = owner_of(group * nst + nst - 1, T, C) - owner_of(group * nst, T, C);
-            while (load_acquire(p.cnt + group) < kReady) {
-            }
-            if (atomicAdd(p.cnt + group, 1) == kReady + later - 1)
-                atomicExch(p.cnt + group, 0); // every later owner has seen the release
-        }
-        __syncwarp();
-        named_arrive<kPublishBarrier, kPublishThreads>();
-    }
-}
-
 // weight_map: the packed weights as (stage bytes / 8, k stage, strip) 64-bit words, one box = one
 // stage of 8 strips; scale_map (NVFP4): the scale codes as (256 bytes / 8, 256-k step, strip);
 // x_map: the activations as (k, token) BF16, one box = 64 k of p.x_rows tokens (at most the tile's
@@ -254,7 +152,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     const uint32_t raw = (uint32_t)__cvta_generic_to_shared(smem_raw);
     uint8_t *smem = smem_raw + ((kAlign - (raw & (kAlign - 1))) & (kAlign - 1));
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int depth = p.ring; // weight stages (<= kWeightStages; one-full builds: kActStages, Depth)
+    const int depth = p.ring; // weight stages (<= kWeightStages)
     const uint32_t base = (uint32_t)__cvta_generic_to_shared(smem);
     const uint32_t w_full = base, w_empty = base + 8 * kMaxWeightStages;
     const uint32_t a_full = base + 16 * kMaxWeightStages, a_empty = a_full + 8 * kActStages;
@@ -266,23 +164,11 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int nst = p.K / kStageK, groups = (p.strips + kStrips - 1) / kStrips;
     const int64_t T = (int64_t)groups * nst;
     const int C = gridDim.x;
-    // Even shares, except in lead builds. -DQS_MARLIN_STREAM_LEAD=-1 (a measurement build, not yet
-    // the default): the NVFP4 64-token kernel of the rewrite-free path takes its zero lead at run
-    // time (p.M < 0 never holds), the same bounds, but ptxas then schedules its stream loop better
-    // (342 instructions a stage pair against 351): per decoder layer at 64 tokens 71.6-72.0 ->
-    // 68.8-69.1 us in two calls, 28672x4096 32.5 -> 31.2 (session 22 calls 3-4, docs/marlin.md).
-    // It becomes the default once a GPU test has run that kernel (the quick tests reach it only
-    // with QSERVE_MARLIN_STREAM_XP=1). The other kernels gained nothing that way, and lost at 56
-    // tokens (65.9 -> 67.0).
-    constexpr bool kRunTimeZeroLead = kLead < 0 && FP4 && NT == 64 && XP;
-    const int64_t lead = kLead > 0 ? kLead : kRunTimeZeroLead ? (int64_t)(p.M < 0) : 0;
-    const int64_t lo = share_begin(blockIdx.x, T, C) + lead_shift(blockIdx.x, T, C, nst, lead),
-                  hi = share_begin(blockIdx.x + 1, T, C) + lead_shift(blockIdx.x + 1, T, C, nst, lead);
-    trace_phase(p, kEnter);
+    const int64_t lo = share_begin(blockIdx.x, T, C), hi = share_begin(blockIdx.x + 1, T, C);
 
     if (threadIdx.x == 0) {
         for (int i = 0; i < depth; i++) {
-            mbar_init(w_full + 8 * i, kOneFull ? 1 + (XP ? 1 : kPermuteWarps) : 1);
+            mbar_init(w_full + 8 * i, 1);
             mbar_init(w_empty + 8 * i, kStrips);
         }
         for (int i = 0; i < kActStages; i++) {
@@ -296,8 +182,6 @@ __global__ void __launch_bounds__(kThreads, 1)
         mbar_init_fence();
     }
     __syncthreads();
-    if constexpr (kHollow >= 6)
-        return;
 
     if (warp >= kStrips) {
         release_registers<48>();
@@ -309,10 +193,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             allow_next_grid();
             if (lane != 0)
                 return;
-            fill_ring(w_full, w_empty, depth, kHollow < 4 ? WSTAGE : 0, lo, hi, nst, [&](uint32_t full, int slot, int group, int st, int64_t i) {
-                trace(p, kWeightCopy, i);
-                if constexpr (kHollow >= 4)
-                    return;
+            fill_ring(w_full, w_empty, depth, WSTAGE, lo, hi, nst, [&](uint32_t full, int slot, int group, int st, int64_t i) {
                 const uint32_t dst = (uint32_t)__cvta_generic_to_shared(weight_ring + slot * WSTAGE);
                 tensor_copy_3d(dst, &weight_map, 0, st, group * kStrips, full);
                 if (FP4)
@@ -320,7 +201,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             });
         } else if (warp == kStrips + 1) {
             // Activations: the stage's 128 k of p.x_rows tokens as two 64-k boxes.
-            const uint32_t act_bytes = kHollow < 3 ? (uint32_t)p.x_rows * kStageK * 2 : 0;
+            const uint32_t act_bytes = (uint32_t)p.x_rows * kStageK * 2;
             wait_for_previous_grid();
             allow_next_grid();
             if (lane != 0)
@@ -328,10 +209,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             if constexpr (XP) {
                 // x already in the packer's k order (permute_activations): straight into the
                 // activation ring, whose 128-byte swizzle the consumers' descriptors read as is
-                fill_ring(kOneFull ? w_full : a_full, a_empty, kActStages, act_bytes, lo, hi, nst, [&](uint32_t full, int slot, int, int st, int64_t i) {
-                    trace(p, kActCopy, i);
-                    if constexpr (kHollow >= 3)
-                        return;
+                fill_ring(a_full, a_empty, kActStages, act_bytes, lo, hi, nst, [&](uint32_t full, int slot, int, int st, int64_t i) {
                     const uint32_t dst = (uint32_t)__cvta_generic_to_shared(act_ring + slot * ASTAGE);
                     tensor_copy_2d(dst, &x_map, st * kStageK, 0, full);
                     tensor_copy_2d(dst + staged_half_bytes(NT), &x_map, st * kStageK + 64, 0, full);
@@ -339,9 +217,6 @@ __global__ void __launch_bounds__(kThreads, 1)
                 return;
             }
             fill_ring(x_full, x_empty, kStagedStages, act_bytes, lo, hi, nst, [&](uint32_t full, int slot, int, int st, int64_t i) {
-                trace(p, kActCopy, i);
-                if constexpr (kHollow >= 3)
-                    return;
                 const uint32_t dst = (uint32_t)__cvta_generic_to_shared(staged_ring + slot * ASTAGE);
                 tensor_copy_2d(dst, &x_map, st * kStageK, 0, full);
                 tensor_copy_2d(dst + staged_half_bytes(NT), &x_map, st * kStageK + 64, 0, full);
@@ -354,8 +229,6 @@ __global__ void __launch_bounds__(kThreads, 1)
             RingPos xpos, apos;
             for (int64_t i = 0; i < hi - lo; i++) {
                 mbar_wait(x_full + 8 * xpos.slot, xpos.phase);
-                if (warp == kPermuteWarp0)
-                    trace(p, kStaged, i);
                 if (i >= kActStages)
                     mbar_wait(a_empty + 8 * apos.slot, apos.phase ^ 1);
                 rewrite_stage<FP4, NT>(staged_ring + xpos.slot * ASTAGE, act_ring + apos.slot * ASTAGE, tid);
@@ -363,19 +236,15 @@ __global__ void __launch_bounds__(kThreads, 1)
                 __syncwarp();
                 if (lane == 0) {
                     mbar_arrive(x_empty + 8 * xpos.slot);
-                    mbar_arrive((kOneFull ? w_full : a_full) + 8 * apos.slot);
+                    mbar_arrive(a_full + 8 * apos.slot);
                 }
-                if (warp == kPermuteWarp0)
-                    trace(p, kRewritten, i);
                 xpos.next(kStagedStages);
                 apos.next(kActStages);
             }
         } else if (warp == kPublishWarp) {
             wait_for_previous_grid(); // the counts are the previous kernel's until it ends
             allow_next_grid();
-            if constexpr (kRedSum) {
-                ready_split_outputs(p, lo, hi, nst, T, C, lane);
-            } else if (kHollow < 5 && lo % nst != 0) {
+            if (lo % nst != 0) {
                 // A share that starts inside a group starts with a partial segment (consumers
                 // below): once its partials are stored, count them in for the group's summing CTA.
                 named_sync<kPublishBarrier, kPublishThreads>();
@@ -392,7 +261,6 @@ __global__ void __launch_bounds__(kThreads, 1)
     claim_registers<208>();
     wait_for_previous_grid();
     allow_next_grid();
-    trace_phase(p, kGridWaited);
 
     // Consumers.
     const int r = lane >> 2, c = lane & 3;
@@ -404,20 +272,15 @@ __global__ void __launch_bounds__(kThreads, 1)
     // One stage: the warp's units from the ring into registers (the slot is free once they are
     // loaded), expanded into a, then one wgmma group against the stage's activations; the group
     // before it is then complete, so its activation slot is handed back.
-    auto run_stage = [&](uint32_t(&a)[UNITS][SLICES_PER_UNIT][4], int st, int64_t item) {
+    auto run_stage = [&](uint32_t(&a)[UNITS][SLICES_PER_UNIT][4], int st) {
         mbar_wait(w_full + 8 * wpos.slot, wpos.phase);
-        if (warp == 0)
-            trace(p, kWeightsIn, item);
-        if (item == 0)
-            trace_phase(p, kFirstWeights);
         const uint8_t *ws = weight_ring + wpos.slot * WSTAGE;
         uint4 v[UNITS] = {};
 #pragma unroll
         for (int u = 0; u < UNITS; u++)
-            if constexpr (kHollow < 1)
-                v[u] = *(const uint4 *)(ws + warp * STRIP_BYTES + u * kUnitBytes + lane * 16);
+            v[u] = *(const uint4 *)(ws + warp * STRIP_BYTES + u * kUnitBytes + lane * 16);
         uint32_t sc[UNITS] = {};
-        if constexpr (FP4 && kHollow < 1) {
+        if constexpr (FP4) {
 #pragma unroll
             for (int u = 0; u < UNITS; u++)
                 sc[u] = *(const unsigned short *)(ws + kStrips * STRIP_BYTES + warp * kFp4ScaleStepBytes +
@@ -428,7 +291,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             mbar_arrive(w_empty + 8 * wpos.slot);
         wpos.next(depth);
 #pragma unroll
-        for (int u = 0; u < UNITS && kHollow < 1; u++) {
+        for (int u = 0; u < UNITS; u++) {
             if constexpr (!FP4) {
                 expand_fp8_unit(v[u], &a[u][0][0]);
             } else {
@@ -439,27 +302,16 @@ __global__ void __launch_bounds__(kThreads, 1)
                 dequant_fp4(v[u].w, s_r, s_r8, a[u][3]);
             }
         }
-        if (warp == 0)
-            trace(p, kExpanded, item);
-        if constexpr (!kOneFull) // (one-full builds: the weights' wait covered the activations)
-            mbar_wait(a_full + 8 * apos.slot, apos.phase);
-        if (warp == 0 || warp == 4)
-            trace(p, warp == 0 ? kActIn : kActIn1, item);
-        if (item == 0)
-            trace_phase(p, kFirstActs);
+        mbar_wait(a_full + 8 * apos.slot, apos.phase);
         const uint64_t desc = act_desc + (uint64_t)(apos.slot * ASTAGE >> 4);
         wgmma_fence();
 #pragma unroll
-        for (int u = 0; u < UNITS && kHollow < 2; u++)
+        for (int u = 0; u < UNITS; u++)
 #pragma unroll
             for (int t = 0; t < SLICES_PER_UNIT; t++)
                 wgmma_acc<NT>(acc, a[u][t], desc + (uint64_t)(slice_offset<NT, XP>(u * SLICES_PER_UNIT + t) >> 4));
         wgmma_commit();
-        if (warp == 0)
-            trace(p, kIssued, item);
         wgmma_wait<1>();
-        if (warp == 0)
-            trace(p, kPrevDone, item);
         __syncwarp();
         if (pending_act >= 0 && lane == 0)
             mbar_arrive(a_empty + 8 * pending_act);
@@ -475,8 +327,6 @@ __global__ void __launch_bounds__(kThreads, 1)
         const int64_t group_start = (int64_t)group * nst, group_end = group_start + nst;
         const int64_t seg_end = hi < group_end ? hi : group_end;
         const bool has_first = w == group_start; // this segment holds the group's first stage
-        if (seg_end == hi)
-            trace_phase(p, kLastSegment);
         const int strip = group * kStrips + warp, row0 = strip * 16 + r;
         // the epilogue's row factors, loaded now so the stores at the end do not wait for them
         const OutRow o0 = out_row(p, row0), o8 = out_row(p, row0 + 8);
@@ -487,30 +337,19 @@ __global__ void __launch_bounds__(kThreads, 1)
         // compiler see a0 rewritten under its own pending wgmma, and it then serializes them all.
         int st = (int)(w % nst);
         for (; w + 1 < seg_end; w += 2, st += 2) {
-            run_stage(a0, st, w - lo);
-            run_stage(a1, st + 1, w + 1 - lo);
+            run_stage(a0, st);
+            run_stage(a1, st + 1);
         }
         if (w < seg_end)
-            run_stage(a0, st, w - lo);
+            run_stage(a0, st);
         w = seg_end;
         wgmma_wait<0>();
         __syncwarp();
         if (lane == 0)
             mbar_arrive(a_empty + 8 * pending_act);
         pending_act = -1;
-        if (w == hi)
-            trace_phase(p, kStreamEnd);
 
-        const bool split = kHollow < 5 && (seg_end != group_end || !has_first);
-        const bool reduce = kRedSum && split; // (red-sum builds) this segment adds into y
-        if (reduce) {
-            // (red-sum builds) y readied for this group by warp 15 (ready_split_outputs): the
-            // head's here, or the first owner's, seen by this CTA's warp 15
-            if (has_first)
-                named_sync<kHeadBarrier, kPublishThreads>();
-            else
-                named_sync<kPublishBarrier, kPublishThreads>();
-        } else if (split) {
+        if (seg_end != group_end || !has_first) {
             // A group split between CTAs; the CTA with its first stage sums it. Partials are kept
             // in the consumers' register order (slot j of the group: float4 i of thread t at
             // (i * 256 + t) * 4), so each thread stores and loads whole 16-byte runs.
@@ -535,7 +374,6 @@ __global__ void __launch_bounds__(kThreads, 1)
                 p.cnt[group] = 0; // no one else reads or writes it in this call
             }
             named_sync<kConsumerBarrier, kConsumers>();
-            trace_phase(p, kSummed);
             // Slots 1..n onto acc (slot 0), two slots' loads in flight at a time, added in slot
             // order (deterministic).
             const int n = last - first;
@@ -560,30 +398,21 @@ __global__ void __launch_bounds__(kThreads, 1)
         // the __syncwarp at the end of this segment's stream.
         __shared__ __align__(16) __nv_bfloat16 out_tiles[kStrips][NT * 16];
         __nv_bfloat16 *const out_tile = out_tiles[warp];
-        // (Red-sum builds: a split group's owners each add their share without the bias, which
-        // the group's output already holds.)
-        const OutRow r0 = reduce ? OutRow{o0.colscale, 0.f} : o0, r8 = reduce ? OutRow{o8.colscale, 0.f} : o8;
         if (strip < p.strips) {
 #pragma unroll
             for (int idx = 0; idx < NT / 2; idx++)
-                out_tile[token_of(idx) * 16 + r + 8 * ((idx & 3) >> 1)] = out_value(p, (idx & 2) ? r8 : r0, acc[idx]);
+                out_tile[token_of(idx) * 16 + r + 8 * ((idx & 3) >> 1)] = out_value(p, (idx & 2) ? o8 : o0, acc[idx]);
         }
         __syncwarp();
         if (strip < p.strips) {
 #pragma unroll
             for (int k = 0; k < (NT + 15) / 16; k++) {
                 const int q = lane + 32 * k, t = q >> 1, n = strip * 16 + 8 * (q & 1);
-                if (t < p.M && n < p.N) { // (t < M <= NT)
-                    __nv_bfloat16 *const out = p.y + (size_t)t * p.N + n;
-                    if (reduce)
-                        red_add_bf16x8(out, *(const uint4 *)(out_tile + q * 8));
-                    else
-                        *(uint4 *)out = *(const uint4 *)(out_tile + q * 8);
-                }
+                if (t < p.M && n < p.N) // (t < M <= NT)
+                    *(uint4 *)(p.y + (size_t)t * p.N + n) = *(const uint4 *)(out_tile + q * 8);
             }
         }
     }
-    trace_phase(p, kExit);
 }
 
 // Calls f.template operator()<FP4, NT>() for the layer's format and the step's token tile (every
@@ -607,7 +436,7 @@ template <typename F> int with_tile(bool fp4, int nt, F &&f)
 }
 
 // The weight ring depth: 4 stages (QSERVE_MARLIN_STREAM_DEPTH=N: N, up to what shared memory
-// holds, for measurements). Measured (docs/marlin-history.md, session 8): 3-6 within a few
+// holds, for measurements). Measured (docs/decisions.md): 3-6 within a few
 // percent, 2 slower on the largest layer, the deepest ring (10 FP8 / 16 NVFP4 stages at 64
 // tokens) slower by ~4 us a call: every CTA requests its whole ring at the start, so the first
 // stages land late.
@@ -615,11 +444,7 @@ struct Depth {
     bool xp; // the rewrite-free variant: no staging ring, more room for weights
     template <bool FP4, int NT> int operator()()
     {
-        static_assert(!kOneFull || (kWeightStages<FP4, NT, false> >= kActStages && kWeightStages<FP4, NT, true> >= kActStages),
-                      "one-full builds: the weight ring holds as many stages as the activation ring");
-        if (kOneFull)
-            return kActStages; // slot for slot with the activation ring: the kernel's barriers need it
-        static const int cap = env_int("QSERVE_MARLIN_STREAM_DEPTH", 4);
+        static const int cap = knob("QSERVE_MARLIN_STREAM_DEPTH", 4);
         return std::max(2, std::min(cap, xp ? kWeightStages<FP4, NT, true> : kWeightStages<FP4, NT, false>));
     }
 };
@@ -750,7 +575,7 @@ bool ordered_small_step(const Layer &l, int64_t m, int sms)
 // QSERVE_MARLIN_STREAM_CTAS=N: N (for measurements).
 int64_t stream_ctas(int64_t total, int sms)
 {
-    static const int64_t forced = env_int("QSERVE_MARLIN_STREAM_CTAS", 0);
+    static const int64_t forced = knob("QSERVE_MARLIN_STREAM_CTAS", 0);
     if (forced > 0)
         return std::min<int64_t>(std::min<int64_t>(forced, sms), total);
     return even_share_ctas(total, sms);
@@ -765,7 +590,7 @@ StreamPlan plan_stream(const Layer &l, int64_t m, int sms, bool ordered = false)
     // tokens took a Llama-3.1-8B decoder layer at 56 tokens from FP8 92.0 to 89.0 us and NVFP4 83.9
     // to 78.2 (session 16 call 1). QSERVE_MARLIN_STREAM_TILES=16: tiles of 16, 32 and 64 tokens only
     // (for measurements).
-    static const bool coarse = env_int("QSERVE_MARLIN_STREAM_TILES", 8) == 16;
+    static const bool coarse = knob("QSERVE_MARLIN_STREAM_TILES", 8) == 16;
     const int rounded = (int)std::max<int64_t>(16, (m + 7) / 8 * 8);
     g.nt = coarse ? (m <= 16 ? 16 : m <= 32 ? 32 : 64) : rounded;
     // Each activation copy brings M rounded up to 8 rows (the 128-byte swizzle's period), not the
@@ -789,7 +614,7 @@ StreamPlan plan_stream(const Layer &l, int64_t m, int sms, bool ordered = false)
     // every layer (session 16 call 3: 28672x4096 NVFP4 27.4 -> 24.7 us at 24 tokens, FP8 39.5 ->
     // 35.6 at 64; 4096x4096 FP8 12.5 -> 11.1 at 64), and ordered_small_step's steps below 17.
     // QSERVE_MARLIN_STREAM_XP=0|1: never / always.
-    static const int forced = env_int("QSERVE_MARLIN_STREAM_XP", -1);
+    static const int forced = knob("QSERVE_MARLIN_STREAM_XP", -1);
     g.permuted = forced >= 0 ? forced != 0
                  : ordered   ? m > 16 || ordered_small_step(l, m, sms)
                              : stages_per_sm(l, sms) >= 20 && (m > 32 || (l.fp4 && m > 16));
@@ -803,16 +628,16 @@ StreamPlan plan_stream(const Layer &l, int64_t m, int sms, bool ordered = false)
 // QSERVE_MARLIN_STREAM_MAX (64) tokens, whatever the layer (for measurements).
 bool stream_takes(const Layer &l, int64_t m, const Runtime &rt, bool ordered)
 {
-    static const int mode = env_int("QSERVE_MARLIN_STREAM", 1);
-    static const int lo = env_int("QSERVE_MARLIN_STREAM_MIN", 1);
-    static const int hi = std::min(env_int("QSERVE_MARLIN_STREAM_MAX", kMaxTokens), kMaxTokens);
+    static const int mode = knob("QSERVE_MARLIN_STREAM", 1);
+    static const int lo = knob("QSERVE_MARLIN_STREAM_MIN", 1);
+    static const int hi = std::min(knob("QSERVE_MARLIN_STREAM_MAX", kMaxTokens), kMaxTokens);
     // The activations' tensor map needs rows at a multiple of 16 bytes; the 16-byte output stores,
     // output rows of a multiple of 8.
     if (!mode || !rt.sm90 || l.block || m > kMaxTokens || l.k_pad % kStageK != 0 || l.k % 8 != 0 || l.n % 8 != 0)
         return false;
     if (mode == 2)
         return m >= lo && m <= hi;
-    // The measured rule (docs/marlin-history.md, session 9; stages of work per SM: 4096x4096 8,
+    // The measured rule (docs/decisions.md; stages of work per SM: 4096x4096 8,
     // 6144x4096 12, 4096x14336 27, 28672x4096 54 on the H200). From 17 tokens it beats the
     // small-M kernel on every Llama-3.1-8B layer but NVFP4's smallest up to 32 tokens (4096x4096
     // NVFP4 at 17 / 32 tokens: 7.7 / 8.2 against 7.0 / 7.4 us; from 33, where the small-M kernel
@@ -834,7 +659,7 @@ namespace {
 // and one count per group.
 void workspace_of(const StreamPlan &g, size_t *floats, size_t *counters)
 {
-    *floats = kRedSum ? 0 : (size_t)g.max_shares * g.groups * kConsumers * (g.nt / 2); // (red sums: into y)
+    *floats = (size_t)g.max_shares * g.groups * kConsumers * (g.nt / 2);
     *counters = (size_t)g.groups;
 }
 } // namespace
@@ -847,39 +672,6 @@ void stream_workspace(const Layer &l, int64_t m, int sms, size_t *floats, size_t
 }
 
 bool stream_permutes(const Layer &l, int64_t m, int sms, bool ordered) { return plan_stream(l, m, sms, ordered).permuted; }
-
-#ifdef QS_MARLIN_STREAM_TRACE
-// Trace builds: call QSERVE_MARLIN_STREAM_TRACE_CALL (default 3: after the benchmark's warm-up) of
-// the stream kernel prints CTA 0's timeline and every CTA's phases to stderr
-// (marlin_stream_trace.cuh).
-int traced_launch(const Layer &l, Params &p, Launch launch, int nt, cudaStream_t s, qs_err *err)
-{
-    static long long *trace = nullptr, *phases = nullptr;
-    static int calls = 0;
-    static const int wanted = env_int("QSERVE_MARLIN_STREAM_TRACE_CALL", 3);
-    const size_t bytes = sizeof(long long) * kTraceEvents * kTraceItems;
-    if (!trace)
-        QS_CUDA_TRY(cudaMalloc(&trace, bytes), err);
-    const size_t phase_bytes = sizeof(long long) * 2 * kTracePhases * launch.ctas;
-    constexpr unsigned kMaxCtas = 1024; // one per SM: more than any GPU has
-    if (!phases)
-        QS_CUDA_TRY(cudaMalloc(&phases, sizeof(long long) * 2 * kTracePhases * kMaxCtas), err);
-    if (launch.ctas > kMaxCtas)
-        return qs_errf(err, "marlin: the trace build records at most %u CTAs", kMaxCtas);
-    QS_CUDA_TRY(cudaMemsetAsync(trace, 0, bytes, s), err);
-    QS_CUDA_TRY(cudaMemsetAsync(phases, 0, phase_bytes, s), err);
-    p.trace = trace;
-    p.phases = phases;
-    if (with_tile(l.fp4, nt, launch))
-        return -1;
-    cudaStreamCaptureStatus capturing;
-    QS_CUDA_TRY(cudaStreamIsCapturing(s, &capturing), err);
-    if (capturing != cudaStreamCaptureStatusNone || ++calls != wanted)
-        return 0; // (a graph being captured cannot be waited for: only eager calls count)
-    QS_CUDA_TRY(cudaStreamSynchronize(s), err);
-    return print_timeline(trace, l.fp4, l.n, l.k, p.M, err) || print_phases(phases, launch.ctas, err) ? -1 : 0;
-}
-#endif
 
 int stream(const Layer &l, Params &p, const __nv_bfloat16 *x, int64_t xs, const Runtime &rt, cudaStream_t s,
            qs_err *err, bool ordered)
@@ -899,11 +691,7 @@ int stream(const Layer &l, Params &p, const __nv_bfloat16 *x, int64_t xs, const 
         x = xp;
         xs = l.k_pad;
     }
-#ifdef QS_MARLIN_STREAM_TRACE
-    return traced_launch(l, p, Launch{l, p, (unsigned)g.ctas, rt, s, x, xs, g.permuted, err}, g.nt, s, err);
-#else
     return with_tile(l.fp4, g.nt, Launch{l, p, (unsigned)g.ctas, rt, s, x, xs, g.permuted, err});
-#endif
 }
 
 } // namespace qs_marlin

@@ -14,24 +14,17 @@ namespace {
 
 using namespace qs_marlin;
 
-// One layer of `groups` x `stages` items on `ctas` CTAs, shares moved by lead_shift(lead) as the
-// kernel moves them; 0 or -1 with why.
-int check_split(int64_t groups, int64_t stages, int64_t ctas, int64_t lead, char *why, size_t why_len)
+// One layer of `groups` x `stages` items on `ctas` CTAs, shared as the kernel shares them; 0 or -1
+// with why.
+int check_split(int64_t groups, int64_t stages, int64_t ctas, char *why, size_t why_len)
 {
     const int64_t items = groups * stages, slots = max_shares(stages, items, ctas);
     auto fail = [&](const char *what, int64_t c) {
-        snprintf(why, why_len, "%lld groups x %lld stages on %lld CTAs, lead %lld: %s (CTA or group %lld)",
-                 (long long)groups, (long long)stages, (long long)ctas, (long long)lead, what, (long long)c);
+        snprintf(why, why_len, "%lld groups x %lld stages on %lld CTAs: %s (CTA or group %lld)", (long long)groups,
+                 (long long)stages, (long long)ctas, what, (long long)c);
         return -1;
     };
-    auto begin = [&](int64_t c) { return share_begin(c, items, ctas) + lead_shift(c, items, ctas, stages, lead); };
-    // the CTA whose (moved) share holds item w, by search: what owner_of must name at group ends
-    auto holder = [&](int64_t w) {
-        int64_t c = 0;
-        while (begin(c + 1) <= w)
-            c++;
-        return c;
-    };
+    auto begin = [&](int64_t c) { return share_begin(c, items, ctas); };
     if (begin(0) != 0 || begin(ctas) != items)
         return fail("the shares do not cover the items", 0);
     for (int64_t c = 0; c < ctas; c++) {
@@ -39,14 +32,11 @@ int check_split(int64_t groups, int64_t stages, int64_t ctas, int64_t lead, char
         if (hi <= lo)
             return fail("an empty share", c);
         // owner_of and share_begin are both monotonic: the ends of each share decide it
-        if (lead == 0 && (owner_of(lo, items, ctas) != c || owner_of(hi - 1, items, ctas) != c))
+        if (owner_of(lo, items, ctas) != c || owner_of(hi - 1, items, ctas) != c)
             return fail("owner_of misnames a share's end", c);
     }
     for (int64_t g = 0; g < groups; g++) {
         const int first = owner_of(g * stages, items, ctas), last = owner_of(g * stages + stages - 1, items, ctas);
-        // (with even shares the check of every share's ends above covers this)
-        if (lead != 0 && (first != holder(g * stages) || last != holder(g * stages + stages - 1)))
-            return fail("owner_of misnames a group's first or last owner", g);
         if (last - first + 1 > slots)
             return fail("a group split between more CTAs than max_shares", g);
         // the summing CTA (first) holds the group's first stage: its share cannot start inside
@@ -57,16 +47,6 @@ int check_split(int64_t groups, int64_t stages, int64_t ctas, int64_t lead, char
             const int64_t lo = begin(c);
             if (lo % stages == 0 || lo / stages != g)
                 return fail("a later owner's share does not start inside the group", c);
-        }
-        // red-sum builds: a split group's output is readied by its first owner alone (the later
-        // owners count `last - first` of themselves in before the count is reset), and a whole
-        // group's by no one
-        for (int64_t c = first; c <= last; c++) {
-            const bool readies = readied_group(begin(c), begin(c + 1), stages) == g;
-            if (readies != (c == first && last > first))
-                return fail(readies ? "a CTA readies a group it is not the split first owner of"
-                                    : "a split group's first owner does not ready its output",
-                            c);
         }
     }
     return 0;
@@ -224,12 +204,8 @@ extern "C" int qs_marlin_stream_plan_check(int max_groups, int max_stages, int m
         const int g = groups <= max_groups ? groups : large_groups[groups - max_groups - 1];
         for (int stages = 1; stages <= max_stages; stages++)
             for (int ctas = 1; ctas <= max_ctas && ctas <= (int64_t)g * stages; ctas++)
-                // lead 0: the shipped kernels; 1 and 2: the lead builds (QS_MARLIN_STREAM_LEAD),
-                // where they move the shares
-                for (int lead = 0; lead <= 2; lead++)
-                    if ((lead == 0 || lead_shift(1, (int64_t)g * stages, ctas, stages, lead) != 0) &&
-                        check_split(g, stages, ctas, lead, why, why_len))
-                        return -1;
+                if (check_split(g, stages, ctas, why, why_len))
+                    return -1;
     }
     return 0;
 }

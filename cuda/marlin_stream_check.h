@@ -17,8 +17,7 @@ extern "C" {
 /* The stream kernel's work split (marlin_stream_plan.h) for 1..max_groups groups (and the
  * Llama-3.1-8B group counts) of 1..max_stages stages on 1..max_ctas CTAs: shares cover every item
  * once, owner_of names them, max_shares slots suffice, the later owners of a group are exactly the
- * shares that start inside it, and (red-sum builds) readied_group names a split group's first owner
- * alone. 0, or -1 with why. */
+ * shares that start inside it. 0, or -1 with why. */
 int qs_marlin_stream_plan_check(int max_groups, int max_stages, int max_ctas, char *why, size_t why_len);
 /* The stream kernel's CTA count (even_share_ctas) for 1..max_items items on several SM counts:
  * between 1 and min(SMs, items), fewer than both only where the shares come out even at 95% of the

@@ -277,7 +277,7 @@ int plan_wgmma(const Layer &l, int64_t m, int sms, WgmmaPlan *g, qs_err *err)
 
 } // namespace
 
-// Measured (docs/marlin-history.md, session 6): faster than the small-M kernel from 17 tokens on
+// Measured (docs/decisions.md): faster than the small-M kernel from 17 tokens on
 // layers whose 128-row groups fill the SMs without k slices (28672x4096 at 32 tokens: 50 against
 // 64 us; at 64: 81 against 107), slower on smaller layers (they need k slices of a few stages each);
 // faster than the pipelined kernel at 65..128 tokens on every Llama-3.1-8B shape (so taken there
@@ -287,9 +287,9 @@ int plan_wgmma(const Layer &l, int64_t m, int sms, WgmmaPlan *g, qs_err *err)
 // measurements).
 bool wgmma_takes(const Layer &l, int64_t m, const Runtime &rt)
 {
-    static const int mode = env_int("QSERVE_MARLIN_WGMMA", 1);
-    static const int lo = env_int("QSERVE_MARLIN_WGMMA_MIN", 17);
-    static const int hi = std::min(env_int("QSERVE_MARLIN_WGMMA_MAX", kWgMaxTokens), 256);
+    static const int mode = knob("QSERVE_MARLIN_WGMMA", 1);
+    static const int lo = knob("QSERVE_MARLIN_WGMMA_MIN", 17);
+    static const int hi = std::min(knob("QSERVE_MARLIN_WGMMA_MAX", kWgMaxTokens), 256);
     if (!mode || !rt.sm90 || l.block || m < lo || m > hi || l.k_pad % kStageK != 0)
         return false;
     if (mode == 2 || l.n_pad / (16 * kWarps) >= rt.sms)

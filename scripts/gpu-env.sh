@@ -1,5 +1,5 @@
-# gpu-env.sh — sourced from the repository root by the GPU-machine scripts (gpu-check.sh,
-# gpu-ab.sh, gpu-profile.sh, gpu-marlin-sweep.sh): D, the bundle from scripts/device-bundle.sh
+# gpu-env.sh — sourced from the repository root by the GPU-machine scripts (gpu-check.sh; the lab's
+# dev/scripts/gpu-ab.sh, gpu-profile.sh, gpu-marlin-sweep.sh): D, the bundle from scripts/device-bundle.sh
 # ($DEST, else the caller's default $1); OUT, where results go ($OUT, else /tmp/qserve-gpu-out);
 # the bundle's libraries on the library path; and take_var, for variants written VAR=v,VAR=v.
 D=${DEST:-$1}

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test suite and prints one summary line over all of them: "N passed, N failed, N skipped".
 #  - cmocka suites: $BUILD/tests/test_* (their "[  PASSED  ] N test(s)." lines are counted)
-#  - shell suites:  tests/cli/test_*.sh, each printing "ok NAME" / "not ok NAME" / "skip NAME: why"
+#  - shell suites:  tests/cli/test_*.sh, and the lab's scripts' (dev/tests/cli/test_*.sh), each
+#                   printing "ok NAME" / "not ok NAME" / "skip NAME: why"
 # Tests run from the repository root; data comes from ../shared/data (or $QSERVE_SHARED_DATA).
 # TEST_FILTER=substring runs only the suites whose name contains it.
 set -u
@@ -15,7 +16,7 @@ count() { # file pattern -> sum of the first number on matching lines
   grep -E "$2" "$1" | sed -E 's/[^0-9]*([0-9]+).*/\1/' | awk '{s+=$1} END {print s+0}'
 }
 
-for t in "$BUILD"/tests/test_* tests/cli/test_*.sh; do
+for t in "$BUILD"/tests/test_* tests/cli/test_*.sh dev/tests/cli/test_*.sh; do
   [ -e "$t" ] || continue
   case "$t" in *.d|*.o) continue;; esac
   name=$(basename "$t")

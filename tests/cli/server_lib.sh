@@ -5,6 +5,7 @@
 BIN=${QSERVE_BIN:-build/qserve}
 BUILD_DIR=${QSERVE_BUILD:-build}
 SHARED=${QSERVE_SHARED_DATA:-../shared/data}
+STORIES_DATA=${QSERVE_STORIES_DIR:-data/stories260K} # vendored: the repository's own copy
 TMP=$(mktemp -d)
 SERVER_PID=
 PORT=
@@ -35,7 +36,7 @@ trap cleanup EXIT
 
 # make_stories DIR: converts stories260K into a checkpoint directory; 1 when the data is absent.
 make_stories() {
-  local src=$SHARED/tinystories
+  local src=$STORIES_DATA
   [ -f "$src/stories260K.bin" ] && [ -f "$src/tok512.bin" ] && [ -x "$BUILD_DIR/convert-llama2c" ] || return 1
   "$BUILD_DIR/convert-llama2c" "$src/stories260K.bin" "$src/tok512.bin" "$1" >"$TMP/convert.log" 2>&1
 }

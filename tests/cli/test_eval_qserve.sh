@@ -15,14 +15,15 @@ skip_all() { for t in $ALL; do echo "skip $t: $1"; done; exit 0; }
 [ -x "$EVAL" ] || skip_all "$EVAL is not built"
 [ -x "$QSERVE" ] || skip_all "$QSERVE is not built"
 [ -x "$CONVERT" ] || skip_all "$CONVERT is not built"
-[ -f "$SHARED/tinystories/stories260K.bin" ] || skip_all "stories260K absent at $SHARED/tinystories"
+STORIES=${QSERVE_STORIES_DIR:-data/stories260K}
+[ -f "$STORIES/stories260K.bin" ] || skip_all "stories260K absent at $STORIES"
 [ -f "$SHARED/gsm8k/test.jsonl" ] || skip_all "GSM8K data absent at $SHARED/gsm8k"
 command -v python3 >/dev/null || skip_all "python3 not found"
 PY=$(python3 -c 'import sys; print(sys.executable)')
 
 TMP=$(mktemp -d /tmp/qs_eval_qserve.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
-if ! "$CONVERT" "$SHARED/tinystories/stories260K.bin" "$SHARED/tinystories/tok512.bin" "$TMP/model" >"$TMP/convert.log" 2>&1; then
+if ! "$CONVERT" "$STORIES/stories260K.bin" "$STORIES/tok512.bin" "$TMP/model" >"$TMP/convert.log" 2>&1; then
     skip_all "convert-llama2c failed: $(tail -2 "$TMP/convert.log")"
 fi
 export QSERVE_STORIES260K_DIR="$TMP/model"

@@ -6,7 +6,7 @@
 set -u
 BIN=${QSERVE_BIN:-build/qserve}
 BUILD=${QSERVE_BUILD:-build}
-DATA=${QSERVE_SHARED_DATA:-../shared/data}/tinystories
+DATA=${QSERVE_STORIES_DIR:-data/stories260K} # vendored
 names="greedy_ids greedy_text streamed_text bf16_first_sentence fp8_dynamic_first_sentence fp8_block_first_sentence online_fp8_first_sentence kv_bf16_first_sentence kv_fp8_first_sentence kv_dtype_bad seed_reproducible stop_string logprobs chat moe_backend_without_tokenizer bad_args"
 . "$(dirname "$0")/check_lib.sh"
 [ -f "$DATA/stories260K.bin" ] || skip_all "stories260K not found under $DATA" $names

@@ -15,7 +15,7 @@ cd "$(dirname "$0")/../.."
 
 MODEL=$TMP/stories
 if ! make_stories "$MODEL"; then
-  skip server_drain "stories260K or the converter is missing ($SHARED/tinystories, $BUILD_DIR/convert-llama2c)"
+  skip server_drain "stories260K or the converter is missing ($STORIES_DATA, $BUILD_DIR/convert-llama2c)"
   exit 0
 fi
 

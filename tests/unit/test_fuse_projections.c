@@ -521,9 +521,9 @@ static int setup(void **state)
         return -1;
     /* stories260K, converted as test_model_golden does */
     char bin[1024], tok[1024], cmd[4096];
-    const char *data = qs_shared_data_dir();
-    snprintf(bin, sizeof bin, "%s/tinystories/stories260K.bin", data);
-    snprintf(tok, sizeof tok, "%s/tinystories/tok512.bin", data);
+    const char *data = qs_test_stories_dir();
+    snprintf(bin, sizeof bin, "%s/stories260K.bin", data);
+    snprintf(tok, sizeof tok, "%s/tok512.bin", data);
     if (qs_file_exists(bin) && qs_file_exists(tok)) {
         const char *build = getenv("QSERVE_BUILD") ? getenv("QSERVE_BUILD") : "build";
         snprintf(cmd, sizeof cmd, "%s/convert-llama2c %s %s %s/s260 >/dev/null", build, bin, tok, g_tmp);

@@ -32,16 +32,24 @@ static inline void qs_test_remove_init_model(const char *dir)
     }
 }
 
-/* stories260K (../shared/data/tinystories) converted into a fresh folder under /tmp named after
+/* The vendored stories260K files (data/stories260K, relative to the repository root the tests run
+ * from; $QSERVE_STORIES_DIR names another folder). */
+static inline const char *qs_test_stories_dir(void)
+{
+    const char *s = getenv("QSERVE_STORIES_DIR");
+    return (s && *s) ? s : "data/stories260K";
+}
+
+/* stories260K (qs_test_stories_dir) converted into a fresh folder under /tmp named after
  * tag, with llama2.c's 200 greedy ids in golden (when golden is not NULL). Returns 1 when ready,
  * 0 when the data is absent (a skip line printed; dir left empty), -1 on failure. */
 static inline int qs_test_stories_make(const char *tag, char *dir, size_t dir_cap, int golden[200])
 {
     char bin[1024], tok[1024], ids[1024], cmd[4096];
-    const char *data = qs_shared_data_dir();
-    snprintf(bin, sizeof bin, "%s/tinystories/stories260K.bin", data);
-    snprintf(tok, sizeof tok, "%s/tinystories/tok512.bin", data);
-    snprintf(ids, sizeof ids, "%s/tinystories/golden_greedy_200_ids.txt", data);
+    const char *data = qs_test_stories_dir();
+    snprintf(bin, sizeof bin, "%s/stories260K.bin", data);
+    snprintf(tok, sizeof tok, "%s/tok512.bin", data);
+    snprintf(ids, sizeof ids, "%s/golden_greedy_200_ids.txt", data);
     dir[0] = 0;
     if (!qs_file_exists(bin) || !qs_file_exists(tok) || (golden && !qs_file_exists(ids))) {
         printf("skip: stories260K data not found under %s\n", data);

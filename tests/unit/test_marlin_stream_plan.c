@@ -2,9 +2,7 @@
  * (cuda/marlin_stream_check.cu): every layer of up to 64 groups x 128 stages (and the Llama-3.1-8B
  * group counts) on 1..132 CTAs keeps the invariants its split-group sums rely on — shares cover
  * every item once, owner_of is right, partial-sum slots suffice, publishing owners are exactly the
- * shares that start inside a group, also with the lead builds' moved shares (lead_shift), and the
- * red-sum builds' readied_group names a split group's first owner alone; and the
- * kernel's rewrite of a stage's activations puts each one where the packed weight it multiplies
+ * shares that start inside a group; and the kernel's rewrite of a stage's activations puts each one where the packed weight it multiplies
  * sits (FP8 and NVFP4, 16 / 32 / 64 tokens); and the CTA count shares the items evenly where it
  * leaves SMs idle (even_share_ctas). Skipped where the CUDA code is not built (no nvcc). */
 #include <setjmp.h>

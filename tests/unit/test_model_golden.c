@@ -235,7 +235,7 @@ static void tokenizer_matches_llama2c(void **state)
     if (!model)
         skip();
     char path[1024];
-    snprintf(path, sizeof(path), "%s/tinystories/tok512.bin", qs_shared_data_dir());
+    snprintf(path, sizeof(path), "%s/tok512.bin", qs_test_stories_dir());
     char *raw, *golden_text;
     size_t len;
     qs_err err;
@@ -250,7 +250,7 @@ static void tokenizer_matches_llama2c(void **state)
         off += 8 + (size_t)n;
     }
     free(raw);
-    snprintf(path, sizeof(path), "%s/tinystories/golden_greedy_200.txt", qs_shared_data_dir());
+    snprintf(path, sizeof(path), "%s/golden_greedy_200.txt", qs_test_stories_dir());
     assert_int_equal(qs_read_file(path, &golden_text, NULL, &err), 0);
     qs_tokenizer *tok;
     if (qs_tokenizer_load(model_dir, &tok, &err) != 0)
