@@ -14,6 +14,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/model_source.h"
+#include "cli/tp_launch.h"
 #include "engine/generate.h"
 #include "engine/kv_setup.h"
 #include "model/model_config.h"
@@ -295,6 +296,9 @@ int qs_cmd_generate(int argc, char **argv)
         goto done;
     }
     status = 1;
+    int tp_rank = 0;
+    if (qs_cli_tp_start(&cfg, &tp_rank)) /* -tp N: re-executed under mpirun, or joined the MPI job */
+        goto done;
     qs_generation_config gc;
     char tok_dir[1024], tok_path[1200];
     if (qs_cli_resolve_config(&cfg, tok_dir, sizeof tok_dir, &err)) {
@@ -338,6 +342,14 @@ int qs_cmd_generate(int argc, char **argv)
         req.eos_ids[0] = qs_tokenizer_eos_id(tok);
         req.n_eos = 1;
     }
+    if (tp_rank > 0) { /* the same load and prompt as rank 0, then rank 0's steps */
+        if (qs_generate_tp_worker(model, &req, &err)) {
+            fprintf(stderr, "error: %s\n", err.msg);
+            goto done;
+        }
+        status = 0;
+        goto done;
+    }
     stream_ctx sc = {.print = !o.json};
     req.on_text = on_text;
     req.on_text_ctx = &sc;
@@ -360,9 +372,12 @@ int qs_cmd_generate(int argc, char **argv)
             gen.decode_seconds > 0 ? gen.n_tokens / gen.decode_seconds : 0.0);
     status = 0;
 done:
+    if (status != 0)
+        qs_cli_tp_fail(&cfg, "generate failed on this rank"); /* the other ranks would wait for it */
     qs_kv_setup_free(&kvs);
     qs_generation_free(&gen);
-    qs_model_free(model);
+    qs_model_free(model); /* rank 0: the other ranks leave their step loop */
+    qs_cli_tp_finish();
     qs_tokenizer_free(tok);
     free(prompt);
     free(o.prompt_ids);

@@ -57,7 +57,9 @@ typedef struct qs_config {
     bool enable_prefix_caching;    /* default true; --no-enable-prefix-caching turns it off */
     char kv_cache_dtype[16];       /* "auto" (default), "bf16", "fp8" or "fp8_e4m3" */
     int threads;                   /* CPU threads; 0 = all cores */
-    int tensor_parallel_size;      /* only 1 is supported */
+    int tensor_parallel_size;      /* ranks the model is split over (docs/parallel.md); -tp N too */
+    int pipeline_parallel_size;    /* only 1: pipeline parallelism is refused */
+    bool enable_expert_parallel;   /* refused: MoE layers are not sharded yet */
     qs_kernel_config kernels;
     char config_file[1024];        /* the --config FILE.yaml that was read, "" if none */
     bool help_requested;           /* --help / -h was given: print qs_config_print_help and exit 0 */

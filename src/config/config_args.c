@@ -25,6 +25,7 @@ void qs_config_defaults(qs_config *cfg)
     cfg->gpu_memory_utilization = 0.9;
     cfg->device = QS_DEVICE_AUTO;
     cfg->tensor_parallel_size = 1;
+    cfg->pipeline_parallel_size = 1;
     cfg->enable_prefix_caching = true;
     snprintf(cfg->kv_cache_dtype, sizeof cfg->kv_cache_dtype, "auto");
     qs_kernel_config_defaults(&cfg->kernels);
@@ -56,6 +57,17 @@ static int cli_pass(int argc, char **argv, qs_config *cfg, bool kernel_config_pa
             if (strlen(a) >= sizeof cfg->model_dir)
                 return qs_errf(err, "MODEL '%.40s...' is too long", a);
             snprintf(cfg->model_dir, sizeof cfg->model_dir, "%s", a);
+            continue;
+        }
+        if (!strcmp(a, "-tp") && !kernel_config_pass) { /* vLLM's short form of --tensor-parallel-size */
+            if (i + 1 >= argc)
+                return qs_errf(err, "-tp needs a value (N)");
+            if (qs_config_set_option(cfg, qs_config_find_option("tensor-parallel-size"), argv[++i], "-tp", err))
+                return -1;
+            continue;
+        }
+        if (!strcmp(a, "-tp")) {
+            i++;
             continue;
         }
         if (a[1] != '-') {
@@ -116,11 +128,15 @@ static int find_config_file(int argc, char **argv, const char **path, qs_err *er
 
 static int validate(qs_config *cfg, qs_err *err)
 {
-    if (cfg->tensor_parallel_size > 1)
-        return qs_errf(err,
-                       "--tensor-parallel-size %d: tensor parallelism is not supported yet; run on one GPU "
-                       "(--tensor-parallel-size 1)",
-                       cfg->tensor_parallel_size);
+    if (cfg->pipeline_parallel_size != 1)
+        return qs_errf(err, "--pipeline-parallel-size %d: pipeline parallelism is not implemented; use "
+                            "--tensor-parallel-size to split a model over several ranks",
+                       cfg->pipeline_parallel_size);
+    if (cfg->enable_expert_parallel)
+        return qs_errf(err, "--enable-expert-parallel: expert parallelism is not implemented yet (MoE models run "
+                            "with --tensor-parallel-size 1)");
+    if (cfg->tensor_parallel_size > 256)
+        return qs_errf(err, "--tensor-parallel-size: at most 256, got %d", cfg->tensor_parallel_size);
     if (cfg->tensor_parallel_size < 1)
         return qs_errf(err, "--tensor-parallel-size: must be at least 1, got %d", cfg->tensor_parallel_size);
     if (cfg->port < 0 || cfg->port > 65535)

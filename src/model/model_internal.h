@@ -6,10 +6,12 @@
 #define QS_MODEL_MODEL_INTERNAL_H
 
 #include "model/model.h"
+#include "model/model_tp.h"
 #include "model/online_quant.h"
 #include "model/projection_fusion.h"
 #include "model/safetensors.h"
 #include "ops/ops.h"
+#include "quant/linear_shard.h"
 #include "quant/quant_config.h"
 #include "registry/registry.h"
 
@@ -20,6 +22,7 @@ typedef struct qs_linear {
     void *bias;                 /* device bias added by ops->add_bias, or NULL */
     qs_online_fp8 *online;      /* --quantization fp8: the quantized weights desc points at */
     qs_fused_linear *fused;     /* qkv_proj / gate_up_proj: the concatenated tensors desc points at */
+    qs_linear_shard *shard;     /* tensor parallelism: this rank's part of the tensors desc points at */
     /* Per-step dispatch (step_dispatch.c): steps of at most small_max_rows tokens run here. */
     const qs_kernel *small_kernel;
     void *small_state;
@@ -97,6 +100,11 @@ struct qs_model {
     struct qs_step_graphs *graphs;
     bool sample_on_device;      /* ops->sample exists and QSERVE_DEVICE_SAMPLING is not 0 */
     bool act_order;             /* QSERVE_ACT_ORDER is not 0: ops write x in its linear's input order */
+    /* Tensor parallelism (model_tp.c): the communicator (one rank without it) and this rank's part;
+     * mc then holds this rank's heads, KV heads and MLP width, and the global vocabulary. */
+    qs_comm *comm;
+    qs_tp_layout tp;
+    bool tp_loaded;             /* the load succeeded: rank 0 tells the other ranks when it stops */
 };
 
 /* Fuses every layer's q/k/v and dense gate/up where projection_fusion.h allows (nothing when
@@ -132,6 +140,22 @@ int qs_llama4_load_mlp(qs_model *m, int i, qs_layer *L, qs_err *err);
 int qs_llama4_load_moe(qs_model *m, int i, qs_layer *L, qs_err *err);
 int qs_llama4_check_device(const qs_model *m, qs_err *err);
 void qs_llama4_free_split(qs_moe_layer *moe);
+/* Tensor parallelism at load (model_tp.c): cut a layer's attention and dense MLP projections and
+ * the lm_head to this rank's part, upload this rank's embedding rows (plus a zero row), and make
+ * mc local once every layer is cut. */
+int qs_tp_shard_attention(qs_model *m, qs_layer *L, qs_err *err);
+int qs_tp_shard_mlp(qs_model *m, qs_layer *L, qs_err *err);
+int qs_tp_shard_lm_head(qs_model *m, qs_err *err);
+void *qs_tp_upload_embedding(qs_model *m, const char *name, qs_err *err);
+void qs_tp_localize_config(qs_model *m);
+/* ... and in a step (model_tp_step.c): a token id's row in this rank's embedding shard; the
+ * all-reduce of partial sums (nothing with one rank); rank 0's step broadcast and final stop; the
+ * lm_head slices gathered into whole rows of logits (written on rank 0 when logits is not NULL). */
+int32_t qs_tp_local_token(const qs_model *m, int32_t id);
+int qs_tp_all_reduce(qs_model *m, void *buf, int64_t count, qs_err *err);
+int qs_tp_send_step(qs_model *m, const qs_seq_step *seqs, int n_seqs, qs_err *err);
+void qs_tp_send_stop(qs_model *m);
+int qs_tp_gather_logits(qs_model *m, int n_out, float *logits, qs_err *err);
 /* Fills inv_freq[head_dim/2]: the default RoPE frequencies, llama3-scaled when the config says so. */
 void qs_rope_inv_freq(const qs_model_config *mc, float *inv_freq);
 
