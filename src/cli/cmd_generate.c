@@ -296,8 +296,10 @@ int qs_cmd_generate(int argc, char **argv)
         goto done;
     }
     status = 1;
-    int tp_rank = 0;
-    if (qs_cli_tp_start(&cfg, &tp_rank)) /* -tp N: re-executed under mpirun, or joined the MPI job */
+    int tp_rank = 0, tp_status = 0, tp = qs_cli_tp_start(&cfg, &tp_rank, &tp_status);
+    if (tp > 0) /* -tp N: the ranks ran under mpirun and have ended */
+        status = tp_status;
+    if (tp != 0)
         goto done;
     qs_generation_config gc;
     char tok_dir[1024], tok_path[1200];

@@ -16,6 +16,7 @@
 #include "cli/commands.h"
 #include "cli/model_source.h"
 #include "cli/tp_launch.h"
+#include "parallel/launch.h"
 #include "config/config.h"
 #include "engine/engine.h"
 #include "engine/kv_cache.h"
@@ -230,6 +231,10 @@ fail:
  * KV cache and runs every step rank 0 sends until rank 0 stops. */
 static int serve_worker(qs_config *cfg)
 {
+    /* mpirun forwards SIGINT/SIGTERM to every rank: rank 0 drains, then its stop ends this loop */
+    signal(SIGINT, SIG_IGN);
+    signal(SIGTERM, SIG_IGN);
+    signal(QS_LAUNCH_STOP_SIGNAL, SIG_IGN);
     char tok_dir[1024];
     qs_err err = {{0}};
     qs_model *model = NULL;
@@ -288,9 +293,9 @@ int qs_cmd_serve(int argc, char **argv)
         fprintf(stderr, "error: serve needs MODEL (usage: qserve serve MODEL [flags])\n");
         return 2;
     }
-    int tp_rank = 0;
-    if (qs_cli_tp_start(&cfg, &tp_rank)) /* -tp N: re-executed under mpirun, or joined the MPI job */
-        return 1;
+    int tp_rank = 0, tp_status = 0, tp = qs_cli_tp_start(&cfg, &tp_rank, &tp_status);
+    if (tp != 0) /* -tp N: the ranks ran under mpirun (and ended), or joining the MPI job failed */
+        return tp > 0 ? tp_status : 1;
     if (tp_rank > 0)
         return serve_worker(&cfg);
     if (!cfg.served_model_name[0])
@@ -305,6 +310,7 @@ int qs_cmd_serve(int argc, char **argv)
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGUSR1);
+    sigaddset(&set, QS_LAUNCH_STOP_SIGNAL); /* -tp: SIGINT/SIGTERM to the launching qserve */
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
 
@@ -345,7 +351,7 @@ int qs_cmd_serve(int argc, char **argv)
         return 1;
     }
     qs_info("received %s: draining (new requests get 503, running ones get %g s to finish)",
-            sig == SIGINT ? "SIGINT" : "SIGTERM", cfg.shutdown_timeout);
+            sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a stop signal (SIGUSR2)", cfg.shutdown_timeout);
     qs_server_drain(server, cfg.shutdown_timeout); /* a load in progress is answered 503 meanwhile */
     pthread_join(loader, NULL); /* a load in progress finishes first; the engine then stops at once */
     qs_server_stop(server); /* frees the model: the other ranks leave their step loop */

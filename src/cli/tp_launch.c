@@ -19,9 +19,10 @@ void qs_cli_save_argv(int argc, char **argv)
     g_argv = argv;
 }
 
-int qs_cli_tp_start(qs_config *cfg, int *rank)
+int qs_cli_tp_start(qs_config *cfg, int *rank, int *exit_status)
 {
     *rank = 0;
+    *exit_status = 0;
     int n = cfg->tensor_parallel_size, world = 0;
     if (n <= 1)
         return 0;
@@ -31,9 +32,13 @@ int qs_cli_tp_start(qs_config *cfg, int *rank)
             fprintf(stderr, "error: --tensor-parallel-size %d: the command line was not saved\n", n);
             return -1;
         }
-        qs_launch_reexec_under_mpirun(n, g_argc, g_argv, &err); /* returns only on failure */
-        fprintf(stderr, "error: %s\n", err.msg);
-        return -1;
+        int st = qs_launch_run_under_mpirun(n, g_argc, g_argv, &err);
+        if (st < 0) {
+            fprintf(stderr, "error: %s\n", err.msg);
+            return -1;
+        }
+        *exit_status = st;
+        return 1;
     }
     if (world != n) {
         fprintf(stderr, "error: --tensor-parallel-size %d, but mpirun started %d ranks (mpirun -np %d)\n", n, world, n);

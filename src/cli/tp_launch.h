@@ -8,9 +8,9 @@
 
 /* main() keeps the original command line here, for the re-execution. */
 void qs_cli_save_argv(int argc, char **argv);
-/* 0 with *rank set (0 without tensor parallelism); -1 with a message on stderr. Does not return
- * when it re-executes. */
-int qs_cli_tp_start(qs_config *cfg, int *rank);
+/* 0 with *rank set (0 without tensor parallelism); -1 with a message on stderr; 1 when this
+ * process ran the ranks under mpirun, which have ended: then *exit_status is what to exit with. */
+int qs_cli_tp_start(qs_config *cfg, int *rank, int *exit_status);
 /* Ends the job with `msg` when this process is one of several ranks (a load failed); else nothing. */
 void qs_cli_tp_fail(const qs_config *cfg, const char *msg);
 /* Finalizes MPI when it was used. */

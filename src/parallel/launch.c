@@ -1,12 +1,15 @@
-/* launch.c — starts the ranks of a one-host tensor-parallel run by re-executing qserve under
- * mpirun (see launch.h). mpirun then owns the job: a rank that dies takes the others down with a
- * message naming it, and SIGINT/SIGTERM to mpirun reach every rank. */
+/* launch.c — starts the ranks of a one-host tensor-parallel run by running qserve again under
+ * mpirun (see launch.h). mpirun owns the job: a rank that dies takes the others down with a
+ * message naming it; this process only waits, and turns SIGINT/SIGTERM into the SIGUSR2 that
+ * mpirun passes on to the ranks. */
 #include "parallel/launch.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 bool qs_launch_is_mpi_rank(int *world)
@@ -39,7 +42,16 @@ static bool on_path(const char *prog)
     return false;
 }
 
-int qs_launch_reexec_under_mpirun(int np, int argc, char **argv, qs_err *err)
+static volatile sig_atomic_t g_child;
+
+static void forward_stop(int sig)
+{
+    (void)sig;
+    if (g_child > 0)
+        kill(g_child, QS_LAUNCH_STOP_SIGNAL);
+}
+
+int qs_launch_run_under_mpirun(int np, int argc, char **argv, qs_err *err)
 {
     if (!on_path("mpirun"))
         return qs_errf(err, "--tensor-parallel-size %d starts its ranks with Open MPI's mpirun, which is not on PATH "
@@ -71,8 +83,32 @@ int qs_launch_reexec_under_mpirun(int np, int argc, char **argv, qs_err *err)
     av[k] = NULL;
     fflush(stdout);
     fflush(stderr);
-    execvp("mpirun", av);
-    int e = errno;
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid < 0) {
+        free(av);
+        return qs_errf(err, "--tensor-parallel-size %d: cannot fork mpirun: %s", np, strerror(errno));
+    }
+    if (pid == 0) {
+        setpgid(0, 0);                  /* a terminal's Ctrl-C reaches this process, not mpirun */
+        prctl(PR_SET_PDEATHSIG, SIGTERM); /* this process gone: mpirun ends the job */
+        if (getppid() != parent)
+            _exit(1);
+        execvp("mpirun", av);
+        fprintf(stderr, "error: --tensor-parallel-size %d: cannot run mpirun: %s\n", np, strerror(errno));
+        _exit(127);
+    }
     free(av);
-    return qs_errf(err, "--tensor-parallel-size %d: cannot run mpirun: %s", np, strerror(e));
+    g_child = pid;
+    struct sigaction sa = {.sa_handler = forward_stop};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR)
+            return qs_errf(err, "--tensor-parallel-size %d: waiting for mpirun: %s", np, strerror(errno));
+    if (WIFEXITED(status))
+        return WEXITSTATUS(status);
+    return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }

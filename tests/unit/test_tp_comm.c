@@ -1,6 +1,6 @@
 /* test_tp_comm.c — the communicators of src/parallel: the one-rank one is the identity, and the
- * MPI one sums, gathers and broadcasts across two real ranks. Run directly, the binary re-executes
- * itself under `mpirun -np 2` (as qserve -tp 2 does); rank 1's output is silenced so the cmocka
+ * MPI one sums, gathers and broadcasts across two real ranks. Run directly, the binary runs itself
+ * again under `mpirun -np 2` (as qserve -tp 2 does); rank 1's output is silenced so the cmocka
  * summary is counted once, and any rank's failure fails mpirun's exit status. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -87,8 +87,10 @@ int main(int argc, char **argv)
     qs_err e;
     if (!qs_launch_is_mpi_rank(&world)) {
         setenv("QSERVE_TP_TIMEOUT", "30", 0);
-        if (qs_launch_reexec_under_mpirun(2, argc, argv, &e) != 0)
-            fprintf(stderr, "test_tp_comm: %s; only the one-rank tests run\n", e.msg);
+        int st = qs_launch_run_under_mpirun(2, argc, argv, &e);
+        if (st >= 0) /* the two ranks ran the tests */
+            return st;
+        fprintf(stderr, "test_tp_comm: %s; only the one-rank tests run\n", e.msg);
     } else {
         g_mpi = qs_comm_mpi(2, &e);
         if (!g_mpi) {
