@@ -74,7 +74,6 @@ int qs_launch_run_under_mpirun(int np, int argc, char **argv, qs_err *err)
     av[k++] = "--oversubscribe";  /* ranks may outnumber cores: correctness before speed */
     av[k++] = "--bind-to";        /* each rank runs a thread pool; pinning it to one core starves it */
     av[k++] = "none";
-    av[k++] = "--quiet";
     if (geteuid() == 0)
         av[k++] = "--allow-run-as-root"; /* containers run as root; mpirun refuses it otherwise */
     av[k++] = self;
@@ -108,7 +107,9 @@ int qs_launch_run_under_mpirun(int np, int argc, char **argv, qs_err *err)
     while (waitpid(pid, &status, 0) < 0)
         if (errno != EINTR)
             return qs_errf(err, "--tensor-parallel-size %d: waiting for mpirun: %s", np, strerror(errno));
-    if (WIFEXITED(status))
-        return WEXITSTATUS(status);
-    return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    if (code != 0)
+        fprintf(stderr, "error: --tensor-parallel-size %d: the ranks ended with status %d (mpirun's message above "
+                        "names the rank that failed)\n", np, code);
+    return code;
 }
