@@ -59,6 +59,13 @@ typedef struct qs_layer {
     bool rope;                  /* Llama 4: a RoPE layer (else NoPE); true for every other architecture */
 } qs_layer;
 
+/* Where a tensor-parallel rank's step time goes beyond its own compute (model_tp_step.c; logged
+ * when the ranks stop): the collectives' wall time, waiting for slower ranks included. */
+typedef struct qs_tp_stats {
+    long steps, all_reduces;
+    double all_reduce_s, gather_s, broadcast_s;
+} qs_tp_stats;
+
 /* Per-step buffers, grown to the largest step seen. */
 typedef struct qs_scratch {
     uint64_t epoch;             /* changes whenever a buffer gets a new address (recorded graphs hold them) */
@@ -105,6 +112,7 @@ struct qs_model {
     qs_comm *comm;
     qs_tp_layout tp;
     bool tp_loaded;             /* the load succeeded: rank 0 tells the other ranks when it stops */
+    qs_tp_stats tp_stats;
 };
 
 /* Fuses every layer's q/k/v and dense gate/up where projection_fusion.h allows (nothing when
@@ -156,6 +164,8 @@ int qs_tp_all_reduce(qs_model *m, void *buf, int64_t count, qs_err *err);
 int qs_tp_send_step(qs_model *m, const qs_seq_step *seqs, int n_seqs, qs_err *err);
 void qs_tp_send_stop(qs_model *m);
 int qs_tp_gather_logits(qs_model *m, int n_out, float *logits, qs_err *err);
+/* One log line: steps, and the time per step in all-reduces, the logits gather and the broadcast. */
+void qs_tp_log_stats(const qs_model *m);
 /* Fills inv_freq[head_dim/2]: the default RoPE frequencies, llama3-scaled when the config says so. */
 void qs_rope_inv_freq(const qs_model_config *mc, float *inv_freq);
 

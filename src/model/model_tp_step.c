@@ -5,6 +5,7 @@
  * slices are gathered into whole logits rows on rank 0, where the sampler runs. */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "model/model_internal.h"
 #include "model/model_tp.h"
@@ -16,11 +17,33 @@ enum { SEQ_TOKENS, SEQ_START, SEQ_BLOCKS, SEQ_LOGITS, SEQ_LEN }; /* per-sequence
 
 static qs_comm_dtype act_dtype(const qs_model *m) { return m->ops->act_size == 2 ? QS_COMM_BF16 : QS_COMM_F32; }
 
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 int qs_tp_all_reduce(qs_model *m, void *buf, int64_t count, qs_err *err)
 {
     if (m->tp.size <= 1)
         return 0;
-    return m->comm->all_reduce_sum(m->comm, buf, count, act_dtype(m), err);
+    double t0 = now_s();
+    int rc = m->comm->all_reduce_sum(m->comm, buf, count, act_dtype(m), err);
+    m->tp_stats.all_reduce_s += now_s() - t0;
+    m->tp_stats.all_reduces++;
+    return rc;
+}
+
+void qs_tp_log_stats(const qs_model *m)
+{
+    const qs_tp_stats *st = &m->tp_stats;
+    if (m->tp.size <= 1 || st->steps == 0)
+        return;
+    qs_info("tensor parallel: %ld steps; all-reduce %.1f us a step (%ld calls, %.3f s), logits all-gather %.1f us a "
+            "step, step broadcast %.1f us a step",
+            st->steps, 1e6 * st->all_reduce_s / (double)st->steps, st->all_reduces, st->all_reduce_s,
+            1e6 * st->gather_s / (double)st->steps, 1e6 * st->broadcast_s / (double)st->steps);
 }
 
 int qs_tp_send_step(qs_model *m, const qs_seq_step *seqs, int n_seqs, qs_err *err)
@@ -49,10 +72,13 @@ int qs_tp_send_step(qs_model *m, const qs_seq_step *seqs, int n_seqs, qs_err *er
         blk += s->n_blocks;
     }
     qs_comm *c = m->comm;
+    double t0 = now_s();
     int rc = c->broadcast(c, hdr, HDR_LEN, QS_COMM_I32, 0, QS_COMM_WAIT_STEP, err) ||
                      c->broadcast(c, p, len, QS_COMM_I32, 0, QS_COMM_WAIT_STEP, err)
                  ? -1
                  : 0;
+    m->tp_stats.broadcast_s += now_s() - t0;
+    m->tp_stats.steps++;
     free(p);
     return rc;
 }
@@ -63,6 +89,7 @@ void qs_tp_send_stop(qs_model *m)
         return;
     int32_t hdr[HDR_LEN] = {STEP_STOP, 0, 0, 0};
     qs_err err;
+    qs_tp_log_stats(m);
     if (m->comm->broadcast(m->comm, hdr, HDR_LEN, QS_COMM_I32, 0, QS_COMM_WAIT_STEP, &err))
         qs_warn("tensor parallel: telling the other ranks to stop: %s", err.msg);
 }
@@ -75,10 +102,12 @@ int qs_tp_gather_logits(qs_model *m, int n_out, float *logits, qs_err *err)
     if (!mine)
         return qs_errf(err, "out of memory gathering logits");
     float *all = mine + part;
+    double t0 = now_s();
     int rc = m->ops->acts_to_host_f32(mine, m->s.logits, (int64_t)part, err) ||
                      m->comm->all_gather(m->comm, mine, all, (int64_t)part, QS_COMM_F32, err)
                  ? -1
                  : 0;
+    m->tp_stats.gather_s += now_s() - t0;
     if (rc == 0 && logits) /* all is [rank][row][Vl]; a logits row is the ranks' slices in order */
         for (int r = 0; r < N; r++)
             for (int row = 0; row < n_out; row++)
@@ -102,6 +131,7 @@ int qs_model_tp_worker(qs_model *m, qs_kv_cache *kv, qs_err *err)
             break;
         if (hdr[HDR_CMD] == STEP_STOP) {
             qs_info("tensor parallel: rank 0 stopped after %ld steps", steps);
+            qs_tp_log_stats(m);
             free(seqs);
             free(p);
             return 0;
@@ -135,6 +165,7 @@ int qs_model_tp_worker(qs_model *m, qs_kv_cache *kv, qs_err *err)
         if (qs_model_forward(m, kv, seqs, n, NULL, err))
             break;
         steps++;
+        m->tp_stats.steps++;
     }
     free(seqs);
     free(p);
