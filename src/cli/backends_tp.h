@@ -1,6 +1,6 @@
 /* backends_tp.h — `qserve backends MODEL -tp N`: what each tensor-parallel rank would hold (heads,
- * KV heads, MLP columns, vocabulary rows), the shard shape of every projection of layer 0 and the
- * lm_head, and the kernel the registry picks for that shard on this device — from the headers, as
+ * KV heads, MLP columns, vocabulary rows), the shard shape of every projection of layer 0 (expert 0's
+ * for an MoE layer) and the lm_head, and the kernel the registry picks for that shard on this device — from the headers, as
  * the rest of `backends` does, without starting any rank. */
 #ifndef QS_CLI_BACKENDS_TP_H
 #define QS_CLI_BACKENDS_TP_H

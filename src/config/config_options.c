@@ -72,7 +72,7 @@ static const qs_option OPTIONS[] = {
     {"pipeline-parallel-size", QS_OPT_INT, F(pipeline_parallel_size), "N",
      "pipeline stages; only 1 (pipeline parallelism is not implemented)"},
     {"enable-expert-parallel", QS_OPT_BOOL, F(enable_expert_parallel), NULL,
-     "whole MoE experts per rank; not implemented yet (an error)"},
+     "whole MoE experts per rank; not implemented (an error: MoE layers run experts tensor-parallel)"},
     {"linear-backend", QS_OPT_BACKEND, F(kernels.linear_backend), "NAME",
      "kernel for linear layers: auto, cublaslt, marlin, emulation, reference (default auto)"},
     {"moe-backend", QS_OPT_BACKEND, F(kernels.moe_backend), "NAME",

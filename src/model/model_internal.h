@@ -36,6 +36,7 @@ typedef struct qs_moe_layer {
     void *state;
     qs_linear router;
     qs_online_fp8 *online;      /* --quantization fp8: [3 * num_experts] gate, up, down */
+    qs_linear_shard *shards;    /* tensor parallelism: [3 * num_experts] gate, up, down of this rank */
     /* Llama 4's fused 3-D expert tensors, split per expert and transposed to [out, in]
      * (model_llama4.c): 3 * num_experts tensors over one buffer, or NULL. */
     qs_tensor *split;
@@ -153,6 +154,7 @@ void qs_llama4_free_split(qs_moe_layer *moe);
  * mc local once every layer is cut. */
 int qs_tp_shard_attention(qs_model *m, qs_layer *L, qs_err *err);
 int qs_tp_shard_mlp(qs_model *m, qs_layer *L, qs_err *err);
+int qs_tp_shard_moe(qs_model *m, qs_layer *L, qs_err *err);
 int qs_tp_shard_lm_head(qs_model *m, qs_err *err);
 void *qs_tp_upload_embedding(qs_model *m, const char *name, qs_err *err);
 void qs_tp_localize_config(qs_model *m);

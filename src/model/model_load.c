@@ -476,7 +476,7 @@ static int load_all(qs_model *m, const qs_config *cfg, qs_err *err)
         if (c->llama4 ? (L->is_moe ? qs_llama4_load_moe(m, i, L, err) : qs_llama4_load_mlp(m, i, L, err))
                       : (L->is_moe ? load_moe(m, i, L, err) : load_mlp(m, i, L, err)))
             return -1;
-        if (tp && qs_tp_shard_mlp(m, L, err)) /* (the layout refuses MoE and Llama 4 under tp) */
+        if (tp && (L->is_moe ? qs_tp_shard_moe(m, L, err) : qs_tp_shard_mlp(m, L, err))) /* (Llama 4 is refused) */
             return -1;
     }
     if (tp)
@@ -562,6 +562,9 @@ void qs_model_free(qs_model *m)
             for (int e = 0; L->moe.online && e < 3 * L->moe.desc.num_experts; e++)
                 qs_online_fp8_free(&L->moe.online[e]);
             free(L->moe.online);
+            for (int e = 0; L->moe.shards && e < 3 * L->moe.desc.num_experts; e++)
+                qs_linear_shard_free(&L->moe.shards[e]);
+            free(L->moe.shards);
             free(L->moe.gate);
             free(L->moe.up);
             free(L->moe.down);

@@ -1,7 +1,7 @@
 /* model_tp.c — the tensor-parallel layout of a model and the cutting of its weights at load (see
  * model_tp.h): heads, KV heads, MLP columns and vocabulary rows per rank as vLLM assigns them,
  * q/k/v and gate/up column-parallel, o and down row-parallel, the embedding and lm_head
- * vocab-parallel. The config is then made local (this rank's heads and MLP width), so the forward
+ * vocab-parallel, every expert's gate/up and down like a dense MLP's (the router replicated). The config is then made local (this rank's heads and MLP width), so the forward
  * pass, the scratch buffers and the KV cache (this rank's KV heads) need no other change. */
 #include "model/model_tp.h"
 
@@ -20,6 +20,7 @@ int qs_tp_layout_plan(const qs_model_config *c, int rank, int size, qs_tp_layout
                           .heads = c->num_heads,
                           .kv_heads = c->num_kv_heads,
                           .inter = c->intermediate_size,
+                          .moe_inter = c->moe_intermediate_size,
                           .vocab = c->vocab_size};
     if (size == 1)
         return 0;
@@ -27,11 +28,9 @@ int qs_tp_layout_plan(const qs_model_config *c, int rank, int size, qs_tp_layout
         return qs_errf(err, "--tensor-parallel-size %d: %s (Llama 4) is not sharded yet; run it with "
                             "--tensor-parallel-size 1",
                        size, c->arch_name);
-    if (c->num_experts > 0)
-        return qs_errf(err, "--tensor-parallel-size %d: %s is a mixture-of-experts model, and MoE layers are not "
-                            "sharded yet (neither experts tensor-parallel nor --enable-expert-parallel); run it with "
-                            "--tensor-parallel-size 1",
-                       size, c->arch_name);
+    if (c->num_experts > 0 && c->moe_intermediate_size % size)
+        return qs_errf(err, "--tensor-parallel-size %d does not divide the experts' intermediate size %d", size,
+                       c->moe_intermediate_size);
     if (c->num_heads % size)
         return qs_errf(err, "--tensor-parallel-size %d does not divide num_attention_heads %d", size, c->num_heads);
     if (size <= c->num_kv_heads ? c->num_kv_heads % size : size % c->num_kv_heads)
@@ -55,6 +54,10 @@ int qs_tp_layout_plan(const qs_model_config *c, int rank, int size, qs_tp_layout
     }
     out->inter = c->intermediate_size / size;
     out->inter_first = rank * out->inter;
+    if (c->num_experts > 0) {
+        out->moe_inter = c->moe_intermediate_size / size;
+        out->moe_inter_first = rank * out->moe_inter;
+    }
     out->vocab = c->vocab_size / size;
     out->vocab_first = rank * out->vocab;
     return 0;
@@ -131,6 +134,35 @@ int qs_tp_shard_mlp(qs_model *m, qs_layer *L, qs_err *err)
                : 0;
 }
 
+int qs_tp_shard_moe(qs_model *m, qs_layer *L, qs_err *err)
+{
+    qs_moe_layer *moe = &L->moe;
+    const qs_tp_layout *t = &m->tp;
+    int E = moe->desc.num_experts;
+    moe->shards = calloc((size_t)E * 3, sizeof *moe->shards);
+    if (!moe->shards)
+        return qs_errf(err, "out of memory for the expert shards");
+    for (int e = 0; e < E; e++) {
+        qs_linear_desc *parts[3] = {&moe->gate[e], &moe->up[e], &moe->down[e]};
+        for (int j = 0; j < 3; j++) {
+            qs_shard_dim dim = j < 2 ? QS_SHARD_ROWS : QS_SHARD_COLS;
+            int64_t full = dim == QS_SHARD_ROWS ? parts[j]->n : parts[j]->k;
+            if (qs_linear_shard_make(parts[j], dim, t->moe_inter_first, t->moe_inter, t->rank == 0,
+                                     &moe->shards[3 * e + j], err))
+                return qs_err_prefix(err, "--tensor-parallel-size %d, rank %d: ", t->size, t->rank);
+            if (e == 0 && strstr(parts[j]->name, "layers.0.")) {
+                char d[96];
+                qs_linear_shard_describe(parts[j], dim, t->moe_inter_first, t->moe_inter, d, sizeof d);
+                qs_info("tensor parallel: %s %s of %lld (each of %d experts, %s), %s", parts[j]->name, d,
+                        (long long)full, E, dim == QS_SHARD_ROWS ? "column-parallel" : "row-parallel",
+                        qs_scheme_name(parts[j]->scheme));
+            }
+        }
+    }
+    moe->desc.inter = t->moe_inter;
+    return 0;
+}
+
 int qs_tp_shard_lm_head(qs_model *m, qs_err *err)
 {
     return shard(m, &m->lm_head, QS_SHARD_ROWS, m->tp.vocab_first, m->tp.vocab, err);
@@ -181,6 +213,8 @@ void qs_tp_localize_config(qs_model *m)
     m->mc.num_heads = m->tp.heads;
     m->mc.num_kv_heads = m->tp.kv_heads;
     m->mc.intermediate_size = (int)m->tp.inter;
+    if (m->mc.num_experts > 0)
+        m->mc.moe_intermediate_size = (int)m->tp.moe_inter;
 }
 
 int qs_model_tp_rank(const qs_model *m) { return m->tp.rank; }

@@ -3,8 +3,9 @@
  * the collectives the forward pass adds (embedding and o/down all-reduces, the logits all-gather),
  * and the step broadcast: rank 0's engine calls qs_model_forward as always and the model sends the
  * step to the other ranks, which sit in qs_model_tp_worker running the same forward pass. Dense
- * Llama, Mistral, Qwen2 and Qwen3 in every linear scheme are sharded; MoE and Llama 4 are refused
- * by name under --tensor-parallel-size > 1. */
+ * Llama, Mistral, Qwen2 and Qwen3 and the MoE models Qwen3-MoE and Mixtral (experts
+ * tensor-parallel: each expert's intermediate dimension split) in every linear scheme are sharded;
+ * Llama 4 is refused by name under --tensor-parallel-size > 1. */
 #ifndef QS_MODEL_MODEL_TP_H
 #define QS_MODEL_MODEL_TP_H
 
@@ -19,6 +20,7 @@ typedef struct qs_tp_layout {
     int heads, q_head_first;       /* attention heads of this rank, first global head */
     int kv_heads, kv_head_first;   /* KV heads (one replicated head each when size > num_key_value_heads) */
     int64_t inter, inter_first;    /* dense MLP intermediate columns */
+    int64_t moe_inter, moe_inter_first; /* every expert's intermediate columns (experts tensor-parallel) */
     int64_t vocab, vocab_first;    /* vocabulary rows of the embedding and the lm_head */
 } qs_tp_layout;
 
