@@ -79,7 +79,7 @@ int qs_backends_print_tp(FILE *out, const qs_kernel_config *kc, const qs_device_
     for (int r = 0; r < tp; r++) {
         qs_tp_layout t;
         qs_err err;
-        if (qs_tp_layout_plan(&m->mc, r, tp, &t, &err)) {
+        if (qs_tp_layout_plan(&m->mc, r, tp, false, &t, &err)) {
             fprintf(out, "  %s\n", err.msg);
             return 1;
         }

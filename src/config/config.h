@@ -59,7 +59,7 @@ typedef struct qs_config {
     int threads;                   /* CPU threads; 0 = all cores */
     int tensor_parallel_size;      /* ranks the model is split over (docs/parallel.md); -tp N too */
     int pipeline_parallel_size;    /* only 1: pipeline parallelism is refused */
-    bool enable_expert_parallel;   /* refused: MoE layers are not sharded yet */
+    bool enable_expert_parallel;   /* under tp: whole experts per rank (docs/parallel.md) */
     qs_kernel_config kernels;
     char config_file[1024];        /* the --config FILE.yaml that was read, "" if none */
     bool help_requested;           /* --help / -h was given: print qs_config_print_help and exit 0 */

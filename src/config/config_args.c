@@ -132,9 +132,9 @@ static int validate(qs_config *cfg, qs_err *err)
         return qs_errf(err, "--pipeline-parallel-size %d: pipeline parallelism is not implemented; use "
                             "--tensor-parallel-size to split a model over several ranks",
                        cfg->pipeline_parallel_size);
-    if (cfg->enable_expert_parallel)
-        return qs_errf(err, "--enable-expert-parallel: expert parallelism is not implemented yet (under "
-                            "--tensor-parallel-size, MoE experts are split tensor-parallel instead)");
+    if (cfg->enable_expert_parallel && cfg->tensor_parallel_size < 2)
+        return qs_errf(err, "--enable-expert-parallel needs --tensor-parallel-size > 1 (the ranks to spread the "
+                            "experts over)");
     if (cfg->tensor_parallel_size > 256)
         return qs_errf(err, "--tensor-parallel-size: at most 256, got %d", cfg->tensor_parallel_size);
     if (cfg->tensor_parallel_size < 1)

@@ -72,7 +72,8 @@ static const qs_option OPTIONS[] = {
     {"pipeline-parallel-size", QS_OPT_INT, F(pipeline_parallel_size), "N",
      "pipeline stages; only 1 (pipeline parallelism is not implemented)"},
     {"enable-expert-parallel", QS_OPT_BOOL, F(enable_expert_parallel), NULL,
-     "whole MoE experts per rank; not implemented (an error: MoE layers run experts tensor-parallel)"},
+     "MoE layers keep whole experts, num_experts / N a rank, instead of splitting every expert over the "
+     "--tensor-parallel-size N ranks (docs/parallel.md)"},
     {"linear-backend", QS_OPT_BACKEND, F(kernels.linear_backend), "NAME",
      "kernel for linear layers: auto, cublaslt, marlin, emulation, reference (default auto)"},
     {"moe-backend", QS_OPT_BACKEND, F(kernels.moe_backend), "NAME",

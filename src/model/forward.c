@@ -293,7 +293,10 @@ static int mlp_block(qs_model *m, int li, int64_t T, qs_act_order h_order, qs_er
         return llama4_moe(m, li, T, err);
     bool norm = c->arch == QS_ARCH_MIXTRAL || c->norm_topk_prob;
     if (qs_linear_apply(m, &moe->router, s->h, s->router, T, QS_ACT_NATURAL, err) ||
-        ops->moe_route(s->router, s->topk_ids, s->topk_w, T, c->num_experts, c->num_experts_per_tok, norm, err))
+        ops->moe_route(s->router, s->topk_ids, s->topk_w, T, c->num_experts, c->num_experts_per_tok, norm, err) ||
+        (m->tp.expert_parallel && /* this rank's experts only; the all-reduce after the block sums them */
+         ops->moe_expert_slice(s->topk_ids, s->topk_w, T * c->num_experts_per_tok, m->tp.expert_first,
+                               m->tp.experts, err)))
         return qs_err_prefix(err, "layer %d routing: ", li);
     if (moe->kernel->apply_moe(moe->state, s->h, s->topk_ids, s->topk_w, s->o, T, m->stream, err) != 0)
         return qs_err_prefix(err, "%s (%s): ", moe->desc.name, moe->kernel->name);

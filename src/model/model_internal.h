@@ -155,6 +155,9 @@ void qs_llama4_free_split(qs_moe_layer *moe);
 int qs_tp_shard_attention(qs_model *m, qs_layer *L, qs_err *err);
 int qs_tp_shard_mlp(qs_model *m, qs_layer *L, qs_err *err);
 int qs_tp_shard_moe(qs_model *m, qs_layer *L, qs_err *err);
+/* --enable-expert-parallel: every MoE layer's description narrowed to this rank's experts (after
+ * online quantization, which walks all of them). */
+int qs_tp_expert_slice(qs_model *m, qs_err *err);
 int qs_tp_shard_lm_head(qs_model *m, qs_err *err);
 void *qs_tp_upload_embedding(qs_model *m, const char *name, qs_err *err);
 void qs_tp_localize_config(qs_model *m);

@@ -394,8 +394,10 @@ static int load_all(qs_model *m, const qs_config *cfg, qs_err *err)
     if (check_config(c, err) != 0 || pick_device(cfg, m, err) != 0)
         return -1;
     if (!(m->comm = qs_tp_comm(cfg->tensor_parallel_size, err)) ||
-        qs_tp_layout_plan(c, m->comm->rank, m->comm->size, &m->tp, err))
+        qs_tp_layout_plan(c, m->comm->rank, m->comm->size, cfg->enable_expert_parallel, &m->tp, err))
         return -1;
+    if (m->tp.expert_parallel && !m->ops->moe_expert_slice)
+        return qs_errf(err, "--enable-expert-parallel: %s has no moe_expert_slice op", m->dev.name);
     bool tp = m->tp.size > 1;
     if (tp && m->dev.platform != QS_PLATFORM_CPU)
         return qs_errf(err, "--tensor-parallel-size %d on %s: the GPU path (NCCL) is not wired into the forward pass "
@@ -476,12 +478,15 @@ static int load_all(qs_model *m, const qs_config *cfg, qs_err *err)
         if (c->llama4 ? (L->is_moe ? qs_llama4_load_moe(m, i, L, err) : qs_llama4_load_mlp(m, i, L, err))
                       : (L->is_moe ? load_moe(m, i, L, err) : load_mlp(m, i, L, err)))
             return -1;
-        if (tp && (L->is_moe ? qs_tp_shard_moe(m, L, err) : qs_tp_shard_mlp(m, L, err))) /* (Llama 4 is refused) */
+        if (tp && !(L->is_moe && m->tp.expert_parallel) && /* (expert parallel: whole experts, narrowed below) */
+            (L->is_moe ? qs_tp_shard_moe(m, L, err) : qs_tp_shard_mlp(m, L, err))) /* (Llama 4 is refused) */
             return -1;
     }
     if (tp)
         qs_tp_localize_config(m);
     if (online_fp8 && quantize_online(m, err) != 0)
+        return -1;
+    if (m->tp.expert_parallel && qs_tp_expert_slice(m, err))
         return -1;
     if (qs_model_fuse_projections(m, cfg->no_fuse_projections || qs_projection_fusion_disabled_by_env(), err) != 0 ||
         upload_biases(m, err) != 0)
@@ -559,10 +564,11 @@ void qs_model_free(qs_model *m)
                 free_linear(ops, ls[j]);
             if (L->moe.kernel && L->moe.state)
                 L->moe.kernel->release(L->moe.state);
-            for (int e = 0; L->moe.online && e < 3 * L->moe.desc.num_experts; e++)
+            int all_experts = m->mc.num_experts; /* (expert parallelism narrows desc.num_experts) */
+            for (int e = 0; L->moe.online && e < 3 * all_experts; e++)
                 qs_online_fp8_free(&L->moe.online[e]);
             free(L->moe.online);
-            for (int e = 0; L->moe.shards && e < 3 * L->moe.desc.num_experts; e++)
+            for (int e = 0; L->moe.shards && e < 3 * all_experts; e++)
                 qs_linear_shard_free(&L->moe.shards[e]);
             free(L->moe.shards);
             free(L->moe.gate);

@@ -13,7 +13,8 @@
 #include "model/model_weights.h"
 #include "util/log.h"
 
-int qs_tp_layout_plan(const qs_model_config *c, int rank, int size, qs_tp_layout *out, qs_err *err)
+int qs_tp_layout_plan(const qs_model_config *c, int rank, int size, bool expert_parallel, qs_tp_layout *out,
+                      qs_err *err)
 {
     *out = (qs_tp_layout){.rank = rank,
                           .size = size,
@@ -21,14 +22,24 @@ int qs_tp_layout_plan(const qs_model_config *c, int rank, int size, qs_tp_layout
                           .kv_heads = c->num_kv_heads,
                           .inter = c->intermediate_size,
                           .moe_inter = c->moe_intermediate_size,
+                          .experts = c->num_experts,
                           .vocab = c->vocab_size};
+    if (expert_parallel && size == 1)
+        return qs_errf(err, "--enable-expert-parallel needs --tensor-parallel-size > 1 (the ranks to spread the "
+                            "experts over)");
     if (size == 1)
         return 0;
     if (c->llama4)
         return qs_errf(err, "--tensor-parallel-size %d: %s (Llama 4) is not sharded yet; run it with "
                             "--tensor-parallel-size 1",
                        size, c->arch_name);
-    if (c->num_experts > 0 && c->moe_intermediate_size % size)
+    if (expert_parallel && c->num_experts <= 0)
+        return qs_errf(err, "--enable-expert-parallel: %s has no MoE layers", c->arch_name);
+    if (expert_parallel && (c->num_experts % size || c->num_experts / size < c->num_experts_per_tok))
+        return qs_errf(err, "--enable-expert-parallel: %d experts over %d ranks must split evenly into at least "
+                            "num_experts_per_tok %d a rank",
+                       c->num_experts, size, c->num_experts_per_tok);
+    if (!expert_parallel && c->num_experts > 0 && c->moe_intermediate_size % size)
         return qs_errf(err, "--tensor-parallel-size %d does not divide the experts' intermediate size %d", size,
                        c->moe_intermediate_size);
     if (c->num_heads % size)
@@ -54,7 +65,11 @@ int qs_tp_layout_plan(const qs_model_config *c, int rank, int size, qs_tp_layout
     }
     out->inter = c->intermediate_size / size;
     out->inter_first = rank * out->inter;
-    if (c->num_experts > 0) {
+    out->expert_parallel = expert_parallel;
+    if (expert_parallel) {
+        out->experts = c->num_experts / size;
+        out->expert_first = rank * out->experts;
+    } else if (c->num_experts > 0) {
         out->moe_inter = c->moe_intermediate_size / size;
         out->moe_inter_first = rank * out->moe_inter;
     }
@@ -163,6 +178,27 @@ int qs_tp_shard_moe(qs_model *m, qs_layer *L, qs_err *err)
     return 0;
 }
 
+int qs_tp_expert_slice(qs_model *m, qs_err *err)
+{
+    const qs_tp_layout *t = &m->tp;
+    for (int i = 0; i < m->mc.num_layers; i++) {
+        qs_moe_layer *moe = &m->layers[i].moe;
+        if (!m->layers[i].is_moe)
+            continue;
+        if (moe->desc.num_experts != m->mc.num_experts)
+            return qs_errf(err, "layer %d has %d experts, config.json %d", i, moe->desc.num_experts,
+                           m->mc.num_experts);
+        moe->desc.gate = moe->gate + t->expert_first;
+        moe->desc.up = moe->up + t->expert_first;
+        moe->desc.down = moe->down + t->expert_first;
+        moe->desc.num_experts = t->experts;
+    }
+    qs_info("tensor parallel: expert parallel, experts %d..%d of %d on rank %d (router replicated; other experts' "
+            "routing slots weigh 0 here)",
+            t->expert_first, t->expert_first + t->experts, m->mc.num_experts, t->rank);
+    return 0;
+}
+
 int qs_tp_shard_lm_head(qs_model *m, qs_err *err)
 {
     return shard(m, &m->lm_head, QS_SHARD_ROWS, m->tp.vocab_first, m->tp.vocab, err);
@@ -213,7 +249,7 @@ void qs_tp_localize_config(qs_model *m)
     m->mc.num_heads = m->tp.heads;
     m->mc.num_kv_heads = m->tp.kv_heads;
     m->mc.intermediate_size = (int)m->tp.inter;
-    if (m->mc.num_experts > 0)
+    if (m->mc.num_experts > 0 && !m->tp.expert_parallel)
         m->mc.moe_intermediate_size = (int)m->tp.moe_inter;
 }
 

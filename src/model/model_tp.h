@@ -4,11 +4,13 @@
  * and the step broadcast: rank 0's engine calls qs_model_forward as always and the model sends the
  * step to the other ranks, which sit in qs_model_tp_worker running the same forward pass. Dense
  * Llama, Mistral, Qwen2 and Qwen3 and the MoE models Qwen3-MoE and Mixtral (experts
- * tensor-parallel: each expert's intermediate dimension split) in every linear scheme are sharded;
+ * tensor-parallel: each expert's intermediate dimension split; or, with --enable-expert-parallel,
+ * whole experts per rank) in every linear scheme are sharded;
  * Llama 4 is refused by name under --tensor-parallel-size > 1. */
 #ifndef QS_MODEL_MODEL_TP_H
 #define QS_MODEL_MODEL_TP_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "model/model_config.h"
@@ -21,12 +23,16 @@ typedef struct qs_tp_layout {
     int kv_heads, kv_head_first;   /* KV heads (one replicated head each when size > num_key_value_heads) */
     int64_t inter, inter_first;    /* dense MLP intermediate columns */
     int64_t moe_inter, moe_inter_first; /* every expert's intermediate columns (experts tensor-parallel) */
+    bool expert_parallel;          /* --enable-expert-parallel: whole experts per rank instead */
+    int expert_first, experts;     /* the experts this rank holds (all of them without expert parallelism) */
     int64_t vocab, vocab_first;    /* vocabulary rows of the embedding and the lm_head */
 } qs_tp_layout;
 
 /* The layout of rank `rank` of `size` for config c, or an error naming what does not split (or
- * the architecture not sharded yet). size 1 is the whole model. */
-int qs_tp_layout_plan(const qs_model_config *c, int rank, int size, qs_tp_layout *out, qs_err *err);
+ * the architecture not sharded yet). size 1 is the whole model. expert_parallel: MoE layers keep
+ * whole experts, num_experts / size of them a rank, instead of cutting every expert. */
+int qs_tp_layout_plan(const qs_model_config *c, int rank, int size, bool expert_parallel, qs_tp_layout *out,
+                      qs_err *err);
 
 /* The communicator of this process for --tensor-parallel-size `size`: the one-rank one for 1,
  * else MPI (initialized on first use, shared by everything in the process). */

@@ -3,17 +3,18 @@
 # -tp 1 (greedy tokens identical, logprobs within 1e-3) on tiny Llama, Qwen2 (q/k/v bias) and
 # Qwen3 (q/k norm) checkpoints in BF16/F32, FP8 per-channel (fp8-dynamic: close, see below), FP8 per-tensor
 # (fp8-static), FP8 128x128 blocks, NVFP4 and NVFP4 weight-only, and with more ranks than KV heads
-# (-tp 4: replicated KV heads), and on Qwen3-MoE and Mixtral (experts tensor-parallel) in BF16,
-# FP8 per-tensor and NVFP4; stories260K under -tp 2 keeps llama2.c's greedy golden;
+# (-tp 4: replicated KV heads), and on Qwen3-MoE and Mixtral in BF16, FP8 per-tensor and NVFP4,
+# experts tensor-parallel and with --enable-expert-parallel (whole experts per rank); stories260K under -tp 2 keeps llama2.c's greedy golden;
 # `mpirun -np 2 qserve ... -tp 2` works; what does not split or is not sharded (FP8 blocks cut
-# mid-block, Llama 4, expert parallelism, pipeline parallelism) is a start-up error naming it. A -tp 2 server answers the
+# mid-block, Llama 4, expert parallelism of a dense model, pipeline parallelism) is a start-up
+# error naming it. A -tp 2 server answers the
 # openai client, drains and exits 0 on SIGTERM, and ends within seconds with an error naming the
 # rank when a rank is killed or hangs mid-request. Prints ok / not ok / skip.
 set -u
 cd "$(dirname "$0")/../.."
 . tests/cli/server_lib.sh
 Q=$BIN
-names="tp2_llama tp2_qwen2_bias tp2_qwen3 tp2_fp8_dynamic tp2_fp8_static tp2_fp8_block tp2_nvfp4 tp2_nvfp4_w4a16 tp4_replicated_kv tp2_qwen3_moe tp2_mixtral tp2_moe_fp8_static tp2_moe_nvfp4 stories_tp2_golden mpirun_direct fp8_block_split_refused llama4_refused expert_parallel_refused pipeline_refused backends_tp server_tp2_openai_client server_tp2_drains kill_rank_ends_server hung_rank_ends_server"
+names="tp2_llama tp2_qwen2_bias tp2_qwen3 tp2_fp8_dynamic tp2_fp8_static tp2_fp8_block tp2_nvfp4 tp2_nvfp4_w4a16 tp4_replicated_kv tp2_qwen3_moe tp2_mixtral tp2_moe_fp8_static tp2_moe_nvfp4 ep2_qwen3_moe ep2_mixtral ep2_moe_nvfp4 ep2_online_fp8_runs stories_tp2_golden mpirun_direct fp8_block_split_refused llama4_refused expert_parallel_dense_refused pipeline_refused backends_tp server_tp2_openai_client server_tp2_drains kill_rank_ends_server hung_rank_ends_server"
 if ! command -v mpirun >/dev/null || ! "$Q" generate --help >/dev/null 2>&1; then
   for n in $names; do skip "$n" "Open MPI's mpirun is not on PATH (scripts/install-deps.sh installs openmpi-bin)"; done
   exit 0
@@ -49,8 +50,8 @@ d = max(abs(x["logprob"] - y["logprob"]) for x, y in list(zip(a["logprobs"], b["
 sys.exit(0 if d < float(sys.argv[4]) else "logprobs differ by %g" % d)
 PY
 }
-equal_tp() { # NAME MODEL TP [N TOL]
-  gen "$TMP/$1.1.json" "$2" && gen "$TMP/$1.n.json" "$2" -tp "$3" &&
+equal_tp() { # NAME MODEL "TP [FLAGS]" [N TOL]
+  gen "$TMP/$1.1.json" "$2" && gen "$TMP/$1.n.json" "$2" -tp $3 &&
     why=$(same "$TMP/$1.1.json" "$TMP/$1.n.json" "${4:-0}" "${5:-1e-3}" 2>&1)
   check "$1" $? "${why:-$(tail -c 400 "$TMP/$1.n.json.err")}"
 }
@@ -71,6 +72,15 @@ equal_tp tp2_qwen3_moe "$M/moe" 2
 equal_tp tp2_mixtral "$M/mixtral" 2
 equal_tp tp2_moe_fp8_static "$M/moe-fp8-static" 2
 equal_tp tp2_moe_nvfp4 "$M/moe-nvfp4" 2
+# --enable-expert-parallel: whole experts per rank (4 of 8, 2 of 4), the other slots weigh 0
+equal_tp ep2_qwen3_moe "$M/moe" "2 --enable-expert-parallel"
+equal_tp ep2_mixtral "$M/mixtral" "2 --enable-expert-parallel"
+equal_tp ep2_moe_nvfp4 "$M/moe-nvfp4" "2 --enable-expert-parallel"
+# online FP8 quantizes every expert before the ranks keep their own: it runs and stops cleanly
+gen "$TMP/ep_fp8.json" "$M/moe" -tp 2 --enable-expert-parallel --quantization fp8 &&
+  python3 -c "import json,sys; sys.exit(0 if len(json.load(open('$TMP/ep_fp8.json'))['token_ids']) == 24 else 1)" &&
+  grep -q "rank 0 stopped after" "$TMP/ep_fp8.json.err"
+check ep2_online_fp8_runs $? "$(tail -c 400 "$TMP/ep_fp8.json.err")"
 
 # a real trained model keeps llama2.c's greedy golden with its heads split over two ranks
 S=$TMP/stories
@@ -99,8 +109,8 @@ refused() { # NAME EXPECTED_TEXT CMD...: fails (non-zero) within a minute, sayin
 refused fp8_block_split_refused "32 output rows per rank do not split on its 128-element scale blocks" \
   "$Q" generate "$M/llama-fp8-block" --prompt-ids 1,2 --max-tokens 2 -tp 2
 refused llama4_refused "(Llama 4) is not sharded yet" "$Q" generate "$M/llama4" --prompt-ids 1,2 --max-tokens 2 -tp 2
-refused expert_parallel_refused "--enable-expert-parallel: expert parallelism is not implemented yet" \
-  "$Q" generate "$M/moe" --prompt-ids 1,2 --max-tokens 2 -tp 2 --enable-expert-parallel
+refused expert_parallel_dense_refused "--enable-expert-parallel: LlamaForCausalLM has no MoE layers" \
+  "$Q" generate "$M/llama" --prompt-ids 1,2 --max-tokens 2 -tp 2 --enable-expert-parallel
 refused pipeline_refused "--pipeline-parallel-size 2: pipeline parallelism is not implemented" \
   "$Q" serve "$M/llama" --pipeline-parallel-size 2
 

@@ -129,8 +129,11 @@ static void tensor_parallel_flags(void **state)
     assert_int_equal(qs_config_parse_args(ARGC(pp), pp, &c, &e), -1);
     assert_non_null(strstr(e.msg, "--pipeline-parallel-size 2: pipeline parallelism is not implemented"));
     char *ep[] = {"serve", "m", "-tp", "2", "--enable-expert-parallel"};
-    assert_int_equal(qs_config_parse_args(ARGC(ep), ep, &c, &e), -1);
-    assert_non_null(strstr(e.msg, "--enable-expert-parallel"));
+    assert_int_equal(qs_config_parse_args(ARGC(ep), ep, &c, &e), 0);
+    assert_true(c.enable_expert_parallel);
+    char *ep1[] = {"serve", "m", "--enable-expert-parallel"};
+    assert_int_equal(qs_config_parse_args(ARGC(ep1), ep1, &c, &e), -1);
+    assert_non_null(strstr(e.msg, "--enable-expert-parallel needs --tensor-parallel-size > 1"));
     char *bad[] = {"serve", "m", "--tensor-parallel-size", "two"};
     assert_int_equal(qs_config_parse_args(ARGC(bad), bad, &c, &e), -1);
     assert_non_null(strstr(e.msg, "expected an integer"));
