@@ -329,20 +329,20 @@ static int check_config(const qs_model_config *c, qs_err *err)
 
 /* config.json's layer count against the tensor index, before any weight is read: a config that
  * claims more layers than the checkpoint holds fails at once instead of after loading them all. */
-static int check_layer_count(const qs_checkpoint *ck, int num_layers, qs_err *err)
+static int check_layer_count(const qs_checkpoint *ck, const char *prefix, int num_layers, qs_err *err)
 {
-    char name[128];
+    char name[192];
     int have = 0;
-    for (; have < num_layers; have++) {
-        snprintf(name, sizeof name, "model.layers.%d.input_layernorm.weight", have);
+    for (; have < num_layers; have++) { /* prefix: "language_model." for Llama4ForConditionalGeneration */
+        snprintf(name, sizeof name, "%smodel.layers.%d.input_layernorm.weight", prefix, have);
         if (!qs_checkpoint_find(ck, name))
             break;
     }
     if (have < num_layers)
         return qs_errf(err,
                        "config.json: num_hidden_layers is %d but the checkpoint's tensors stop at layer %d "
-                       "(tensor model.layers.%d.input_layernorm.weight is missing)",
-                       num_layers, have - 1, have);
+                       "(tensor %smodel.layers.%d.input_layernorm.weight is missing)",
+                       num_layers, have - 1, prefix, have);
     return 0;
 }
 
@@ -414,7 +414,7 @@ static int load_all(qs_model *m, const qs_config *cfg, qs_err *err)
     }
     if (qs_checkpoint_open_for_model(cfg->model_dir, &m->ck, err) != 0)
         return -1;
-    if (check_layer_count(m->ck, c->num_layers, err) != 0)
+    if (check_layer_count(m->ck, c->tensor_prefix, c->num_layers, err) != 0)
         return -1;
     int64_t H = c->hidden_size, V = c->vocab_size;
     const char *P = c->tensor_prefix; /* "language_model." for Llama4ForConditionalGeneration */
