@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "model/model_config.h"
 #include "model/model_tp.h"
 #include "parallel/launch.h"
 #include "util/log.h"
@@ -19,6 +20,23 @@ void qs_cli_save_argv(int argc, char **argv)
     g_argv = argv;
 }
 
+/* A local model folder that cannot split over n ranks fails here, in one line, before any rank
+ * starts (a hub name is resolved by the ranks, which then fail the same way, just later). */
+static int check_split(const qs_config *cfg, int n, qs_err *err)
+{
+    char path[sizeof cfg->model_dir + 16];
+    snprintf(path, sizeof path, "%s/config.json", cfg->model_dir);
+    if (access(path, R_OK) != 0)
+        return 0;
+    qs_model_config mc;
+    if (qs_model_config_load(cfg->model_dir, &mc, err))
+        return -1;
+    qs_tp_layout t;
+    int rc = qs_tp_layout_plan(&mc, 0, n, cfg->enable_expert_parallel, &t, err);
+    qs_model_config_free(&mc);
+    return rc;
+}
+
 int qs_cli_tp_start(qs_config *cfg, int *rank, int *exit_status)
 {
     *rank = 0;
@@ -30,6 +48,10 @@ int qs_cli_tp_start(qs_config *cfg, int *rank, int *exit_status)
     if (!qs_launch_is_mpi_rank(&world)) {
         if (!g_argv) {
             fprintf(stderr, "error: --tensor-parallel-size %d: the command line was not saved\n", n);
+            return -1;
+        }
+        if (check_split(cfg, n, &err)) {
+            fprintf(stderr, "error: %s\n", err.msg);
             return -1;
         }
         int st = qs_launch_run_under_mpirun(n, g_argc, g_argv, &err);
