@@ -1,7 +1,8 @@
 /* test_tp_comm.c — the communicators of src/parallel: the one-rank one is the identity, and the
  * MPI one sums, gathers and broadcasts across two real ranks. Run directly, the binary runs itself
  * again under `mpirun -np 2` (as qserve -tp 2 does); rank 1's output is silenced so the cmocka
- * summary is counted once, and any rank's failure fails mpirun's exit status. */
+ * summary is counted once, and any rank's failure fails mpirun's exit status. Under ASan the
+ * ranks get tests/lsan-openmpi.supp (Open MPI's own allocations held until exit). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -87,6 +88,13 @@ int main(int argc, char **argv)
     qs_err e;
     if (!qs_launch_is_mpi_rank(&world)) {
         setenv("QSERVE_TP_TIMEOUT", "30", 0);
+        /* sanitized builds: what Open MPI keeps until exit is not ours (full stacks to match it) */
+        char supp[4096 + 64], *abs = realpath("tests/lsan-openmpi.supp", NULL);
+        if (abs) {
+            snprintf(supp, sizeof supp, "suppressions=%s:fast_unwind_on_malloc=0", abs);
+            setenv("LSAN_OPTIONS", supp, 0);
+            free(abs);
+        }
         int st = qs_launch_run_under_mpirun(2, argc, argv, &e);
         if (st >= 0) /* the two ranks ran the tests */
             return st;
