@@ -14,6 +14,14 @@ PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lunistring
 INCLUDES := -Isrc -Icuda
 LDLIBS   := $(PKG_LIBS) -lm -lpthread
+# MPI (Open MPI) for tensor parallelism across processes (src/parallel); optional: without its
+# headers qserve builds and refuses --tensor-parallel-size > 1 by name.
+MPI_PKG  := $(shell pkg-config --exists ompi-c 2>/dev/null && echo ompi-c)
+ifneq ($(MPI_PKG),)
+  PKG_CFLAGS += $(shell pkg-config --cflags ompi-c)
+  LDLIBS     += $(shell pkg-config --libs ompi-c)
+  DEFS       += -DQS_HAVE_MPI=1
+endif
 
 # DEV=1 (what `make dev` sets): the lab's CUDA files (probes) join the library, its tools and GPU
 # tests are built, and marlin reads its QSERVE_MARLIN_* measurement knobs (-DQS_DEV_KNOBS).

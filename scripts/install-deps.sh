@@ -7,6 +7,7 @@ PKGS=(
   build-essential pkg-config clang
   libmicrohttpd-dev libcjson-dev libyaml-dev libpcre2-dev libcurl4-openssl-dev
   libcmocka-dev libunistring-dev libssl-dev
+  libopenmpi-dev openmpi-bin
   nodejs curl xz-utils
   prometheus
 )

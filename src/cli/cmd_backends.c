@@ -1,6 +1,6 @@
 /* cmd_backends.c — `qserve backends [MODEL] [--assume-compute-capability X.Y] [--device D]
  * [--linear-backend B] [--moe-backend B] [--kernel-config JSON] [--batch-invariant]
- * [--disabled-kernels A,B] [--json]`: runs the registry's selection exactly as `serve` would, but
+ * [--disabled-kernels A,B] [--json] [-tp N]`: runs the registry's selection exactly as `serve` would, but
  * without loading weights (headers only), and prints every candidate with its reason. Without
  * MODEL it describes the registry itself and the choice per layer kind and scheme on the
  * device. --assume-compute-capability pretends a CUDA GPU, so a user sees what an A100 (8.0),
@@ -12,6 +12,7 @@
 
 #include "cli/backends_model.h"
 #include "cli/backends_report.h"
+#include "cli/backends_tp.h"
 #include "cli/model_source.h"
 #include "cli/commands.h"
 #include "device/device.h"
@@ -37,7 +38,8 @@ static void usage(FILE *out)
             "  --kernel-config JSON             as for serve (linear_backend_per_quant, batch_invariant, ...)\n"
             "  --batch-invariant                as for serve\n"
             "  --disabled-kernels A,B           as QSERVE_DISABLED_KERNELS\n"
-            "  --json                           print JSON instead of text\n");
+            "  --json                           print JSON instead of text\n"
+            "  -tp N, --tensor-parallel-size N  also each rank's shard shapes and kernels (docs/parallel.md)\n");
     qs_cli_hub_usage(out);
 }
 
@@ -45,6 +47,7 @@ typedef struct {
     const char *model_dir, *assume_cc;
     qs_cli_hub_flags hub;
     bool json;
+    int tp;        /* -tp N / --tensor-parallel-size N: also each rank's shards */
     qs_config cfg; /* only device and kernels are used */
 } backends_args;
 
@@ -88,6 +91,17 @@ static int parse_args(int argc, char **argv, backends_args *a, qs_err *err)
                 a->json = true;
                 continue;
             }
+            if (!strcmp(name, "-tp") || !strcmp(name, "--tensor-parallel-size")) {
+                if (!value && i + 1 >= argc)
+                    return qs_errf(err, "%s needs a value (N)", name);
+                const char *v = value ? value : argv[++i];
+                char *end;
+                long n = strtol(v, &end, 10);
+                if (*end || n < 1 || n > 256)
+                    return qs_errf(err, "%s: expected a rank count from 1 to 256, got '%s'", name, v);
+                a->tp = (int)n;
+                continue;
+            }
             if (!strcmp(name, "--assume-compute-capability")) {
                 if (!value && i + 1 >= argc)
                     return qs_errf(err, "--assume-compute-capability needs a value (X.Y)");
@@ -110,6 +124,10 @@ static int parse_args(int argc, char **argv, backends_args *a, qs_err *err)
             if (qs_config_set_option(&a->cfg, o, value, source, err))
                 return -1;
         }
+    if (a->tp > 1 && a->json)
+        return qs_errf(err, "--json and --tensor-parallel-size: the per-rank report is text only");
+    if (a->tp > 1 && !a->model_dir)
+        return qs_errf(err, "--tensor-parallel-size needs MODEL (the shards are cut from its shapes)");
     if (a->assume_cc && a->cfg.device == QS_DEVICE_CPU)
         return qs_errf(err, "--assume-compute-capability pretends a CUDA GPU; it cannot be combined with --device cpu");
     return qs_registry_check_kernel_config(&a->cfg.kernels, err);
@@ -245,6 +263,8 @@ int qs_cmd_backends(int argc, char **argv)
         }
     } else {
         qs_backends_print_text(stdout, &r);
+        if (have_model && a.tp > 1 && qs_backends_print_tp(stdout, &a.cfg.kernels, &dev, &m, a.tp))
+            rc = 1;
     }
     for (int i = 0; have_model && i < r.n_rows; i++)
         if (rows[i].failed)

@@ -16,6 +16,7 @@
 #include "cli/chat_template_arg.h"
 #include "cli/commands.h"
 #include "cli/model_source.h"
+#include "cli/tp_launch.h"
 #include "engine/generate.h"
 #include "engine/kv_setup.h"
 #include "engine/sampling_defaults.h"
@@ -333,6 +334,11 @@ int qs_cmd_generate(int argc, char **argv)
         goto done;
     }
     status = 1;
+    int tp_rank = 0, tp_status = 0, tp = qs_cli_tp_start(&cfg, &tp_rank, &tp_status);
+    if (tp > 0) /* -tp N: the ranks ran under mpirun and have ended */
+        status = tp_status;
+    if (tp != 0)
+        goto done;
     qs_generation_config gc;
     qs_sampling_defaults defaults;
     char tok_dir[1024], tok_path[1200];
@@ -380,6 +386,14 @@ int qs_cmd_generate(int argc, char **argv)
         req.eos_ids[0] = qs_tokenizer_eos_id(tok);
         req.n_eos = 1;
     }
+    if (tp_rank > 0) { /* the same load and prompt as rank 0, then rank 0's steps */
+        if (qs_generate_tp_worker(model, &req, &err)) {
+            fprintf(stderr, "error: %s\n", err.msg);
+            goto done;
+        }
+        status = 0;
+        goto done;
+    }
     stream_ctx sc = {.print = !o.json};
     req.on_text = on_text;
     req.on_text_ctx = &sc;
@@ -402,9 +416,12 @@ int qs_cmd_generate(int argc, char **argv)
             gen.decode_seconds > 0 ? gen.n_tokens / gen.decode_seconds : 0.0);
     status = 0;
 done:
+    if (status != 0)
+        qs_cli_tp_fail(&cfg, "generate failed on this rank"); /* the other ranks would wait for it */
     qs_kv_setup_free(&kvs);
     qs_generation_free(&gen);
-    qs_model_free(model);
+    qs_model_free(model); /* rank 0: the other ranks leave their step loop */
+    qs_cli_tp_finish();
     qs_tokenizer_free(tok);
     free(prompt);
     free(o.prompt_ids);

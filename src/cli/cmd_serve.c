@@ -16,6 +16,8 @@
 #include "cli/chat_template_arg.h"
 #include "cli/commands.h"
 #include "cli/model_source.h"
+#include "cli/tp_launch.h"
+#include "parallel/launch.h"
 #include "config/config.h"
 #include "engine/engine.h"
 #include "engine/kv_cache.h"
@@ -24,6 +26,7 @@
 #include "model/model.h"
 #include "model/model_config.h"
 #include "server/reasoning_parser.h"
+#include "model/model_tp.h"
 #include "server/server.h"
 #include "server/tool_parser.h"
 #include "tokenizer/chat_template.h"
@@ -109,24 +112,15 @@ static int resolve_sampling_defaults(const qs_config *cfg, qs_sampling_defaults 
     return 0;
 }
 
-static int load_all(const loader_args *la, const char *tok_dir, qs_server_model *out, qs_err *err)
+/* The model and its KV cache, sized the same way on every tensor-parallel rank (each holds its
+ * own KV heads): *max_model_len receives the context length served. */
+static int load_model_kv(const qs_config *cfg, qs_model **model_out, qs_kv_cache **kv_out, int *max_len_out,
+                         qs_err *err)
 {
-    const qs_config *cfg = la->cfg;
-    memset(out, 0, sizeof *out);
-    qs_tokenizer *tok = NULL;
+    *model_out = NULL;
+    *kv_out = NULL;
     qs_model *model = NULL;
     qs_kv_cache *kv = NULL;
-    qs_chat_template *tmpl = NULL;
-    qs_engine *engine = NULL;
-    if (qs_tokenizer_load(tok_dir, &tok, err))
-        return -1;
-    /* The same loader as `generate`, refused the same way when malformed, before the weights load. */
-    qs_generation_config gen;
-    if (qs_generation_config_load(cfg->model_dir, &gen, err)) {
-        qs_tokenizer_free(tok);
-        return -1;
-    }
-    double t0 = (double)clock() / CLOCKS_PER_SEC;
     if (qs_model_load(cfg, &model, err))
         goto fail;
     const qs_model_config *mc = qs_model_get_config(model);
@@ -155,6 +149,40 @@ static int load_all(const loader_args *la, const char *tok_dir, qs_server_model 
                  blocks / 2);
     qs_info("KV cache: %d blocks of %d tokens (%d tokens), %s%s, on %s", blocks, QS_KV_BLOCK_SIZE,
             blocks * QS_KV_BLOCK_SIZE, kv_dtype, per_elem, dev->name);
+    *model_out = model;
+    *kv_out = kv;
+    *max_len_out = max_model_len;
+    return 0;
+fail:
+    if (kv)
+        qs_kv_cache_free(kv);
+    qs_model_free(model);
+    return -1;
+}
+
+static int load_all(const loader_args *la, const char *tok_dir, qs_server_model *out, qs_err *err)
+{
+    const qs_config *cfg = la->cfg;
+    memset(out, 0, sizeof *out);
+    qs_tokenizer *tok = NULL;
+    qs_model *model = NULL;
+    qs_kv_cache *kv = NULL;
+    qs_chat_template *tmpl = NULL;
+    qs_engine *engine = NULL;
+    if (qs_tokenizer_load(tok_dir, &tok, err))
+        return -1;
+    /* The same loader as `generate`, refused the same way when malformed, before the weights load. */
+    qs_generation_config gen;
+    if (qs_generation_config_load(cfg->model_dir, &gen, err)) {
+        qs_tokenizer_free(tok);
+        return -1;
+    }
+    double t0 = (double)clock() / CLOCKS_PER_SEC;
+    int max_model_len = 0;
+    if (load_model_kv(cfg, &model, &kv, &max_model_len, err))
+        goto fail;
+    const qs_model_config *mc = qs_model_get_config(model);
+    const char *kv_dtype = qs_kv_dtype_name(qs_kv_cache_dtype(kv), qs_model_device(model)->platform);
 
     int32_t eos[3 * QS_MAX_EOS];
     int n_eos = 0;
@@ -228,6 +256,34 @@ fail:
     return -1;
 }
 
+/* A tensor-parallel rank other than 0: no HTTP, no tokenizer, no engine; it loads its shard and
+ * KV cache and runs every step rank 0 sends until rank 0 stops. */
+static int serve_worker(qs_config *cfg)
+{
+    /* mpirun forwards SIGINT/SIGTERM to every rank: rank 0 drains, then its stop ends this loop */
+    signal(SIGINT, SIG_IGN);
+    signal(SIGTERM, SIG_IGN);
+    signal(QS_LAUNCH_STOP_SIGNAL, SIG_IGN);
+    char tok_dir[1024];
+    qs_err err = {{0}};
+    qs_model *model = NULL;
+    qs_kv_cache *kv = NULL;
+    int max_model_len = 0;
+    if (qs_cli_resolve_config(cfg, tok_dir, sizeof tok_dir, &err) ||
+        load_model_kv(cfg, &model, &kv, &max_model_len, &err)) {
+        char why[QS_ERR_MSG_MAX + 64];
+        snprintf(why, sizeof why, "loading %s failed: %s", cfg->model_dir, err.msg);
+        qs_cli_tp_fail(cfg, why);
+        return 1;
+    }
+    qs_info("tensor parallel: ready, waiting for rank 0's steps");
+    int rc = qs_model_tp_worker(model, kv, &err);
+    qs_kv_cache_free(kv);
+    qs_model_free(model);
+    qs_cli_tp_finish();
+    return rc ? 1 : 0;
+}
+
 static void *loader_main(void *arg)
 {
     loader_args *a = arg;
@@ -237,6 +293,7 @@ static void *loader_main(void *arg)
     if (qs_cli_resolve_config(a->cfg, a->tok_dir, sizeof a->tok_dir, &err) ||
         resolve_sampling_defaults(a->cfg, &a->defaults, &err) || load_all(a, a->tok_dir, &m, &err)) {
         qs_error("loading %s failed: %s", a->cfg->model_dir, err.msg);
+        qs_cli_tp_fail(a->cfg, "rank 0 could not load the model"); /* ends every rank */
         qs_server_set_failed(a->server, err.msg);
         a->failed = true;
         kill(getpid(), SIGUSR1); /* wakes the main thread's sigwait */
@@ -266,13 +323,11 @@ int qs_cmd_serve(int argc, char **argv)
         fprintf(stderr, "error: serve needs MODEL (usage: qserve serve MODEL [flags])\n");
         return 2;
     }
-    if (cfg.tensor_parallel_size > 1) {
-        fprintf(stderr,
-                "error: --tensor-parallel-size %d: tensor parallelism is not supported yet; qserve runs one model on "
-                "one device (use --tensor-parallel-size 1)\n",
-                cfg.tensor_parallel_size);
-        return 2;
-    }
+    int tp_rank = 0, tp_status = 0, tp = qs_cli_tp_start(&cfg, &tp_rank, &tp_status);
+    if (tp != 0) /* -tp N: the ranks ran under mpirun (and ended), or joining the MPI job failed */
+        return tp > 0 ? tp_status : 1;
+    if (tp_rank > 0)
+        return serve_worker(&cfg);
     if (!cfg.served_model_name[0])
         snprintf(cfg.served_model_name, sizeof cfg.served_model_name, "%s", cfg.model_dir);
     qs_reasoning_kind reasoning;
@@ -302,6 +357,7 @@ int qs_cmd_serve(int argc, char **argv)
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGUSR1);
+    sigaddset(&set, QS_LAUNCH_STOP_SIGNAL); /* -tp: SIGINT/SIGTERM to the launching qserve */
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
 
@@ -335,6 +391,7 @@ int qs_cmd_serve(int argc, char **argv)
     if (qs_server_start(&sopt, &server, &err)) {
         fprintf(stderr, "error: %s\n", err.msg);
         free(chat_template);
+        qs_cli_tp_fail(&cfg, "rank 0 could not start the HTTP server");
         return 1;
     }
     const char *shown_host = !strcmp(cfg.host, "0.0.0.0") || !cfg.host[0] ? "0.0.0.0" : cfg.host;
@@ -363,11 +420,12 @@ int qs_cmd_serve(int argc, char **argv)
         return 1;
     }
     qs_info("received %s: draining (new requests get 503, running ones get %g s to finish)",
-            sig == SIGINT ? "SIGINT" : "SIGTERM", cfg.shutdown_timeout);
+            sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a stop signal (SIGUSR2)", cfg.shutdown_timeout);
     qs_server_drain(server, cfg.shutdown_timeout); /* a load in progress is answered 503 meanwhile */
     pthread_join(loader, NULL); /* a load in progress finishes first; the engine then stops at once */
-    qs_server_stop(server);
+    qs_server_stop(server); /* frees the model: the other ranks leave their step loop */
     free(chat_template);
+    qs_cli_tp_finish();
     qs_info("shutdown complete");
     return 0;
 }

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli/commands.h"
+#include "cli/tp_launch.h"
 
 typedef struct {
     const char *name;
@@ -39,6 +40,7 @@ static void usage(FILE *out)
 
 int main(int argc, char **argv)
 {
+    qs_cli_save_argv(argc, argv); /* --tensor-parallel-size re-executes it under mpirun */
     if (argc < 2) {
         usage(stderr);
         return 2;

@@ -63,7 +63,9 @@ typedef struct qs_config {
     bool enable_prefix_caching;    /* default true; --no-enable-prefix-caching turns it off */
     char kv_cache_dtype[16];       /* "auto" (default), "bf16", "fp8" or "fp8_e4m3" */
     int threads;                   /* CPU threads; 0 = all cores */
-    int tensor_parallel_size;      /* only 1 is supported */
+    int tensor_parallel_size;      /* ranks the model is split over (docs/parallel.md); -tp N too */
+    int pipeline_parallel_size;    /* only 1: pipeline parallelism is refused */
+    bool enable_expert_parallel;   /* under tp: whole experts per rank (docs/parallel.md) */
     char chat_template[QS_CHAT_TEMPLATE_ARG_MAX]; /* --chat-template: a file, or the template inline ("" = the tokenizer's) */
     char generation_config[1024];  /* "auto" (default: the model folder's generation_config.json), "vllm", or a folder */
     char override_generation_config[QS_JSON_ARG_MAX]; /* JSON object over the generation config's sampling defaults */

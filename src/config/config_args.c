@@ -49,6 +49,7 @@ void qs_config_defaults(qs_config *cfg)
     cfg->gpu_memory_utilization = 0.9;
     cfg->device = QS_DEVICE_AUTO;
     cfg->tensor_parallel_size = 1;
+    cfg->pipeline_parallel_size = 1;
     cfg->enable_prefix_caching = true;
     snprintf(cfg->kv_cache_dtype, sizeof cfg->kv_cache_dtype, "auto");
     snprintf(cfg->generation_config, sizeof cfg->generation_config, "auto");
@@ -165,11 +166,15 @@ static int find_config_file(int argc, char **argv, const char **path, qs_err *er
 
 static int validate(qs_config *cfg, qs_err *err)
 {
-    if (cfg->tensor_parallel_size > 1)
-        return qs_errf(err,
-                       "--tensor-parallel-size %d: tensor parallelism is not supported yet; run on one GPU "
-                       "(--tensor-parallel-size 1)",
-                       cfg->tensor_parallel_size);
+    if (cfg->pipeline_parallel_size != 1)
+        return qs_errf(err, "--pipeline-parallel-size %d: pipeline parallelism is not implemented; use "
+                            "--tensor-parallel-size to split a model over several ranks",
+                       cfg->pipeline_parallel_size);
+    if (cfg->enable_expert_parallel && cfg->tensor_parallel_size < 2)
+        return qs_errf(err, "--enable-expert-parallel needs --tensor-parallel-size > 1 (the ranks to spread the "
+                            "experts over)");
+    if (cfg->tensor_parallel_size > 256)
+        return qs_errf(err, "--tensor-parallel-size: at most 256, got %d", cfg->tensor_parallel_size);
     if (cfg->tensor_parallel_size < 1)
         return qs_errf(err, "--tensor-parallel-size: must be at least 1, got %d", cfg->tensor_parallel_size);
     if (cfg->port < 0 || cfg->port > 65535)

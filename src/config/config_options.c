@@ -69,7 +69,13 @@ static const qs_option OPTIONS[] = {
      "quantize a BF16 checkpoint to FP8 while loading (quantized checkpoints are detected from config.json)"},
     {"threads", QS_OPT_INT, F(threads), "N", "CPU threads (default 0 = every core)"},
     {"tensor-parallel-size", QS_OPT_INT, F(tensor_parallel_size), "N",
-     "GPUs to split the model over; only 1 is supported yet"},
+     "ranks to split the model over (also -tp N): MPI processes on CPU, started by qserve itself or by "
+     "mpirun (docs/parallel.md; default 1)"},
+    {"pipeline-parallel-size", QS_OPT_INT, F(pipeline_parallel_size), "N",
+     "pipeline stages; only 1 (pipeline parallelism is not implemented)"},
+    {"enable-expert-parallel", QS_OPT_BOOL, F(enable_expert_parallel), NULL,
+     "MoE layers keep whole experts, num_experts / N a rank, instead of splitting every expert over the "
+     "--tensor-parallel-size N ranks (docs/parallel.md)"},
     {"linear-backend", QS_OPT_BACKEND, F(kernels.linear_backend), "NAME",
      "kernel for linear layers: auto, cublaslt, marlin, emulation, reference (default auto)"},
     {"moe-backend", QS_OPT_BACKEND, F(kernels.moe_backend), "NAME",

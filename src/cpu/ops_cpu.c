@@ -258,6 +258,7 @@ static const qs_ops CPU_OPS = {
     .rope_interleaved = qs_cpu_rope_interleaved,
     .attn_temperature = qs_cpu_attn_temperature,
     .moe_route_scale_input = qs_cpu_moe_route_scale_input,
+    .moe_expert_slice = qs_cpu_moe_expert_slice,
     .add = qs_cpu_add,
 };
 

@@ -20,6 +20,7 @@ int qs_cpu_attn_temperature(void *x, const int32_t *pos, int64_t n_tokens, int64
 int qs_cpu_moe_route_scale_input(const void *router_logits, const void *x, void *x_scaled, int32_t *topk_ids,
                                  float *topk_weights, int64_t n_tokens, int n_experts, int64_t d, qs_err *err);
 int qs_cpu_add(void *y, const void *x, int64_t n, qs_err *err);
+int qs_cpu_moe_expert_slice(int32_t *topk_ids, float *topk_weights, int64_t n, int first, int count, qs_err *err);
 int qs_cpu_moe_route(const void *router_logits, int32_t *topk_ids, float *topk_weights, int64_t n_tokens,
                      int n_experts, int top_k, bool norm_topk, qs_err *err);
 

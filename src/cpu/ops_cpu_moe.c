@@ -1,7 +1,8 @@
 /* ops_cpu_moe.c — MoE routing on the CPU: softmax over each token's router logits, the top-k
  * experts (ties broken towards the lower expert id, as torch.topk does on CPU in practice), and the
- * optional renormalisation of the k weights (Mixtral always, Qwen3-MoE when norm_topk_prob). The
- * expert MLPs themselves run in the registry-chosen MoE kernel. */
+ * optional renormalisation of the k weights (Mixtral always, Qwen3-MoE when norm_topk_prob), and
+ * under expert parallelism the slice of the slots to this rank's experts. The expert MLPs
+ * themselves run in the registry-chosen MoE kernel. */
 #include "cpu/ops_cpu_internal.h"
 
 #include <math.h>
@@ -40,6 +41,22 @@ int qs_cpu_moe_route(const void *router_logits, int32_t *topk_ids, float *topk_w
         if (norm_topk)
             for (int j = 0; j < top_k; j++)
                 w[j] = (float)(w[j] / picked);
+    }
+    return 0;
+}
+
+int qs_cpu_moe_expert_slice(int32_t *topk_ids, float *topk_weights, int64_t n, int first, int count, qs_err *err)
+{
+    if (first < 0 || count <= 0)
+        return qs_errf(err, "moe_expert_slice: experts %d..%d", first, first + count);
+    for (int64_t i = 0; i < n; i++) {
+        int local = topk_ids[i] - first;
+        if (local >= 0 && local < count) {
+            topk_ids[i] = local;
+        } else {
+            topk_ids[i] = 0;
+            topk_weights[i] = 0.0f;
+        }
     }
     return 0;
 }

@@ -5,6 +5,7 @@
  * on the device and the request needs nothing the device op lacks (qs_sampling_device_ok), each
  * step brings back the next token instead of a row of logits. */
 #include "engine/generate.h"
+#include "model/model_tp.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -157,10 +158,9 @@ static int finish_text(gen_run *r, text_sink *sink, qs_err *err)
     return sink_add(sink, out, out_len, err);
 }
 
-int qs_generate(qs_model *m, const qs_tokenizer *tok, const qs_generate_request *req, qs_generation *out,
-                qs_err *err)
+/* req's max_tokens within the model's context, or -1 with err. */
+static int tokens_to_generate(const qs_model *m, const qs_generate_request *req, qs_err *err)
 {
-    memset(out, 0, sizeof(*out));
     const qs_model_config *mc = qs_model_get_config(m);
     if (req->n_prompt <= 0)
         return qs_errf(err, "generate: the prompt is empty");
@@ -174,6 +174,32 @@ int qs_generate(qs_model *m, const qs_tokenizer *tok, const qs_generate_request 
     }
     if (max_tokens <= 0)
         return qs_errf(err, "generate: max_tokens must be positive, got %d", req->max_tokens);
+    return max_tokens;
+}
+
+int qs_generate_tp_worker(qs_model *m, const qs_generate_request *req, qs_err *err)
+{
+    int max_tokens = tokens_to_generate(m, req, err);
+    if (max_tokens < 0)
+        return -1;
+    int n_blocks = (req->n_prompt + max_tokens + QS_KV_BLOCK_SIZE - 1) / QS_KV_BLOCK_SIZE; /* as setup() */
+    qs_kv_cache *kv = NULL;
+    if (qs_kv_cache_create_dtype(qs_model_get_config(m), qs_model_device(m)->platform, n_blocks,
+                                 (qs_kv_dtype)req->kv_dtype, req->kv_k_scales, req->kv_v_scales, &kv, err))
+        return -1;
+    int rc = qs_model_tp_worker(m, kv, err);
+    qs_kv_cache_free(kv);
+    return rc;
+}
+
+int qs_generate(qs_model *m, const qs_tokenizer *tok, const qs_generate_request *req, qs_generation *out,
+                qs_err *err)
+{
+    memset(out, 0, sizeof(*out));
+    const qs_model_config *mc = qs_model_get_config(m);
+    int max_tokens = tokens_to_generate(m, req, err);
+    if (max_tokens < 0)
+        return -1;
     gen_run r = {.m = m,
                  .device_sampling = qs_model_samples_on_device(m) && qs_sampling_device_ok(&req->params),
                  .next = -1};

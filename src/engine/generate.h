@@ -48,5 +48,8 @@ typedef struct qs_generation {
 int qs_generate(qs_model *m, const qs_tokenizer *tok, const qs_generate_request *req, qs_generation *out,
                 qs_err *err);
 void qs_generation_free(qs_generation *g);
+/* A tensor-parallel rank other than 0 while rank 0 runs qs_generate(req): the same KV cache (its
+ * own KV heads) and every step rank 0 sends, until rank 0 frees its model. */
+int qs_generate_tp_worker(qs_model *m, const qs_generate_request *req, qs_err *err);
 
 #endif

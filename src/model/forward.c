@@ -108,7 +108,7 @@ static int upload_indices(qs_model *m, const qs_seq_step *seqs, int n_seqs, int6
         memcpy(s->h_tables + (int64_t)i * max_blocks, q->block_table, sizeof(int32_t) * (size_t)q->n_blocks);
         for (int j = 0; j < q->n_tokens; j++, t++) {
             int pos = q->start_pos + j;
-            s->h_ids[t] = q->tokens[j];
+            s->h_ids[t] = m->tp.size > 1 ? qs_tp_local_token(m, q->tokens[j]) : q->tokens[j];
             s->h_pos[t] = pos;
             s->h_seq[t] = i;
             s->h_slots[t] = q->block_table[pos / QS_KV_BLOCK_SIZE] * QS_KV_BLOCK_SIZE + pos % QS_KV_BLOCK_SIZE;
@@ -226,7 +226,9 @@ static int attention_block(qs_model *m, qs_kv_cache *kv, int li, const qs_attn_b
     if (ops->attention(s->attn, s->q, kc, vc, &lb, c->num_heads, c->num_kv_heads, c->head_dim,
                        (float)(1.0 / sqrt((double)c->head_dim)), o_order, err))
         return -1;
-    return qs_linear_apply(m, &L->o, s->attn, s->o, T, o_order, err);
+    if (qs_linear_apply(m, &L->o, s->attn, s->o, T, o_order, err))
+        return -1;
+    return qs_tp_all_reduce(m, s->o, T * c->hidden_size, err); /* o_proj is row-parallel */
 }
 
 /* The order the op before the attention (mlp) block writes h in: the fused q/k/v (gate/up)
@@ -291,7 +293,10 @@ static int mlp_block(qs_model *m, int li, int64_t T, qs_act_order h_order, qs_er
         return llama4_moe(m, li, T, err);
     bool norm = c->arch == QS_ARCH_MIXTRAL || c->norm_topk_prob;
     if (qs_linear_apply(m, &moe->router, s->h, s->router, T, QS_ACT_NATURAL, err) ||
-        ops->moe_route(s->router, s->topk_ids, s->topk_w, T, c->num_experts, c->num_experts_per_tok, norm, err))
+        ops->moe_route(s->router, s->topk_ids, s->topk_w, T, c->num_experts, c->num_experts_per_tok, norm, err) ||
+        (m->tp.expert_parallel && /* this rank's experts only; the all-reduce after the block sums them */
+         ops->moe_expert_slice(s->topk_ids, s->topk_w, T * c->num_experts_per_tok, m->tp.expert_first,
+                               m->tp.experts, err)))
         return qs_err_prefix(err, "layer %d routing: ", li);
     if (moe->kernel->apply_moe(moe->state, s->h, s->topk_ids, s->topk_w, s->o, T, m->stream, err) != 0)
         return qs_err_prefix(err, "%s (%s): ", moe->desc.name, moe->kernel->name);
@@ -306,7 +311,7 @@ int qs_forward_run(qs_model *m, qs_kv_cache *kv, const qs_attn_batch *b, const i
     qs_scratch *s = &m->s;
     int64_t T = b->n_tokens, H = c->hidden_size;
     float eps = c->rms_norm_eps;
-    if (ops->embedding(s->x, m->embed, ids, T, H, err) ||
+    if (ops->embedding(s->x, m->embed, ids, T, H, err) || qs_tp_all_reduce(m, s->x, T * H, err) ||
         ops->rmsnorm(s->h, s->x, m->layers[0].attn_norm, T, H, eps, err))
         return -1;
     for (int li = 0; li < c->num_layers; li++) {
@@ -318,7 +323,7 @@ int qs_forward_run(qs_model *m, qs_kv_cache *kv, const qs_attn_batch *b, const i
         qs_act_order mlp_order = mlp_input_order(m, L, T);
         if (attention_block(m, kv, li, b, attn_order, err) ||
             ops->add_rmsnorm(s->x, s->o, s->h, L->mlp_norm, T, H, eps, mlp_order, err) ||
-            mlp_block(m, li, T, mlp_order, err))
+            mlp_block(m, li, T, mlp_order, err) || qs_tp_all_reduce(m, s->o, T * H, err)) /* down: row-parallel */
             return qs_err_prefix(err, "layer %d: ", li);
     }
     if (ops->add_rmsnorm(s->x, s->o, s->h, m->final_norm, T, H, eps, QS_ACT_NATURAL, err))
@@ -371,6 +376,20 @@ int qs_forward_outputs(qs_model *m, const qs_sample_row *sample, int n_out, floa
     return 0;
 }
 
+/* A tensor-parallel step: rank 0 sends it to the other ranks first; every rank runs its shards
+ * (no graphs, no device sampling) and the logits rows are gathered on rank 0. */
+static int tp_step(qs_model *m, qs_kv_cache *kv, const qs_seq_step *seqs, int n_seqs, int64_t T, int max_blocks,
+                   int n_out, float *logits, qs_err *err)
+{
+    qs_attn_batch b;
+    if ((m->tp.rank == 0 && qs_tp_send_step(m, seqs, n_seqs, err)) ||
+        qs_scratch_reserve(m, T, n_seqs, max_blocks, n_out, err) ||
+        upload_indices(m, seqs, n_seqs, T, max_blocks, n_out, &b, err) ||
+        qs_forward_run(m, kv, &b, m->s.d_ids, m->s.d_out_rows, n_out, err))
+        return -1;
+    return n_out ? qs_tp_gather_logits(m, n_out, m->tp.rank == 0 ? logits : NULL, err) : 0;
+}
+
 /* sample: NULL for logits only (qs_model_forward), else the host parameters of the n_out rows. */
 static int forward_step(qs_model *m, qs_kv_cache *kv, const qs_seq_step *seqs, int n_seqs, const qs_sample_row *sample,
                         int32_t *tokens, float *logits, qs_err *err)
@@ -379,6 +398,8 @@ static int forward_step(qs_model *m, qs_kv_cache *kv, const qs_seq_step *seqs, i
     int max_blocks = 0, n_out = 0;
     if (check_step(m, kv, seqs, n_seqs, &T, &max_blocks, &n_out, err) != 0)
         return -1;
+    if (m->tp.size > 1)
+        return tp_step(m, kv, seqs, n_seqs, T, max_blocks, n_out, logits, err);
     int graphed = qs_step_graphs_forward(m, kv, seqs, n_seqs, sample, tokens, logits, err);
     if (graphed != 0)
         return graphed < 0 ? -1 : 0;

@@ -6,10 +6,12 @@
 #define QS_MODEL_MODEL_INTERNAL_H
 
 #include "model/model.h"
+#include "model/model_tp.h"
 #include "model/online_quant.h"
 #include "model/projection_fusion.h"
 #include "model/safetensors.h"
 #include "ops/ops.h"
+#include "quant/linear_shard.h"
 #include "quant/quant_config.h"
 #include "registry/registry.h"
 
@@ -20,6 +22,7 @@ typedef struct qs_linear {
     void *bias;                 /* device bias added by ops->add_bias, or NULL */
     qs_online_fp8 *online;      /* --quantization fp8: the quantized weights desc points at */
     qs_fused_linear *fused;     /* qkv_proj / gate_up_proj: the concatenated tensors desc points at */
+    qs_linear_shard *shard;     /* tensor parallelism: this rank's part of the tensors desc points at */
     /* Per-step dispatch (step_dispatch.c): steps of at most small_max_rows tokens run here. */
     const qs_kernel *small_kernel;
     void *small_state;
@@ -33,6 +36,7 @@ typedef struct qs_moe_layer {
     void *state;
     qs_linear router;
     qs_online_fp8 *online;      /* --quantization fp8: [3 * num_experts] gate, up, down */
+    qs_linear_shard *shards;    /* tensor parallelism: [3 * num_experts] gate, up, down of this rank */
     /* Llama 4's fused 3-D expert tensors, split per expert and transposed to [out, in]
      * (model_llama4.c): 3 * num_experts tensors over one buffer, or NULL. */
     qs_tensor *split;
@@ -55,6 +59,13 @@ typedef struct qs_layer {
     qs_linear sh_gate, sh_up, sh_down;
     bool rope;                  /* Llama 4: a RoPE layer (else NoPE); true for every other architecture */
 } qs_layer;
+
+/* Where a tensor-parallel rank's step time goes beyond its own compute (model_tp_step.c; logged
+ * when the ranks stop): the collectives' wall time, waiting for slower ranks included. */
+typedef struct qs_tp_stats {
+    long steps, all_reduces;
+    double all_reduce_s, gather_s, broadcast_s;
+} qs_tp_stats;
 
 /* Per-step buffers, grown to the largest step seen. */
 typedef struct qs_scratch {
@@ -97,6 +108,12 @@ struct qs_model {
     struct qs_step_graphs *graphs;
     bool sample_on_device;      /* ops->sample exists and QSERVE_DEVICE_SAMPLING is not 0 */
     bool act_order;             /* QSERVE_ACT_ORDER is not 0: ops write x in its linear's input order */
+    /* Tensor parallelism (model_tp.c): the communicator (one rank without it) and this rank's part;
+     * mc then holds this rank's heads, KV heads and MLP width, and the global vocabulary. */
+    qs_comm *comm;
+    qs_tp_layout tp;
+    bool tp_loaded;             /* the load succeeded: rank 0 tells the other ranks when it stops */
+    qs_tp_stats tp_stats;
 };
 
 /* Fuses every layer's q/k/v and dense gate/up where projection_fusion.h allows (nothing when
@@ -132,6 +149,28 @@ int qs_llama4_load_mlp(qs_model *m, int i, qs_layer *L, qs_err *err);
 int qs_llama4_load_moe(qs_model *m, int i, qs_layer *L, qs_err *err);
 int qs_llama4_check_device(const qs_model *m, qs_err *err);
 void qs_llama4_free_split(qs_moe_layer *moe);
+/* Tensor parallelism at load (model_tp.c): cut a layer's attention and dense MLP projections and
+ * the lm_head to this rank's part, upload this rank's embedding rows (plus a zero row), and make
+ * mc local once every layer is cut. */
+int qs_tp_shard_attention(qs_model *m, qs_layer *L, qs_err *err);
+int qs_tp_shard_mlp(qs_model *m, qs_layer *L, qs_err *err);
+int qs_tp_shard_moe(qs_model *m, qs_layer *L, qs_err *err);
+/* --enable-expert-parallel: every MoE layer's description narrowed to this rank's experts (after
+ * online quantization, which walks all of them). */
+int qs_tp_expert_slice(qs_model *m, qs_err *err);
+int qs_tp_shard_lm_head(qs_model *m, qs_err *err);
+void *qs_tp_upload_embedding(qs_model *m, const char *name, qs_err *err);
+void qs_tp_localize_config(qs_model *m);
+/* ... and in a step (model_tp_step.c): a token id's row in this rank's embedding shard; the
+ * all-reduce of partial sums (nothing with one rank); rank 0's step broadcast and final stop; the
+ * lm_head slices gathered into whole rows of logits (written on rank 0 when logits is not NULL). */
+int32_t qs_tp_local_token(const qs_model *m, int32_t id);
+int qs_tp_all_reduce(qs_model *m, void *buf, int64_t count, qs_err *err);
+int qs_tp_send_step(qs_model *m, const qs_seq_step *seqs, int n_seqs, qs_err *err);
+void qs_tp_send_stop(qs_model *m);
+int qs_tp_gather_logits(qs_model *m, int n_out, float *logits, qs_err *err);
+/* One log line: steps, and the time per step in all-reduces, the logits gather and the broadcast. */
+void qs_tp_log_stats(const qs_model *m);
 /* Fills inv_freq[head_dim/2]: the default RoPE frequencies, llama3-scaled when the config says so. */
 void qs_rope_inv_freq(const qs_model_config *mc, float *inv_freq);
 

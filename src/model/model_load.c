@@ -333,7 +333,7 @@ static int check_layer_count(const qs_checkpoint *ck, const char *prefix, int nu
 {
     char name[192];
     int have = 0;
-    for (; have < num_layers; have++) {
+    for (; have < num_layers; have++) { /* prefix: "language_model." for Llama4ForConditionalGeneration */
         snprintf(name, sizeof name, "%smodel.layers.%d.input_layernorm.weight", prefix, have);
         if (!qs_checkpoint_find(ck, name))
             break;
@@ -376,7 +376,7 @@ static int device_switches_init(qs_model *m, qs_err *err)
     bool on;
     if (env_switch("QSERVE_DEVICE_SAMPLING", &on, err))
         return -1;
-    m->sample_on_device = on && m->ops->sample;
+    m->sample_on_device = on && m->ops->sample && m->tp.size == 1; /* tp: logits are gathered to the host */
     if (m->ops->sample && !on)
         qs_info("QSERVE_DEVICE_SAMPLING=0: every row's logits go to the host sampler");
     if (qs_act_orders_from_env(&m->act_order, err))
@@ -393,6 +393,16 @@ static int load_all(qs_model *m, const qs_config *cfg, qs_err *err)
     const qs_model_config *c = &m->mc;
     if (check_config(c, err) != 0 || pick_device(cfg, m, err) != 0)
         return -1;
+    if (!(m->comm = qs_tp_comm(cfg->tensor_parallel_size, err)) ||
+        qs_tp_layout_plan(c, m->comm->rank, m->comm->size, cfg->enable_expert_parallel, &m->tp, err))
+        return -1;
+    if (m->tp.expert_parallel && !m->ops->moe_expert_slice)
+        return qs_errf(err, "--enable-expert-parallel: %s has no moe_expert_slice op", m->dev.name);
+    bool tp = m->tp.size > 1;
+    if (tp && m->dev.platform != QS_PLATFORM_CPU)
+        return qs_errf(err, "--tensor-parallel-size %d on %s: the GPU path (NCCL) is not wired into the forward pass "
+                            "yet; run the ranks on CPU (--device cpu)",
+                       m->tp.size, m->dev.name);
     if (qs_quant_config_parse(c->quantization_config_json, cfg->model_dir, &m->qc, err) != 0)
         return qs_err_prefix(err, "%s: ", cfg->model_dir);
     m->has_qc = true;
@@ -412,7 +422,7 @@ static int load_all(qs_model *m, const qs_config *cfg, qs_err *err)
     if (c->llama4 && qs_llama4_check_device(m, err))
         return -1;
     snprintf(nm, sizeof nm, "%smodel.embed_tokens.weight", P);
-    if (!(m->embed = qs_weights_upload(m->ops, m->ck, nm, V, H, err)))
+    if (!(m->embed = tp ? qs_tp_upload_embedding(m, nm, err) : qs_weights_upload(m->ops, m->ck, nm, V, H, err)))
         return -1;
     snprintf(nm, sizeof nm, "%smodel.norm.weight", P);
     if (!(m->final_norm = qs_weights_upload(m->ops, m->ck, nm, H, 0, err)))
@@ -430,6 +440,8 @@ static int load_all(qs_model *m, const qs_config *cfg, qs_err *err)
         if (linear_desc(m, nm2, V, H, false, &m->lm_head, err))
             return -1;
     }
+    if (tp && qs_tp_shard_lm_head(m, err))
+        return -1;
     if (c->llama4 && c->l2_qk_norm) { /* the weightless q/k norm runs as rmsnorm with weight 1 */
         float *ones = malloc(sizeof(float) * (size_t)c->head_dim);
         if (!ones)
@@ -461,13 +473,20 @@ static int load_all(qs_model *m, const qs_config *cfg, qs_err *err)
         qs_layer *L = &m->layers[i];
         L->is_moe = c->num_experts > 0 && qs_model_layer_is_moe(c, i);
         L->rope = !c->llama4 || c->layer_rope[i];
-        if (load_attention(m, i, L, err))
+        if (load_attention(m, i, L, err) || (tp && qs_tp_shard_attention(m, L, err)))
             return -1;
         if (c->llama4 ? (L->is_moe ? qs_llama4_load_moe(m, i, L, err) : qs_llama4_load_mlp(m, i, L, err))
                       : (L->is_moe ? load_moe(m, i, L, err) : load_mlp(m, i, L, err)))
             return -1;
+        if (tp && !(L->is_moe && m->tp.expert_parallel) && /* (expert parallel: whole experts, narrowed below) */
+            (L->is_moe ? qs_tp_shard_moe(m, L, err) : qs_tp_shard_mlp(m, L, err))) /* (Llama 4 is refused) */
+            return -1;
     }
+    if (tp)
+        qs_tp_localize_config(m);
     if (online_fp8 && quantize_online(m, err) != 0)
+        return -1;
+    if (m->tp.expert_parallel && qs_tp_expert_slice(m, err))
         return -1;
     if (qs_model_fuse_projections(m, cfg->no_fuse_projections || qs_projection_fusion_disabled_by_env(), err) != 0 ||
         upload_biases(m, err) != 0)
@@ -476,6 +495,7 @@ static int load_all(qs_model *m, const qs_config *cfg, qs_err *err)
     if (device_switches_init(m, err) != 0 || select_and_prepare_linears(m, cfg, err) != 0 ||
         select_and_prepare_moe(m, cfg, err) != 0 || qs_step_graphs_init(m, cfg, err) != 0)
         return -1;
+    m->tp_loaded = true;
     qs_info("loaded %s (%s): %d layers, hidden %d, %d heads / %d kv heads, head_dim %d, vocab %d%s on %s",
             cfg->model_dir, c->arch_name, c->num_layers, c->hidden_size, c->num_heads, c->num_kv_heads, c->head_dim,
             c->vocab_size, c->num_experts ? ", MoE" : "", m->dev.name);
@@ -519,6 +539,8 @@ static void free_linear(const qs_ops *ops, qs_linear *l)
     free(l->online);
     qs_fused_linear_drop_data(l->fused);
     free(l->fused);
+    qs_linear_shard_free(l->shard);
+    free(l->shard);
 }
 
 void qs_model_free(qs_model *m)
@@ -526,6 +548,7 @@ void qs_model_free(qs_model *m)
     if (!m)
         return;
     const qs_ops *ops = m->ops;
+    qs_tp_send_stop(m); /* rank 0: the other ranks leave their step loop */
     qs_step_graphs_free(m); /* first: the graphs hold the buffers freed below */
     if (m->layers) {
         for (int i = 0; i < m->mc.num_layers; i++) {
@@ -541,9 +564,13 @@ void qs_model_free(qs_model *m)
                 free_linear(ops, ls[j]);
             if (L->moe.kernel && L->moe.state)
                 L->moe.kernel->release(L->moe.state);
-            for (int e = 0; L->moe.online && e < 3 * L->moe.desc.num_experts; e++)
+            int all_experts = m->mc.num_experts; /* (expert parallelism narrows desc.num_experts) */
+            for (int e = 0; L->moe.online && e < 3 * all_experts; e++)
                 qs_online_fp8_free(&L->moe.online[e]);
             free(L->moe.online);
+            for (int e = 0; L->moe.shards && e < 3 * all_experts; e++)
+                qs_linear_shard_free(&L->moe.shards[e]);
+            free(L->moe.shards);
             free(L->moe.gate);
             free(L->moe.up);
             free(L->moe.down);

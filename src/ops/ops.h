@@ -189,6 +189,12 @@ typedef struct qs_ops {
                                  float *topk_weights, int64_t n_tokens, int n_experts, int64_t d, qs_err *err);
     /* y[i] += x[i] for n elements (the shared expert's output onto the routed experts'). */
     int (*add)(void *y, const void *x, int64_t n, qs_err *err);
+
+    /* Expert parallelism (model_tp.c; NULL where a device has none, and --enable-expert-parallel is
+     * then refused): routing slots [n] of experts [first, first + count) become local ids
+     * (id - first); every other slot gets weight 0 and local id 0, so the rank's MoE kernel adds
+     * nothing for it and the all-reduce over ranks sums each slot exactly once. */
+    int (*moe_expert_slice)(int32_t *topk_ids, float *topk_weights, int64_t n, int first, int count, qs_err *err);
 } qs_ops;
 
 /* The ops of a platform, or NULL with err when this build has none for it. */

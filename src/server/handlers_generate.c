@@ -587,8 +587,9 @@ static void stream_echo_with_logprobs(gen_ctx *g, int k)
     gen_choice *c = &g->choices[k];
     cJSON *ch;
     cJSON *chunk = chunk_with_choice(g, k, &ch);
-    char *p = echo_text(g, prompt_of_choice(g, k));
-    cJSON_AddStringToObject(ch, "text", p ? p : "");
+    size_t plen = 0;
+    char *p = echo_text(g, prompt_of_choice(g, k), &plen);
+    qs_json_add_text(ch, "text", p ? p : "", plen);
     free(p);
     if (c->logprobs) {
         cJSON_AddItemToObject(ch, "logprobs", c->logprobs);

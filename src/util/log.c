@@ -8,6 +8,9 @@
 #include <time.h>
 
 static int g_level = -1;
+static char g_tag[32];
+
+void qs_log_set_tag(const char *tag) { snprintf(g_tag, sizeof g_tag, "%s", tag ? tag : ""); }
 
 static int level_from_env(void)
 {
@@ -42,5 +45,8 @@ void qs_log(qs_log_level level, const char *fmt, ...)
     localtime_r(&now, &tm);
     char ts[32];
     strftime(ts, sizeof ts, "%m-%d %H:%M:%S", &tm);
-    fprintf(stderr, "%s %s %s\n", names[level], ts, msg);
+    if (g_tag[0])
+        fprintf(stderr, "%s %s [%s] %s\n", names[level], ts, g_tag, msg);
+    else
+        fprintf(stderr, "%s %s %s\n", names[level], ts, msg);
 }

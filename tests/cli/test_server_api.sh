@@ -15,10 +15,16 @@ if ! make_stories "$MODEL"; then
 fi
 
 # --- startup errors ---
-"$BIN" serve "$MODEL" --tensor-parallel-size 2 >"$TMP/tp.out" 2>&1
-check tensor_parallel_is_a_clear_error $(( $? == 2 ? 0 : 1 )) "$(head -c 200 "$TMP/tp.out")"
-grep -q "tensor-parallel-size 2" "$TMP/tp.out"
-check tensor_parallel_message_names_flag $? "$(head -c 200 "$TMP/tp.out")"
+# (tensor parallelism itself: tests/cli/test_tp.sh) a rank count that does not split the model's
+# 8 heads ends every rank with the reason; pipeline parallelism is refused before anything starts
+timeout 60 "$BIN" serve "$MODEL" --tensor-parallel-size 3 --host 127.0.0.1 --port 0 >"$TMP/tp.out" 2>&1
+rc=$?
+[ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q "tensor-parallel-size 3 does not divide num_attention_heads" "$TMP/tp.out"
+check tensor_parallel_is_a_clear_error $? "rc $rc: $(tail -c 300 "$TMP/tp.out")"
+"$BIN" serve "$MODEL" --pipeline-parallel-size 2 >"$TMP/pp.out" 2>&1
+check pipeline_parallel_is_a_clear_error $(( $? == 2 ? 0 : 1 )) "$(head -c 200 "$TMP/pp.out")"
+grep -q "pipeline-parallel-size 2" "$TMP/pp.out"
+check pipeline_parallel_message_names_flag $? "$(head -c 200 "$TMP/pp.out")"
 timeout 20 "$BIN" serve "$TMP/no-such-model" --host 127.0.0.1 --port 0 >"$TMP/bad.out" 2>&1
 check missing_model_exits_1 $(( $? == 1 ? 0 : 1 )) "$(tail -c 300 "$TMP/bad.out")"
 

@@ -169,10 +169,10 @@ check chat_template_errors_stop_startup $? "$rc $(tail -1 "$TMP/nt.out"); $rc2 $
 # --- vLLM flags qserve has one way of doing: other values stop start-up ----------------------------------
 "$BIN" serve "$MODEL" --port 0 --dtype float16 >"$TMP/dt.out" 2>&1
 rc=$?
-"$BIN" serve "$MODEL" --port 0 -tp 2 >"$TMP/tp.out" 2>&1
+"$BIN" serve "$MODEL" --port 0 --pipeline-parallel-size 2 >"$TMP/tp.out" 2>&1
 rc2=$?
 [ $rc -eq 2 ] && grep -q "qserve does not implement this value" "$TMP/dt.out" && [ $rc2 -eq 2 ] && \
-  grep -q "tensor parallelism is not supported yet" "$TMP/tp.out"
+  grep -q "pipeline parallelism is not implemented" "$TMP/tp.out"
 check refused_vllm_values_exit_2 $? "$(tail -1 "$TMP/dt.out"); $(tail -1 "$TMP/tp.out")"
 
 # --- --uvicorn-log-level sets qserve's level (as QSERVE_LOG_LEVEL) --------------------------------------

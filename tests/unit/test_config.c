@@ -114,13 +114,26 @@ static void byte_sizes_parse(void **state)
     assert_non_null(strstr(e.msg, "lots"));
 }
 
-static void tensor_parallel_is_parsed_but_refused(void **state)
+static void tensor_parallel_flags(void **state)
 {
     qs_config c;
     qs_err e;
     char *argv[] = {"serve", "m", "--tensor-parallel-size", "2"};
-    assert_int_equal(qs_config_parse_args(ARGC(argv), argv, &c, &e), -1);
-    assert_non_null(strstr(e.msg, "tensor parallelism is not supported yet"));
+    assert_int_equal(qs_config_parse_args(ARGC(argv), argv, &c, &e), 0);
+    assert_int_equal(c.tensor_parallel_size, 2);
+    char *short_form[] = {"serve", "m", "-tp", "4"};
+    assert_int_equal(qs_config_parse_args(ARGC(short_form), short_form, &c, &e), 0);
+    assert_int_equal(c.tensor_parallel_size, 4);
+    assert_string_equal(c.model_dir, "m");
+    char *pp[] = {"serve", "m", "--pipeline-parallel-size", "2"};
+    assert_int_equal(qs_config_parse_args(ARGC(pp), pp, &c, &e), -1);
+    assert_non_null(strstr(e.msg, "--pipeline-parallel-size 2: pipeline parallelism is not implemented"));
+    char *ep[] = {"serve", "m", "-tp", "2", "--enable-expert-parallel"};
+    assert_int_equal(qs_config_parse_args(ARGC(ep), ep, &c, &e), 0);
+    assert_true(c.enable_expert_parallel);
+    char *ep1[] = {"serve", "m", "--enable-expert-parallel"};
+    assert_int_equal(qs_config_parse_args(ARGC(ep1), ep1, &c, &e), -1);
+    assert_non_null(strstr(e.msg, "--enable-expert-parallel needs --tensor-parallel-size > 1"));
     char *bad[] = {"serve", "m", "--tensor-parallel-size", "two"};
     assert_int_equal(qs_config_parse_args(ARGC(bad), bad, &c, &e), -1);
     assert_non_null(strstr(e.msg, "expected an integer"));
@@ -224,8 +237,8 @@ static void server_flags_of_issue_36(void **state)
     assert_false(c.enable_log_requests);
 
     char *tp[] = {"serve", "m", "-tp=2"};
-    assert_int_equal(qs_config_parse_args(ARGC(tp), tp, &c, &e), -1);
-    assert_non_null(strstr(e.msg, "tensor parallelism is not supported yet"));
+    assert_int_equal(qs_config_parse_args(ARGC(tp), tp, &c, &e), 0);
+    assert_int_equal(c.tensor_parallel_size, 2);
     char *names_first[] = {"serve", "--served-model-name", "a", "b"};
     assert_int_equal(qs_config_parse_args(ARGC(names_first), names_first, &c, &e), -1);
     assert_non_null(strstr(e.msg, "put MODEL first"));
@@ -614,7 +627,7 @@ int main(void)
         cmocka_unit_test_setup(defaults_are_vllm_like, setup),
         cmocka_unit_test_setup(every_serve_flag_sets_its_field, setup),
         cmocka_unit_test_setup(byte_sizes_parse, setup),
-        cmocka_unit_test_setup(tensor_parallel_is_parsed_but_refused, setup),
+        cmocka_unit_test_setup(tensor_parallel_flags, setup),
         cmocka_unit_test_setup(unknown_flags_suggest_close_matches, setup),
         cmocka_unit_test_setup(vllm_flags_are_accepted, setup),
         cmocka_unit_test_setup(vllm_flags_with_one_meaning_refuse_other_values, setup),

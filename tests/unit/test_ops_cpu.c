@@ -190,6 +190,20 @@ static void moe_routing(void **state)
 }
 
 /* Naive attention of one query row over contiguous k/v rows [0, n). */
+/* Expert parallelism: slots of this rank's experts become local ids, the others weigh 0. */
+static void moe_expert_slice(void **state)
+{
+    qs_err e;
+    int32_t ids[6] = {0, 5, 3, 4, 7, 6};
+    float w[6] = {0.1f, 0.2f, 0.3f, 0.4f, 0.5f, 0.6f};
+    assert_int_equal(ops->moe_expert_slice(ids, w, 6, 4, 3, &e), 0); /* experts 4..7 */
+    int32_t want_ids[6] = {0, 1, 0, 0, 0, 2};
+    float want_w[6] = {0.0f, 0.2f, 0.0f, 0.4f, 0.0f, 0.6f};
+    assert_memory_equal(ids, want_ids, sizeof ids);
+    assert_memory_equal(w, want_w, sizeof w);
+    assert_int_equal(ops->moe_expert_slice(ids, w, 6, 0, 0, &e), -1);
+}
+
 static void naive(const float *q, const float *k, const float *v, int n, int hd, int kv_stride, double *out)
 {
     double s[64], max = -1e300, sum = 0;
@@ -348,7 +362,8 @@ int main(void)
         cmocka_unit_test(rmsnorm_by_hand),        cmocka_unit_test(ordered_outputs),
         cmocka_unit_test(bias_swiglu_embedding_gather),
         cmocka_unit_test(rope_rotate_half),       cmocka_unit_test(rope_frequencies),
-        cmocka_unit_test(moe_routing),            cmocka_unit_test(paged_attention_matches_naive),
+        cmocka_unit_test(moe_routing),            cmocka_unit_test(moe_expert_slice),
+        cmocka_unit_test(paged_attention_matches_naive),
         cmocka_unit_test(paged_attention_ordered_rows),
         cmocka_unit_test(memory_and_uploads),
     };

@@ -1,0 +1,26 @@
+// comm_nccl.h — the NCCL communicator: the collectives of parallel/comm.h on GPU buffers, for
+// tensor parallelism with one GPU per rank. NCCL is not packaged for Debian, so libnccl.so.2 is
+// loaded on first use with dlopen (as cuBLASLt is, cublaslt_dyn.h), from declarations written
+// after NCCL's public API; its unique id travels over the host communicator (MPI). Collectives run
+// on the model's stream and are waited for against the host communicator's deadline, after which
+// the NCCL communicator is aborted and the job ended.
+#ifndef QS_CUDA_COMM_NCCL_H
+#define QS_CUDA_COMM_NCCL_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#include "parallel/comm.h"
+
+// A communicator over the same ranks as `host` (MPI), each rank on CUDA device `device`
+// (usually its rank on the host). NULL with err naming libnccl.so.2 when NCCL cannot be loaded,
+// or NCCL's own message when it cannot start. The returned comm's collectives take device
+// pointers; `stream` (NULL: the default stream) is where they are queued.
+qs_comm *qs_comm_nccl(qs_comm *host, int device, void *stream, qs_err *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,54 @@
+/* model_tp.h — tensor parallelism inside the model (docs/parallel.md): which heads, MLP columns
+ * and vocabulary rows this rank holds, the cutting of its layers at load (quant/linear_shard.h),
+ * the collectives the forward pass adds (embedding and o/down all-reduces, the logits all-gather),
+ * and the step broadcast: rank 0's engine calls qs_model_forward as always and the model sends the
+ * step to the other ranks, which sit in qs_model_tp_worker running the same forward pass. Dense
+ * Llama, Mistral, Qwen2 and Qwen3 and the MoE models Qwen3-MoE and Mixtral (experts
+ * tensor-parallel: each expert's intermediate dimension split; or, with --enable-expert-parallel,
+ * whole experts per rank) in every linear scheme are sharded;
+ * Llama 4 is refused by name under --tensor-parallel-size > 1. */
+#ifndef QS_MODEL_MODEL_TP_H
+#define QS_MODEL_MODEL_TP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "model/model_config.h"
+#include "parallel/comm.h"
+#include "util/error.h"
+
+typedef struct qs_tp_layout {
+    int rank, size;
+    int heads, q_head_first;       /* attention heads of this rank, first global head */
+    int kv_heads, kv_head_first;   /* KV heads (one replicated head each when size > num_key_value_heads) */
+    int64_t inter, inter_first;    /* dense MLP intermediate columns */
+    int64_t moe_inter, moe_inter_first; /* every expert's intermediate columns (experts tensor-parallel) */
+    bool expert_parallel;          /* --enable-expert-parallel: whole experts per rank instead */
+    int expert_first, experts;     /* the experts this rank holds (all of them without expert parallelism) */
+    int64_t vocab, vocab_first;    /* vocabulary rows of the embedding and the lm_head */
+} qs_tp_layout;
+
+/* The layout of rank `rank` of `size` for config c, or an error naming what does not split (or
+ * the architecture not sharded yet). size 1 is the whole model. expert_parallel: MoE layers keep
+ * whole experts, num_experts / size of them a rank, instead of cutting every expert. */
+int qs_tp_layout_plan(const qs_model_config *c, int rank, int size, bool expert_parallel, qs_tp_layout *out,
+                      qs_err *err);
+
+/* The communicator of this process for --tensor-parallel-size `size`: the one-rank one for 1,
+ * else MPI (initialized on first use, shared by everything in the process). */
+qs_comm *qs_tp_comm(int size, qs_err *err);
+/* The communicator qs_tp_comm made for several ranks, or NULL when there is none. */
+qs_comm *qs_tp_comm_current(void);
+/* Finalizes MPI when it was started (at process exit). */
+void qs_tp_comm_shutdown(void);
+
+typedef struct qs_model qs_model;
+typedef struct qs_kv_cache qs_kv_cache;
+/* A worker rank's life: receive every step rank 0 runs and run it, until rank 0 frees its model.
+ * Returns 0 then; an error in a step ends the whole job (the other ranks would wait forever). */
+int qs_model_tp_worker(qs_model *m, qs_kv_cache *kv, qs_err *err);
+/* This model's rank and rank count (0 and 1 without tensor parallelism). */
+int qs_model_tp_rank(const qs_model *m);
+int qs_model_tp_size(const qs_model *m);
+
+#endif

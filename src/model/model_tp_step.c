@@ -1,0 +1,177 @@
+/* model_tp_step.c — what a tensor-parallel step adds to the forward pass (see model_tp.h): rank 0
+ * broadcasts each step (sequence slices, tokens, block tables) before running it, the other ranks
+ * receive it in qs_model_tp_worker and run the same step on their shards; partial sums are
+ * all-reduced after the embedding and every o_proj and down_proj, and the lm_head's vocabulary
+ * slices are gathered into whole logits rows on rank 0, where the sampler runs. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "model/model_internal.h"
+#include "model/model_tp.h"
+#include "util/log.h"
+
+enum { STEP_STOP = 0, STEP_RUN = 1 };
+enum { HDR_CMD, HDR_SEQS, HDR_TOKENS, HDR_BLOCKS, HDR_LEN };
+enum { SEQ_TOKENS, SEQ_START, SEQ_BLOCKS, SEQ_LOGITS, SEQ_LEN }; /* per-sequence fields of the payload */
+
+static qs_comm_dtype act_dtype(const qs_model *m) { return m->ops->act_size == 2 ? QS_COMM_BF16 : QS_COMM_F32; }
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int qs_tp_all_reduce(qs_model *m, void *buf, int64_t count, qs_err *err)
+{
+    if (m->tp.size <= 1)
+        return 0;
+    double t0 = now_s();
+    int rc = m->comm->all_reduce_sum(m->comm, buf, count, act_dtype(m), err);
+    m->tp_stats.all_reduce_s += now_s() - t0;
+    m->tp_stats.all_reduces++;
+    return rc;
+}
+
+void qs_tp_log_stats(const qs_model *m)
+{
+    const qs_tp_stats *st = &m->tp_stats;
+    if (m->tp.size <= 1 || st->steps == 0)
+        return;
+    qs_info("tensor parallel: %ld steps; all-reduce %.1f us a step (%ld calls, %.3f s), logits all-gather %.1f us a "
+            "step, step broadcast %.1f us a step",
+            st->steps, 1e6 * st->all_reduce_s / (double)st->steps, st->all_reduces, st->all_reduce_s,
+            1e6 * st->gather_s / (double)st->steps, 1e6 * st->broadcast_s / (double)st->steps);
+}
+
+int qs_tp_send_step(qs_model *m, const qs_seq_step *seqs, int n_seqs, qs_err *err)
+{
+    int64_t tokens = 0, blocks = 0;
+    for (int i = 0; i < n_seqs; i++) {
+        tokens += seqs[i].n_tokens;
+        blocks += seqs[i].n_blocks;
+    }
+    int32_t hdr[HDR_LEN] = {STEP_RUN, n_seqs, (int32_t)tokens, (int32_t)blocks};
+    int64_t len = (int64_t)n_seqs * SEQ_LEN + tokens + blocks;
+    int32_t *p = malloc(sizeof(int32_t) * (size_t)(len + 1));
+    if (!p)
+        return qs_errf(err, "out of memory broadcasting a step");
+    int32_t *tok = p + (int64_t)n_seqs * SEQ_LEN, *blk = tok + tokens;
+    for (int i = 0; i < n_seqs; i++) {
+        const qs_seq_step *s = &seqs[i];
+        int32_t *f = p + (int64_t)i * SEQ_LEN;
+        f[SEQ_TOKENS] = s->n_tokens;
+        f[SEQ_START] = s->start_pos;
+        f[SEQ_BLOCKS] = s->n_blocks;
+        f[SEQ_LOGITS] = s->want_logits;
+        memcpy(tok, s->tokens, sizeof(int32_t) * (size_t)s->n_tokens);
+        memcpy(blk, s->block_table, sizeof(int32_t) * (size_t)s->n_blocks);
+        tok += s->n_tokens;
+        blk += s->n_blocks;
+    }
+    qs_comm *c = m->comm;
+    double t0 = now_s();
+    int rc = c->broadcast(c, hdr, HDR_LEN, QS_COMM_I32, 0, QS_COMM_WAIT_STEP, err) ||
+                     c->broadcast(c, p, len, QS_COMM_I32, 0, QS_COMM_WAIT_STEP, err)
+                 ? -1
+                 : 0;
+    m->tp_stats.broadcast_s += now_s() - t0;
+    m->tp_stats.steps++;
+    free(p);
+    return rc;
+}
+
+void qs_tp_send_stop(qs_model *m)
+{
+    if (m->tp.size <= 1 || m->tp.rank != 0 || !m->comm || !m->tp_loaded)
+        return;
+    int32_t hdr[HDR_LEN] = {STEP_STOP, 0, 0, 0};
+    qs_err err;
+    qs_tp_log_stats(m);
+    if (m->comm->broadcast(m->comm, hdr, HDR_LEN, QS_COMM_I32, 0, QS_COMM_WAIT_STEP, &err))
+        qs_warn("tensor parallel: telling the other ranks to stop: %s", err.msg);
+}
+
+int qs_tp_gather_logits(qs_model *m, int n_out, float *logits, qs_err *err)
+{
+    int64_t Vl = m->tp.vocab, V = m->mc.vocab_size, N = m->tp.size;
+    size_t part = (size_t)n_out * (size_t)Vl;
+    float *mine = malloc(sizeof(float) * part * (size_t)(N + 1));
+    if (!mine)
+        return qs_errf(err, "out of memory gathering logits");
+    float *all = mine + part;
+    double t0 = now_s();
+    int rc = m->ops->acts_to_host_f32(mine, m->s.logits, (int64_t)part, err) ||
+                     m->comm->all_gather(m->comm, mine, all, (int64_t)part, QS_COMM_F32, err)
+                 ? -1
+                 : 0;
+    m->tp_stats.gather_s += now_s() - t0;
+    if (rc == 0 && logits) /* all is [rank][row][Vl]; a logits row is the ranks' slices in order */
+        for (int r = 0; r < N; r++)
+            for (int row = 0; row < n_out; row++)
+                memcpy(logits + (size_t)row * (size_t)V + (size_t)r * (size_t)Vl,
+                       all + ((size_t)r * (size_t)n_out + (size_t)row) * (size_t)Vl, sizeof(float) * (size_t)Vl);
+    free(mine);
+    return rc;
+}
+
+int qs_model_tp_worker(qs_model *m, qs_kv_cache *kv, qs_err *err)
+{
+    if (m->tp.size <= 1 || m->tp.rank == 0)
+        return qs_errf(err, "qs_model_tp_worker runs on tensor-parallel ranks other than 0");
+    qs_comm *c = m->comm;
+    qs_seq_step *seqs = NULL;
+    int32_t *p = NULL;
+    long steps = 0;
+    for (;;) {
+        int32_t hdr[HDR_LEN];
+        if (c->broadcast(c, hdr, HDR_LEN, QS_COMM_I32, 0, QS_COMM_WAIT_IDLE, err))
+            break;
+        if (hdr[HDR_CMD] == STEP_STOP) {
+            qs_info("tensor parallel: rank 0 stopped after %ld steps", steps);
+            qs_tp_log_stats(m);
+            free(seqs);
+            free(p);
+            return 0;
+        }
+        int n = hdr[HDR_SEQS];
+        int64_t len = (int64_t)n * SEQ_LEN + hdr[HDR_TOKENS] + hdr[HDR_BLOCKS];
+        qs_seq_step *ns = realloc(seqs, sizeof *seqs * (size_t)(n > 0 ? n : 1));
+        int32_t *np = ns ? realloc(p, sizeof(int32_t) * (size_t)(len + 1)) : NULL;
+        if (ns)
+            seqs = ns;
+        if (np)
+            p = np;
+        if (!ns || !np) {
+            qs_errf(err, "out of memory receiving a step of %d sequences", n);
+            break;
+        }
+        if (c->broadcast(c, p, len, QS_COMM_I32, 0, QS_COMM_WAIT_STEP, err))
+            break;
+        const int32_t *tok = p + (int64_t)n * SEQ_LEN, *blk = tok + hdr[HDR_TOKENS];
+        for (int i = 0; i < n; i++) {
+            const int32_t *f = p + (int64_t)i * SEQ_LEN;
+            seqs[i] = (qs_seq_step){.tokens = tok,
+                                    .n_tokens = f[SEQ_TOKENS],
+                                    .start_pos = f[SEQ_START],
+                                    .block_table = blk,
+                                    .n_blocks = f[SEQ_BLOCKS],
+                                    .want_logits = f[SEQ_LOGITS] != 0};
+            tok += f[SEQ_TOKENS];
+            blk += f[SEQ_BLOCKS];
+        }
+        if (qs_model_forward(m, kv, seqs, n, NULL, err))
+            break;
+        steps++;
+        m->tp_stats.steps++;
+    }
+    free(seqs);
+    free(p);
+    /* rank 0 is waiting in this step's collectives: end the job rather than leave it hanging */
+    char why[QS_ERR_MSG_MAX + 64];
+    snprintf(why, sizeof why, "step %ld failed: %s", steps, err->msg);
+    c->abort(c, why);
+    return -1;
+}
