@@ -202,8 +202,12 @@ static double process_cpu_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Decode wall time (the prefill step excluded); *cpu_s gets the process CPU time of the same span. */
-static double run_e2e(qs_engine *e, qs_grammar *g, int batch, int tokens, int *produced, double *cpu_s)
+/* Decode wall time (the prefill step excluded); *cpu_s gets the process CPU time of the same span.
+ * lens NULL: each request writes up to `tokens`; else request i writes exactly lens[i] tokens (EOS
+ * ignored), so that free requests can keep the batch as full, step by step, as constrained ones
+ * did. out_lens (may be NULL) receives each request's output length. */
+static double run_e2e(qs_engine *e, qs_grammar *g, int batch, int tokens, const int *lens, int *out_lens,
+                      int *produced, double *cpu_s)
 {
     qs_event_sink **sinks = calloc((size_t)batch, sizeof *sinks);
     int32_t prompt[8] = {9707, 11, 1879, 374, 264, 3364, 315, 4244}; /* arbitrary ids */
@@ -216,8 +220,11 @@ static double run_e2e(qs_engine *e, qs_grammar *g, int batch, int tokens, int *p
         r.sampling.temperature = 1;
         r.sampling.has_seed = true;
         r.sampling.seed = (uint64_t)i + 1;
-        r.max_tokens = tokens;
+        r.max_tokens = lens ? lens[i] : tokens;
+        r.ignore_eos = lens != NULL;
         r.grammar = g;
+        if (out_lens)
+            out_lens[i] = 0;
         sinks[i] = qs_event_sink_new();
         qs_err err;
         if (qs_engine_submit(e, &r, 1, sinks[i], &err) != QS_SUBMIT_OK) {
@@ -231,9 +238,12 @@ static double run_e2e(qs_engine *e, qs_grammar *g, int batch, int tokens, int *p
     int left = batch;
     for (int i = 0; i < batch; i++) {
         qs_engine_event *list = qs_event_sink_take(sinks[i], 0);
-        for (qs_engine_event *ev = list; ev; ev = ev->next)
+        for (qs_engine_event *ev = list; ev; ev = ev->next) {
+            if (ev->token >= 0 && out_lens)
+                out_lens[i]++;
             if (ev->finish != QS_FINISH_NONE)
                 left--;
+        }
         qs_engine_event_free_list(list);
     }
     double t0 = now(), c0 = process_cpu_now();
@@ -243,8 +253,11 @@ static double run_e2e(qs_engine *e, qs_grammar *g, int batch, int tokens, int *p
         for (int i = 0; i < batch; i++) {
             qs_engine_event *list = qs_event_sink_take(sinks[i], 0);
             for (qs_engine_event *ev = list; ev; ev = ev->next) {
-                if (ev->token >= 0)
+                if (ev->token >= 0) {
                     (*produced)++;
+                    if (out_lens)
+                        out_lens[i]++;
+                }
                 if (ev->finish != QS_FINISH_NONE)
                     left--;
             }
@@ -300,13 +313,19 @@ static int bench_e2e(const char *model_dir, int batch, int tokens)
     printf("\nend to end: %s (vocab %d), batch %d, up to %d tokens each, temperature 1, one engine thread\n",
            model_dir, mc->vocab_size, batch, tokens);
     printf("%-6s %-14s %10s %10s %16s\n", "round", "requests", "tokens", "tok/s", "tok/CPU-second");
-    double best[2] = {0, 0}, best_cpu[2] = {0, 0};
+    /* 0: free up to `tokens`; 1: constrained (they end when the JSON closes, so the batch thins
+     * out); 2: free again, each request as long as its constrained twin: the same batch, step by
+     * step, so the ratio of 1 to 2 is the constraint's own cost */
+    static const char *const NAMES[3] = {"free", "json schema", "free, same len"};
+    double best[3] = {0, 0, 0}, best_cpu[3] = {0, 0, 0};
     int n_tok;
     double cpu;
-    run_e2e(e, g, batch, tokens, &n_tok, &cpu); /* warm-up: builds the trie, fills first caches */
+    int *lens = calloc((size_t)batch, sizeof *lens);
+    run_e2e(e, g, batch, tokens, NULL, NULL, &n_tok, &cpu); /* warm-up: builds the trie, fills first caches */
     for (int round = 1; round <= 3; round++)
-        for (int c = 0; c < 2; c++) {
-            double dt = run_e2e(e, c ? g : NULL, batch, tokens, &n_tok, &cpu);
+        for (int c = 0; c < 3; c++) {
+            double dt = run_e2e(e, c == 1 ? g : NULL, batch, tokens, c == 2 ? lens : NULL, c == 1 ? lens : NULL,
+                                &n_tok, &cpu);
             if (dt <= 0)
                 return -1;
             double tps = n_tok / dt, tpc = n_tok / cpu;
@@ -314,10 +333,14 @@ static int bench_e2e(const char *model_dir, int batch, int tokens)
                 best[c] = tps;
             if (tpc > best_cpu[c])
                 best_cpu[c] = tpc;
-            printf("%-6d %-14s %10d %10.1f %16.1f\n", round, c ? "json schema" : "free", n_tok, tps, tpc);
+            printf("%-6d %-14s %10d %10.1f %16.1f\n", round, NAMES[c], n_tok, tps, tpc);
         }
+    free(lens);
     printf("best: free %.1f tok/s, constrained %.1f tok/s: constrained / free = %.2f (per CPU-second: %.2f)\n",
            best[0], best[1], best[1] / best[0], best_cpu[1] / best_cpu[0]);
+    printf("same batch, step by step: free %.1f tok/s, constrained %.1f tok/s: constrained / free = %.2f "
+           "(per CPU-second: %.2f)\n",
+           best[2], best[1], best[1] / best[2], best_cpu[1] / best_cpu[2]);
     qs_grammar_release(g);
     qs_engine_free(e);
     qs_tokenizer_free(tok);

@@ -335,13 +335,45 @@ static const qs_vocab_trie *engine_trie(qs_engine *e, qs_err *err)
     return t;
 }
 
-static int attach_grammar(qs_engine *e, qs_seq *seq, qs_grammar *g, qs_err *err)
+/* vLLM's is_reasoning_end over the prompt: the last think tag in it is a closing one. */
+static bool prompt_ends_reasoning(const qs_seq_request *r)
+{
+    for (int i = r->n_prompt - 1; i >= 0; i--) {
+        if (r->prompt[i] == r->reasoning_start_id)
+            return false;
+        if (r->prompt[i] == r->reasoning_end_id)
+            return true;
+    }
+    return false;
+}
+
+static int attach_grammar(qs_engine *e, qs_seq *seq, const qs_seq_request *r, qs_err *err)
 {
     const qs_vocab_trie *t = engine_trie(e, err);
     if (!t)
         return -1;
-    seq->grammar = qs_matcher_new(g, t);
-    return seq->grammar ? 0 : qs_errf(err, "out of memory for the structured-output matcher");
+    seq->grammar = qs_matcher_new(r->grammar, t);
+    if (!seq->grammar)
+        return qs_errf(err, "out of memory for the structured-output matcher");
+    if (r->grammar_after_reasoning && r->reasoning_end_id >= 0) {
+        seq->reasoning_end_id = r->reasoning_end_id;
+        seq->grammar_dormant = !prompt_ends_reasoning(r);
+    }
+    return 0;
+}
+
+/* The constraint of a sequence this step: NULL while it is free text or still reasoning. */
+static qs_matcher *active_grammar(const qs_seq *seq)
+{
+    return seq->grammar_dormant ? NULL : seq->grammar;
+}
+
+/* A dormant grammar wakes once the reasoning end token is sampled; it constrains the next token
+ * on (the end token itself is not part of the answer, as in vLLM's should_advance). */
+static void note_reasoning_end(qs_seq *seq, int32_t token)
+{
+    if (seq->grammar_dormant && token == seq->reasoning_end_id)
+        seq->grammar_dormant = false;
 }
 
 qs_submit_status qs_engine_submit(qs_engine *e, const qs_seq_request *reqs, int n, qs_event_sink *sink, qs_err *err)
@@ -374,7 +406,7 @@ qs_submit_status qs_engine_submit(qs_engine *e, const qs_seq_request *reqs, int 
         seqs[i] = qs_seq_new(&reqs[i], id, sink, e->opt.tokenizer, e->backend.vocab_size, (uint64_t)e->opt.seed, err);
         if (!seqs[i])
             goto invalid;
-        if (reqs[i].grammar && attach_grammar(e, seqs[i], reqs[i].grammar, err))
+        if (reqs[i].grammar && attach_grammar(e, seqs[i], &reqs[i], err))
             goto invalid;
     }
     pthread_mutex_lock(&e->mu);
@@ -579,7 +611,7 @@ static void mask_end_tokens(const qs_engine *e, const qs_seq *seq, float *row)
  * ids are the ones mask_end_tokens would set to -inf. Draws the row's u, so call it once a token. */
 static bool device_row(const qs_engine *e, qs_seq *seq, qs_sample_row *row)
 {
-    if (seq->grammar) /* the token mask is applied on the host */
+    if (active_grammar(seq)) /* the token mask is applied on the host */
         return false;
     if (!qs_sampling_device_ok(&seq->sampling) || qs_seq_has_token_masks(seq) || seq->prompt_lp || seq->prompt_only)
         return false;
@@ -661,7 +693,7 @@ static void prepare_masks(qs_engine *e, const qs_sched_batch *b, int n_device)
             continue;
         int r = row++;
         qs_seq *seq = b->items[i].seq;
-        if (seq->grammar && !(n_device && e->tokens[r] >= 0))
+        if (active_grammar(seq) && !(n_device && e->tokens[r] >= 0))
             list[n++] = seq->grammar;
     }
     if (n > 1) {
@@ -754,6 +786,7 @@ int qs_engine_step(qs_engine *e)
             continue;
         int r = row++;
         if (n_device && e->tokens[r] >= 0) { /* sampled on the device (-1: logits came back) */
+            note_reasoning_end(seq, e->tokens[r]);
             on_sampled(e, seq, e->tokens[r], NULL);
             continue;
         }
@@ -771,7 +804,8 @@ int qs_engine_step(qs_engine *e)
             continue;
         }
         mask_end_tokens(e, seq, logits);
-        if (seq->grammar && qs_matcher_mask_logits(seq->grammar, logits, e->backend.vocab_size) == 0) {
+        qs_matcher *grammar = active_grammar(seq);
+        if (grammar && qs_matcher_mask_logits(grammar, logits, e->backend.vocab_size) == 0) {
             abort_seq(e, seq, QS_FINISH_ERROR, "structured output: no token of the vocabulary can continue the output");
             continue;
         }
@@ -779,13 +813,14 @@ int qs_engine_step(qs_engine *e)
         qs_token_logprobs lp;
         bool want_lp = seq->sampling.logprobs >= 0;
         int32_t token = qs_sample(&seq->sampling, seq->sampler, logits, e->backend.vocab_size, want_lp ? &lp : NULL);
-        if (seq->grammar) {
-            if (!qs_matcher_accept_token(seq->grammar, token)) {
+        if (grammar) {
+            if (!qs_matcher_accept_token(grammar, token)) {
                 abort_seq(e, seq, QS_FINISH_ERROR, "structured output: the sampled token breaks the grammar");
                 continue;
             }
-            seq->grammar_done = !qs_matcher_ended(seq->grammar) && qs_matcher_is_terminated(seq->grammar);
+            seq->grammar_done = !qs_matcher_ended(grammar) && qs_matcher_is_terminated(grammar);
         }
+        note_reasoning_end(seq, token);
         on_sampled(e, seq, token, want_lp ? &lp : NULL);
     }
     publish_load(e);

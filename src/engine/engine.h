@@ -113,6 +113,13 @@ typedef struct qs_seq_request {
      * (such rows are sampled on the host), and the sequence ends with "stop" once the grammar
      * is complete and nothing can follow. The engine retains it. */
     struct qs_grammar *grammar;
+    /* With a reasoning parser (vLLM's rule): the grammar applies to the answer after the
+     * reasoning. Its matcher stays dormant (no mask, no token accepted) until a sampled token is
+     * reasoning_end_id, unless the prompt already ended the reasoning: scanning it backwards
+     * finds reasoning_end_id before reasoning_start_id (-1: no start token). */
+    bool grammar_after_reasoning;
+    int32_t reasoning_start_id;
+    int32_t reasoning_end_id;
 } qs_seq_request;
 
 /* --- The forward pass and KV pool the engine drives --- */

@@ -67,6 +67,8 @@ typedef struct qs_seq {
     qs_stop_matcher *matcher;  /* NULL without stop strings */
     qs_matcher *grammar;       /* structured output (structured.h); NULL = free text */
     bool grammar_done;         /* the grammar is complete and nothing can follow: end with "stop" */
+    bool grammar_dormant;      /* still reasoning: no mask, no accept until reasoning_end_id is sampled */
+    int32_t reasoning_end_id;
     qs_event_sink *sink;
     bool aborted;
     qs_finish_reason finish;

@@ -22,12 +22,6 @@ static bool short_ids(const qs_chat_output_config *cfg)
     return !cfg->forced_required && !cfg->forced_name && cfg->tools && cfg->tools->short_ids;
 }
 
-/* An enforced tool choice constrains the output from its first token, so it holds no reasoning
- * to split off (reasoning_content is then null). */
-static qs_reasoning_kind split_kind(const qs_chat_output_config *cfg)
-{
-    return cfg->forced_required || cfg->forced_name ? QS_REASONING_NONE : cfg->reasoning;
-}
 
 static int run_parser(const qs_chat_output_config *cfg, const char *text, size_t len, bool final, qs_tool_parse *tp)
 {
@@ -76,7 +70,7 @@ static cJSON *call_object(const qs_tool_call_text *c, bool short_id)
 int qs_chat_output_message(const qs_chat_output_config *cfg, const char *text, size_t len, cJSON *msg)
 {
     qs_reasoning_split rs;
-    qs_reasoning_split_text(split_kind(cfg), text, len, QS_SPLIT_ONE_SHOT, &rs);
+    qs_reasoning_split_text(cfg->reasoning, text, len, QS_SPLIT_ONE_SHOT, &rs);
     const char *content = text + rs.c_off;
     size_t content_len = rs.c_len;
     qs_tool_parse tp = {0};
@@ -236,7 +230,7 @@ bool qs_chat_stream_feed(qs_chat_stream *s, const char *text, size_t len, bool e
     }
     const char *all = s->text ? s->text : "";
     qs_reasoning_split rs;
-    qs_reasoning_split_text(split_kind(&s->cfg), all, s->len, end ? QS_SPLIT_STREAM_END : QS_SPLIT_PARTIAL, &rs);
+    qs_reasoning_split_text(s->cfg.reasoning, all, s->len, end ? QS_SPLIT_STREAM_END : QS_SPLIT_PARTIAL, &rs);
     bool any = false;
     if (s->cfg.reasoning != QS_REASONING_NONE)
         any |= add_growth(delta, "reasoning_content", all + rs.r_off, rs.r_len, &s->sent_reasoning);

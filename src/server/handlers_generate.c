@@ -275,6 +275,16 @@ static int build_prompts(gen_ctx *g, qs_api_error *e)
     return 0;
 }
 
+/* The think tags of the reasoning parsers (both write <think>...</think>). Without a </think>
+ * token the end of the reasoning cannot be seen token by token: the grammar then applies from
+ * the first token. */
+static void reasoning_tokens(const qs_tokenizer *tok, qs_seq_request *q)
+{
+    q->reasoning_end_id = tok ? qs_tokenizer_token_to_id(tok, "</think>") : -1;
+    q->reasoning_start_id = tok ? qs_tokenizer_token_to_id(tok, "<think>") : -1;
+    q->grammar_after_reasoning = q->reasoning_end_id >= 0;
+}
+
 static int submit(gen_ctx *g, qs_api_error *e)
 {
     qs_openai_request *r = &g->req;
@@ -317,6 +327,8 @@ static int submit(gen_ctx *g, qs_api_error *e)
         q->choice = k;
         q->cache_salt = r->cache_salt;
         q->grammar = r->grammar;
+        if (r->grammar && g->s->reasoning != QS_REASONING_NONE) /* the grammar is for the answer (vLLM) */
+            reasoning_tokens(g->m.tokenizer, q);
     }
     g->sink = qs_event_sink_new();
     if (!g->sink) {

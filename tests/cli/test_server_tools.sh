@@ -2,7 +2,8 @@
 # test_server_tools.sh — tool calling, chat messages as agents send them, and reasoning parsers,
 # end to end through the official `openai` npm client (tests/node/tools_client.mjs). The model is
 # a tiny random Qwen3 (`qserve init-model --shape tiny-qwen3`) given the real Qwen3 chat template
-# (tools, <tool_call>, <tool_response>, enable_thinking) from ../shared/data/tokenizers/qwen3.
+# (tools, <tool_call>, <tool_response>, enable_thinking) from ../shared/data/tokenizers/qwen3, and
+# <think> / </think> tokens (a grammar waits for </think> before it constrains the answer).
 # Two servers: one with --enable-auto-tool-choice --tool-call-parser hermes --reasoning-parser
 # qwen3, one with no tool flags and --reasoning-parser deepseek_r1. The parsers' handling of real
 # model-style outputs is tests/unit/test_tool_parsers.c (a random model writes no tool calls).
@@ -24,11 +25,23 @@ if ! "$BIN" init-model "$MODEL" --shape tiny-qwen3 --seed 1 >"$TMP/init.log" 2>&
   notok init_model "$(tail -c 300 "$TMP/init.log")"
   exit 0
 fi
+# The real template, and Qwen3's <think> / </think> as the real tokenizer has them: added tokens
+# that are not special (they stay in the decoded text), here in place of the last two merges.
 node -e '
 const fs = require("fs");
 const [dir, real] = process.argv.slice(1);
 const cfg = JSON.parse(fs.readFileSync(dir + "/tokenizer_config.json", "utf8"));
 cfg.chat_template = JSON.parse(fs.readFileSync(real, "utf8")).chat_template;
+const tok = JSON.parse(fs.readFileSync(dir + "/tokenizer.json", "utf8"));
+for (const content of ["</think>", "<think>"]) {
+  const merged = tok.model.merges.pop().replace(" ", "");
+  const id = tok.model.vocab[merged];
+  delete tok.model.vocab[merged];
+  const t = { id, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: false };
+  tok.added_tokens.push(t);
+  cfg.added_tokens_decoder[String(id)] = { ...t, id: undefined };
+}
+fs.writeFileSync(dir + "/tokenizer.json", JSON.stringify(tok));
 fs.writeFileSync(dir + "/tokenizer_config.json", JSON.stringify(cfg));' "$MODEL" "$REAL"
 
 # flags checked at start-up, as vLLM does

@@ -1,8 +1,10 @@
 // tools_client.mjs — the official `openai` npm client against qserve serving a tiny checkpoint
 // with the real Qwen3 chat template (tests/cli/test_server_tools.sh): tool calling fields,
 // follow-up turns that replay tool calls (content null, arguments as a JSON string, role "tool"),
-// content as a list of parts, refusals naming the field, and the reasoning split streamed and
-// not. Prints `ok NAME` / `not ok NAME: why` per check.
+// content as a list of parts, refusals naming the field, the reasoning split streamed and not,
+// and structured output / enforced tool choices applied to the answer after the reasoning (a
+// random model rarely writes </think>: a logit_bias on its token makes it end the reasoning soon,
+// as a client may ask). Prints `ok NAME` / `not ok NAME: why` per check.
 // Usage: node tools_client.mjs BASE_URL MODE [FILE]
 //   MODE "auto":  the server runs --enable-auto-tool-choice --tool-call-parser hermes
 //                 --reasoning-parser qwen3; FILE receives the greedy answer of a plain question
@@ -90,6 +92,29 @@ async function tokenize(messages, extra = {}) {
 
 const plainQuestion = { model, messages: [{ role: "user", content: "Say something." }], max_tokens: 12,
                         temperature: 1, seed: 11 };
+// Qwen3's template closes an empty think block in the prompt: the reasoning has ended before the
+// first token, so a constraint applies from it (vLLM's is_reasoning_end over the prompt).
+const noThinking = { chat_template_kwargs: { enable_thinking: false } };
+
+// The id of </think>, and a logit_bias that makes a random model sample it within a few tokens.
+async function endThinkBias() {
+  const r = await fetch(`${baseURL}/tokenize`, { method: "POST", headers: { "Content-Type": "application/json" },
+                                                 body: JSON.stringify({ model, prompt: "</think>", add_special_tokens: false }) });
+  const ids = (await r.json()).tokens;
+  if (ids.length !== 1) throw new Error(`</think> is not one token: ${ids}`);
+  return { id: ids[0], bias: { [ids[0]]: 5 } };
+}
+const answerSchema = { type: "object", additionalProperties: false, required: ["answer", "n"],
+                       properties: { answer: { enum: ["yes", "no"] }, n: { type: "integer", minimum: 1, maximum: 9 } } };
+const validAnswer = (text) => {
+  try {
+    const a = JSON.parse(text);
+    return ["yes", "no"].includes(a.answer) && Number.isInteger(a.n) && a.n >= 1 && a.n <= 9 && Object.keys(a).length === 2;
+  } catch {
+    return false;
+  }
+};
+const schemaFormat = { type: "json_schema", json_schema: { name: "answer", schema: answerSchema, strict: true } };
 
 if (mode === "auto") {
   const params = { model, messages: ask, tools, max_tokens: 16, temperature: 1, seed: 5 };
@@ -172,7 +197,7 @@ if (mode === "auto") {
     400, "messages[0].content[1]"));
 
   // Enforced choices: the constraint engine makes the output a call that fits the schema.
-  const named = { model, messages: ask, tools: boundedTools, max_tokens: 64, temperature: 1,
+  const named = { model, messages: ask, tools: boundedTools, max_tokens: 64, temperature: 1, ...noThinking,
                   tool_choice: { type: "function", function: { name: "get_forecast" } } };
   await check("tool_choice_named_enforced", async () => {
     const bad = [];
@@ -194,7 +219,7 @@ if (mode === "auto") {
                   s.calls[0].id.startsWith("chatcmpl-tool-") && s.finish === "stop", `${JSON.stringify(s)} vs ${JSON.stringify(want)}`);
   });
   const required = { model, messages: ask, tools: boundedTools, max_tokens: 96, temperature: 1, tool_choice: "required",
-                     parallel_tool_calls: false };
+                     parallel_tool_calls: false, ...noThinking };
   let firstCall = null;
   await check("tool_choice_required_enforced", async () => {
     const bad = [];
@@ -224,9 +249,10 @@ if (mode === "auto") {
   });
   // A random model writes no markup by itself; a regex constraint (structured_outputs) makes it
   // write Qwen3's markup, which the hermes and qwen3 parsers must then take apart, as they would
-  // a real Qwen3's output.
+  // a real Qwen3's output. Thinking is off so that the regex applies from the first token (the
+  // parsers read the text, whatever wrote it).
   const markup = (re) => ({ model, messages: ask, tools: boundedTools, max_tokens: 120, temperature: 1,
-                            structured_outputs: { regex: re } });
+                            structured_outputs: { regex: re }, ...noThinking });
   const callRe = String.raw`<tool_call>\n\{"name": "get_forecast", "arguments": \{"unit": "(celsius|fahrenheit)", "days": [1-7]\}\}\n</tool_call>`;
   await check("auto_parses_hermes_markup", async () => {
     const p = markup(String.raw`Let me look\.\n\n` + callRe);
@@ -268,6 +294,46 @@ if (mode === "auto") {
                   `${JSON.stringify(m)} / ${JSON.stringify(s)}`);
   });
 
+  // Thinking on: the constraint waits for </think>, then makes the answer fit the schema.
+  const { id: endId, bias } = await endThinkBias();
+  const afterThinking = { model, messages: ask, max_tokens: 120, temperature: 1, logit_bias: bias,
+                          response_format: schemaFormat };
+  await check("structured_output_after_reasoning", async () => {
+    const bad = [];
+    let reasoned = 0;
+    for (const seed of [1, 2, 3, 4, 5]) {
+      const r = await client.chat.completions.create({ ...afterThinking, seed, logprobs: true });
+      const c = r.choices[0];
+      const toks = c.logprobs.content.map((t) => t.token);
+      const end = toks.indexOf("</think>");
+      // </think> is sampled at all: the schema would refuse it, so it was dormant until then;
+      // after it the answer is the schema's, and reasoning_content is what came before the tag
+      const reasoning = c.message.reasoning_content;
+      if (end < 0 || !validAnswer(c.message.content) || c.finish_reason !== "stop" ||
+          typeof reasoning !== "string" || (end > 0) !== (reasoning.length > 0) || reasoning.includes("</think>"))
+        bad.push(JSON.stringify(c.message) + " " + JSON.stringify(toks));
+      if (end > 0) reasoned++;
+    }
+    return expect(bad.length === 0 && reasoned > 0, `${reasoned} reasoned; ${bad.join(" | ")}`);
+  });
+  await check("structured_output_thinking_off_from_first_token", async () => {
+    const r = await client.chat.completions.create({ ...afterThinking, ...noThinking, logit_bias: undefined, seed: 3 });
+    const m = r.choices[0].message;
+    return expect(validAnswer(m.content) && m.reasoning_content === null && r.choices[0].finish_reason === "stop",
+                  JSON.stringify(r.choices[0]));
+  });
+  await check("tool_choice_named_after_reasoning", async () => {
+    const bad = [];
+    for (const seed of [1, 2, 3]) {
+      const r = await client.chat.completions.create({ ...named, ...{ chat_template_kwargs: undefined }, logit_bias: bias, seed });
+      const c = r.choices[0];
+      const call = c.message.tool_calls[0];
+      if (c.message.tool_calls.length !== 1 || call.function.name !== "get_forecast" ||
+          !validForecast(JSON.parse(call.function.arguments)) || c.finish_reason !== "stop") bad.push(JSON.stringify(c));
+    }
+    return expect(bad.length === 0 && endId > 0, bad.join(" | "));
+  });
+
   await check("tool_choice_with_response_format_refused", async () =>
     refusal({ ...required, response_format: { type: "json_object" } }, 400, "tool_choice"));
   await check("tool_choice_unknown_function_refused", async () =>
@@ -293,14 +359,29 @@ if (mode === "auto") {
                     `${e.status} ${e.param} ${e.message}`);
     }
   });
+  const { bias } = await endThinkBias();
   await check("enforced_choice_needs_no_flag", async () => {
-    const r = await client.chat.completions.create({ model, messages: ask, tools: boundedTools, max_tokens: 64, seed: 1,
+    // the call is the answer after the reasoning: deepseek_r1 splits the text before </think> off
+    const r = await client.chat.completions.create({ model, messages: ask, tools: boundedTools, max_tokens: 120, seed: 1,
+                                                     logit_bias: bias,
                                                      tool_choice: { type: "function", function: { name: "get_forecast" } } });
     const m = r.choices[0].message;
     const call = m.tool_calls[0];
-    // the deepseek_r1 parser does not take a constrained output for reasoning
-    return expect(call && validForecast(JSON.parse(call.function.arguments)) && m.reasoning_content === null &&
-                  m.content === "", JSON.stringify(r.choices[0]));
+    return expect(call && validForecast(JSON.parse(call.function.arguments)) && m.content === "" &&
+                  !/get_forecast|</.test(m.reasoning_content || ""), JSON.stringify(r.choices[0]));
+  });
+  await check("deepseek_r1_structured_after_reasoning_stream", async () => {
+    const p = { model, messages: ask, max_tokens: 120, temperature: 1, logit_bias: bias, response_format: schemaFormat };
+    const bad = [];
+    for (const seed of [2, 6]) {
+      const r = await client.chat.completions.create({ ...p, seed });
+      const m = r.choices[0].message;
+      const s = await streamChat({ ...p, seed });
+      if (!validAnswer(m.content) || s.content !== m.content || s.reasoning !== (m.reasoning_content || "") ||
+          r.choices[0].finish_reason !== "stop" || s.finish !== "stop")
+        bad.push(`${JSON.stringify(m)} / ${JSON.stringify(s)}`);
+    }
+    return expect(bad.length === 0, bad.join(" | "));
   });
   await check("tools_with_choice_none_served", async () => {
     const r = await client.chat.completions.create({ model, messages: ask, tools, tool_choice: "none", max_tokens: 4 });

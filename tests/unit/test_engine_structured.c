@@ -3,7 +3,10 @@
  * temperature 1, and greedy) batched together with free ones all end with "stop" and their text
  * fully matches the regex (checked with PCRE2); the free sequences are untouched by the masks
  * (the same tokens as when they run alone); a grammar that completes with nothing left to add
- * ends the sequence without EOS; EOS is never sampled before the output is complete. */
+ * ends the sequence without EOS; EOS is never sampled before the output is complete. With a
+ * reasoning end token, the grammar is dormant (the output is the free one) until that token is
+ * sampled and constrains what follows; a prompt whose last think tag closes the reasoning makes
+ * it active from the first token. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -201,11 +204,134 @@ static void eos_only_when_complete(void **state)
     qs_vocab_trie_free(t);
 }
 
+/* The free greedy output of prompt, for reference. */
+static out free_greedy(const qs_vocab_trie *t, const int32_t *prompt, int n)
+{
+    fake_model *fm;
+    qs_engine *e = engine(&fm, t);
+    qs_event_sink *sink = qs_event_sink_new();
+    qs_seq_request r = request(prompt, n, 0.0, 0, NULL);
+    qs_err err;
+    assert_int_equal(qs_engine_submit(e, &r, 1, sink, &err), QS_SUBMIT_OK);
+    out o;
+    memset(&o, 0, sizeof o);
+    run(e, &sink, 1, &o, 1);
+    qs_event_sink_release(sink);
+    qs_engine_free(e);
+    fake_free(fm);
+    return o;
+}
+
+static out constrained_greedy(const qs_vocab_trie *t, const int32_t *prompt, int n, qs_grammar *g, int32_t start_id,
+                              int32_t end_id)
+{
+    fake_model *fm;
+    qs_engine *e = engine(&fm, t);
+    qs_event_sink *sink = qs_event_sink_new();
+    qs_seq_request r = request(prompt, n, 0.0, 0, g);
+    r.grammar_after_reasoning = true;
+    r.reasoning_start_id = start_id;
+    r.reasoning_end_id = end_id;
+    qs_err err;
+    assert_int_equal(qs_engine_submit(e, &r, 1, sink, &err), QS_SUBMIT_OK);
+    out o;
+    memset(&o, 0, sizeof o);
+    run(e, &sink, 1, &o, 1);
+    qs_event_sink_release(sink);
+    qs_engine_free(e);
+    fake_free(fm);
+    return o;
+}
+
+static bool matches_digits(const out *o, int from)
+{
+    char text[512] = "";
+    for (int i = from; i < o->n; i++)
+        strncat(text, PIECES[o->tokens[i]], sizeof text - strlen(text) - 1);
+    size_t len = strlen(text);
+    if (len < 3 || len > 5)
+        return false;
+    for (size_t i = 0; i < len; i++)
+        if (text[i] < '0' || text[i] > '9')
+            return false;
+    return true;
+}
+
+/* The grammar sleeps through the reasoning: the output is the free one, tokens the grammar
+ * forbids included, up to and with the end token; what follows is masked. */
+static void grammar_dormant_until_reasoning_ends(void **state)
+{
+    (void)state;
+    qs_vocab_trie *t = make_trie();
+    const char *re = "[0-9]{3,5}";
+    qs_err err;
+    qs_grammar *g = qs_grammar_compile(QS_SO_REGEX, re, strlen(re), NULL, &err);
+    assert_non_null(g);
+    int32_t prompt[4] = {23, 24, 25, 26};
+    out ref = free_greedy(t, prompt, 4);
+    /* the end token: the free output's fourth token (not seen before it, not EOS, not a digit) */
+    assert_true(ref.n > 4);
+    int32_t end_id = ref.tokens[3];
+    for (int i = 0; i < 3; i++)
+        assert_int_not_equal(ref.tokens[i], end_id);
+    assert_int_not_equal(end_id, EOS);
+    bool forbidden_before = false; /* the grammar would have refused some of the reasoning */
+    for (int i = 0; i <= 3; i++)
+        forbidden_before |= !(PIECES[ref.tokens[i]][0] >= '0' && PIECES[ref.tokens[i]][0] <= '9');
+    assert_true(forbidden_before);
+
+    out o = constrained_greedy(t, prompt, 4, g, -1, end_id);
+    assert_true(o.n > 4);
+    assert_memory_equal(o.tokens, ref.tokens, 4 * sizeof(int32_t));
+    if (o.finish != QS_FINISH_STOP || !matches_digits(&o, 4))
+        fail_msg("finish %d after %d tokens: the answer does not match", o.finish, o.n);
+
+    /* without the reasoning rule the same grammar constrains the first token already */
+    out from_start = constrained_greedy(t, prompt, 4, g, -1, -1);
+    if (from_start.finish != QS_FINISH_STOP || !matches_digits(&from_start, 0))
+        fail_msg("a grammar without an end token must constrain from the start");
+    qs_grammar_release(g);
+    qs_vocab_trie_free(t);
+}
+
+/* vLLM's is_reasoning_end over the prompt: the last think tag decides. */
+static void prompt_that_closed_reasoning_activates_grammar(void **state)
+{
+    (void)state;
+    qs_vocab_trie *t = make_trie();
+    const char *re = "[0-9]{3,5}";
+    qs_err err;
+    qs_grammar *g = qs_grammar_compile(QS_SO_REGEX, re, strlen(re), NULL, &err);
+    assert_non_null(g);
+    enum { START = 60, END = 61 };
+    int32_t closed[5] = {23, START, 24, END, 25};
+    out o = constrained_greedy(t, closed, 5, g, START, END);
+    if (o.finish != QS_FINISH_STOP || !matches_digits(&o, 0))
+        fail_msg("a prompt ending the reasoning: the grammar applies from the first token");
+
+    int32_t reopened[5] = {23, END, 24, START, 25}; /* a think block is open: still reasoning */
+    out ref = free_greedy(t, reopened, 5);
+    o = constrained_greedy(t, reopened, 5, g, START, END);
+    int n = ref.n < o.n ? ref.n : o.n;
+    int first_end = -1;
+    for (int i = 0; i < n && first_end < 0; i++)
+        if (ref.tokens[i] == END)
+            first_end = i;
+    int same = first_end >= 0 ? first_end + 1 : n;
+    assert_true(same > 0);
+    assert_memory_equal(o.tokens, ref.tokens, (size_t)same * sizeof(int32_t));
+    assert_false(matches_digits(&o, 0));
+    qs_grammar_release(g);
+    qs_vocab_trie_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(constrained_and_free_in_one_batch),
         cmocka_unit_test(eos_only_when_complete),
+        cmocka_unit_test(grammar_dormant_until_reasoning_ends),
+        cmocka_unit_test(prompt_that_closed_reasoning_activates_grammar),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -353,14 +353,25 @@ static void test_forced_choices(void **state)
     cJSON_Delete(msg);
     check_streaming(&named, "{\"city\": \"Paris\", \"days\": [1, 2]}");
 
-    /* an enforced output holds no reasoning, whatever the reasoning parser */
+    /* with a reasoning parser the enforced call is the answer after the reasoning */
     qs_chat_output_config named_r1 = named;
     named_r1.reasoning = QS_REASONING_DEEPSEEK_R1;
-    msg = one_shot(&named_r1, "{\"city\": \"Paris\"}", &called);
-    assert_true(cJSON_IsNull(cJSON_GetObjectItem(msg, "reasoning_content")));
+    msg = one_shot(&named_r1, "Paris, then.</think>{\"city\": \"Paris\"}", &called);
+    assert_string_equal(cJSON_GetObjectItem(msg, "reasoning_content")->valuestring, "Paris, then.");
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(msg, "tool_calls")), 1);
+    const cJSON *call = cJSON_GetArrayItem(cJSON_GetObjectItem(msg, "tool_calls"), 0);
+    const cJSON *args = cJSON_GetObjectItem(cJSON_GetObjectItem(call, "function"), "arguments");
+    assert_string_equal(args->valuestring, "{\"city\": \"Paris\"}");
+    cJSON_Delete(msg);
+    check_streaming(&named_r1, "Paris, then.</think>{\"city\": \"Paris\"}");
+    qs_chat_output_config required_qwen3 = req;
+    required_qwen3.reasoning = QS_REASONING_QWEN3;
+    msg = one_shot(&required_qwen3, "<think>Two tools.</think>[{\"name\": \"get_time\", \"parameters\": {}}]", &called);
+    assert_string_equal(cJSON_GetObjectItem(msg, "reasoning_content")->valuestring, "Two tools.");
+    assert_int_equal(called, 1);
     assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(msg, "tool_calls")), 1);
     cJSON_Delete(msg);
-    check_streaming(&named_r1, "{\"city\": \"Paris\"}");
+    check_streaming(&required_qwen3, "<think>Two tools.</think>[{\"name\": \"get_time\", \"parameters\": {}}]");
 
     /* cut off by max_tokens: no call, the text is content */
     msg = one_shot(&req, "[{\"name\": \"get_weather\", \"param", &called);
