@@ -157,10 +157,11 @@ fault() { # NAME SIGNAL EXPECTED_TEXT
     notok "$1" "$(tail -c 600 "$TMP/server.log")"
     return
   fi
-  curl -s --max-time 60 "$URL/v1/completions" -d '{"model":"stories","prompt":[1,2,3],"max_tokens":2000,"ignore_eos":true,"stream":true}' \
+  curl -s --max-time 60 "$URL/v1/completions" -H "Content-Type: application/json" -d '{"model":"stories","prompt":[1,2,3],"max_tokens":2000,"n":16,"ignore_eos":true,"stream":true}' \
     >"$TMP/fault.out" 2>&1 &
   local cpid=$! r1 t0 rc
-  sleep 0.5
+  # mid-request: once the first tokens have streamed (16 x 2000 tokens take seconds more)
+  for _ in $(seq 1 100); do [ -s "$TMP/fault.out" ] && break; sleep 0.05; done
   r1=$(rank_pid 1)
   t0=$(date +%s)
   [ -n "$r1" ] && kill "-$2" "$r1"
