@@ -58,23 +58,22 @@ cJSON *qs_resp_logprobs_new(bool chat)
 
 /* The token's text as it reads inside a sequence. Decoding it alone would drop the leading
  * space Metaspace tokenizers strip from the first token ("▁there" -> "there"), so the text is
- * taken as the difference between decoding [id, id] and [id]. */
+ * taken as the difference between decoding [id, id] and [id]. A NUL byte in it is kept as
+ * json_strings.h's mark, so the JSON reads \u0000 and `bytes` reads 0. */
 static char *token_text_of(const qs_tokenizer *tok, int32_t id)
 {
-    char *one = NULL, *two = NULL;
+    char *one = NULL, *two = NULL, *text = NULL;
+    size_t n1 = 0, n2 = 0;
     qs_err err;
     int32_t pair[2] = {id, id};
-    if (tok && qs_tokenizer_decode(tok, &id, 1, false, &one, &err) == 0) {
-        if (qs_tokenizer_decode(tok, pair, 2, false, &two, &err) == 0) {
-            size_t n1 = strlen(one);
-            if (!strncmp(two, one, n1)) {
-                memmove(two, two + n1, strlen(two + n1) + 1);
-                free(one);
-                return two;
-            }
-            free(two);
-        }
-        return one;
+    if (tok && qs_tokenizer_decode_n(tok, &id, 1, false, &one, &n1, &err) == 0) {
+        if (qs_tokenizer_decode_n(tok, pair, 2, false, &two, &n2, &err) == 0 && n2 >= n1 && !memcmp(two, one, n1))
+            text = qs_json_marked_copy(two + n1, n2 - n1); /* a NUL byte stays in the string, marked */
+        else
+            text = qs_json_marked_copy(one, n1);
+        free(one);
+        free(two);
+        return text;
     }
     char buf[32];
     snprintf(buf, sizeof buf, "token_id:%d", id);
@@ -97,8 +96,8 @@ static double finite_lp(float x) { return isfinite(x) ? (double)x : -9999.0; }
 static cJSON *bytes_array(const char *s)
 {
     cJSON *a = cJSON_CreateArray();
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
-        cJSON_AddItemToArray(a, cJSON_CreateNumber(*p));
+    for (const char *p = s; *p; p++)
+        cJSON_AddItemToArray(a, cJSON_CreateNumber(qs_json_marked_byte(p)));
     return a;
 }
 

@@ -140,7 +140,7 @@ cJSON *qs_json_string_n(const char *bytes, size_t len)
 
 enum { NUL_MARK = 0xFF }; /* never a byte of UTF-8 */
 
-cJSON *qs_json_text(const char *text, size_t len)
+char *qs_json_marked_copy(const char *text, size_t len)
 {
     char *copy = malloc(len + 1);
     if (!copy)
@@ -148,6 +148,16 @@ cJSON *qs_json_text(const char *text, size_t len)
     for (size_t i = 0; i < len; i++)
         copy[i] = text[i] ? text[i] : (char)NUL_MARK;
     copy[len] = '\0';
+    return copy;
+}
+
+unsigned char qs_json_marked_byte(const char *p) { return (unsigned char)*p == NUL_MARK ? 0 : (unsigned char)*p; }
+
+cJSON *qs_json_text(const char *text, size_t len)
+{
+    char *copy = qs_json_marked_copy(text, len);
+    if (!copy)
+        return NULL;
     cJSON *node = cJSON_CreateString(copy);
     free(copy);
     return node;

@@ -27,6 +27,11 @@ cJSON *qs_json_string_n(const char *bytes, size_t len);
  * each is kept as the byte 0xFF, which UTF-8 text never holds, and qs_json_print writes it back
  * as \u0000. NULL when out of memory. */
 cJSON *qs_json_text(const char *text, size_t len);
+/* text[0..len) as a C string with each NUL replaced by the mark qs_json_print writes back as
+ * \u0000 (malloc'd; for strings used as cJSON values or keys). NULL when out of memory. */
+char *qs_json_marked_copy(const char *text, size_t len);
+/* The byte a marked string stands for at p (the mark reads as 0). */
+unsigned char qs_json_marked_byte(const char *p);
 /* Adds qs_json_text(text, len) to obj under name; false when out of memory. */
 bool qs_json_add_text(cJSON *obj, const char *name, const char *text, size_t len);
 /* cJSON_PrintUnformatted, with the NULs of qs_json_text nodes written as \u0000. */

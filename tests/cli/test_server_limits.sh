@@ -123,6 +123,15 @@ check nul_in_prompt_reaches_the_model $? "status $code: $(head -c 300 "$TMP/body
 code=$(status_of /v1/completions "{\"prompt\":\"Once\",\"max_tokens\":2,\"temperature\":0,\"logit_bias\":{\"$nul_id\":100}}" "${AUTH[@]}")
 [ "$code" = 200 ] && grep -qF '"text":"\u0000\u0000"' "$TMP/body"
 check generated_nul_is_written_as_u0000 $? "status $code: $(head -c 300 "$TMP/body")"
+# ... and so do the logprobs' token strings: completions' tokens / top_logprobs keys, chat's token and bytes
+code=$(status_of /v1/completions "{\"prompt\":\"Once\",\"max_tokens\":1,\"temperature\":0,\"logprobs\":1,\"logit_bias\":{\"$nul_id\":100}}" "${AUTH[@]}")
+[ "$code" = 200 ] && [ "$(json 'JSON.stringify(r.choices[0].logprobs.tokens)' <"$TMP/body")" = '["\u0000"]' ] &&
+  [ "$(json 'Object.keys(r.choices[0].logprobs.top_logprobs[0]).includes("\u0000")' <"$TMP/body")" = true ]
+ok_c=$?
+code2=$(status_of /v1/chat/completions "{\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}],\"max_tokens\":1,\"temperature\":0,\"logprobs\":true,\"top_logprobs\":1,\"logit_bias\":{\"$nul_id\":100}}" "${AUTH[@]}")
+[ $ok_c = 0 ] && [ "$code2" = 200 ] && [ "$(json 'JSON.stringify(r.choices[0].logprobs.content[0].bytes)' <"$TMP/body")" = '[0]' ] &&
+  [ "$(json 'r.choices[0].logprobs.content[0].token === "\u0000"' <"$TMP/body")" = true ]
+check logprob_token_strings_keep_nul $? "status $code/$code2: $(head -c 400 "$TMP/body")"
 code=$(status_of /v1/completions "{\"prompt\":\"Once\",\"max_tokens\":4,\"temperature\":0,\"logit_bias\":{\"$nul_id\":100},\"stop\":[\"x\\u0000\",\"\\u0000\"]}" "${AUTH[@]}")
 [ "$code" = 200 ] && [ "$(json '.choices[0].finish_reason' <"$TMP/body")" = stop ] && grep -qF '"text":""' "$TMP/body"
 check nul_stop_string_stops $? "status $code: $(head -c 300 "$TMP/body")"
