@@ -71,7 +71,6 @@ cJSON *qs_json_parse_body(const char *body, size_t len, qs_api_error *e)
             qs_api_errorf(e, 400, NULL, "The request body is not valid JSON (error near byte %zu).", off);
         return NULL;
     }
-    qs_json_dedupe_keys(root); /* the last of duplicate keys wins, as in Python's json */
     /* Only whitespace may follow the value. */
     for (const char *p = end; p && p < body + len; p++)
         if (*p != ' ' && *p != '\n' && *p != '\r' && *p != '\t' && *p != '\0') {
@@ -90,6 +89,8 @@ cJSON *qs_json_parse_body(const char *body, size_t len, qs_api_error *e)
                                  "An object key in the request holds a NUL character (\\u0000).");
         return NULL;
     }
+    /* after the lengths: their walk pairs the raw text with the tree as cJSON built it */
+    qs_json_dedupe_keys(root); /* the last of duplicate keys wins, as in Python's json */
     if (!cJSON_IsObject(root)) {
         cJSON_Delete(root);
         qs_api_errorf(e, 400, NULL, "The request body must be a JSON object.");

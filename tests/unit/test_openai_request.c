@@ -464,6 +464,13 @@ static void test_nul_in_strings(void **state)
     qs_openai_request_free(&r);
     expect_ok(QS_API_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\\u0000there\"}]}", &r);
     qs_openai_request_free(&r);
+    /* duplicate keys around strings with NULs: the lengths belong to the values that win */
+    expect_ok(QS_API_COMPLETIONS, "{\"prompt\": \"a\\u0000b\", \"stop\": \"\\u0000\", \"prompt\": \"xyz\", \"prompt\": \"p\\u0000\"}",
+              &r);
+    assert_int_equal(r.prompts[0].text_len, 2);
+    assert_memory_equal(r.prompts[0].text, "p\0", 2);
+    assert_int_equal(r.stop_lens[0], 1);
+    qs_openai_request_free(&r);
     expect_400(QS_API_COMPLETIONS, "{\"prompt\": \"x\", \"model\": \"m\\u0000\"}", "model");
     expect_400(QS_API_CHAT, "{\"messages\": [{\"role\": \"us\\u0000er\", \"content\": \"x\"}]}", "messages");
     expect_400(QS_API_COMPLETIONS, "{\"prompt\": \"x\", \"k\\u0000\": 1}", "");
