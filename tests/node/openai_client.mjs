@@ -2,23 +2,11 @@
 // chat, streaming (both), n > 1, logprobs, stop, seed, errors surfaced as APIError. Prints one
 // `ok NAME` / `not ok NAME: why` line per check. Usage: node openai_client.mjs BASE_URL MODEL
 import OpenAI from "openai";
+import { check, clientFor, expect, finish } from "./check.mjs";
 
 const [baseURL, model] = [process.argv[2], process.argv[3] || "stories"];
-const client = new OpenAI({ baseURL: `${baseURL}/v1`, apiKey: process.env.QSERVE_TEST_KEY || "none", timeout: 60000, maxRetries: 0 });
+const client = clientFor(baseURL, process.env.QSERVE_TEST_KEY || "none");
 const prompt = "Once upon a time";
-let failures = 0;
-
-async function check(name, fn) {
-  try {
-    const why = await fn();
-    if (why === true) console.log(`ok ${name}`);
-    else { failures++; console.log(`not ok ${name}: ${why}`); }
-  } catch (e) {
-    failures++;
-    console.log(`not ok ${name}: ${e && e.message ? e.message : e}`);
-  }
-}
-const expect = (cond, why) => (cond ? true : why);
 
 const greedy = await client.completions.create({ model, prompt, max_tokens: 24, temperature: 0 });
 const greedyText = greedy.choices[0].text;
@@ -121,4 +109,4 @@ await check("errors_are_api_errors", async () => {
   }
 });
 
-process.exit(failures ? 1 : 0);
+finish();

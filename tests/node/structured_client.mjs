@@ -5,22 +5,10 @@
 // an APIError 400 naming the field. Prints `ok NAME` / `not ok NAME: why` lines.
 // Usage: node structured_client.mjs BASE_URL MODEL
 import OpenAI from "openai";
+import { check, clientFor, expect, finish } from "./check.mjs";
 
 const [baseURL, model] = [process.argv[2], process.argv[3] || "stories"];
-const client = new OpenAI({ baseURL: `${baseURL}/v1`, apiKey: "none", timeout: 60000, maxRetries: 0 });
-let failures = 0;
-
-async function check(name, fn) {
-  try {
-    const why = await fn();
-    if (why === true) console.log(`ok ${name}`);
-    else { failures++; console.log(`not ok ${name}: ${why}`); }
-  } catch (e) {
-    failures++;
-    console.log(`not ok ${name}: ${e && e.message ? e.message : e}`);
-  }
-}
-const expect = (cond, why) => (cond ? true : why);
+const client = clientFor(baseURL);
 
 const schema = {
   type: "object",
@@ -78,4 +66,4 @@ await check("unsupported_keyword_is_400", async () => {
   }
 });
 
-process.exit(failures ? 1 : 0);
+finish();

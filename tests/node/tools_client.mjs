@@ -12,23 +12,11 @@
 //                 the "auto" server's answer, which deepseek_r1 must return as reasoning
 import fs from "node:fs";
 import OpenAI from "openai";
+import { check, clientFor, expect, finish } from "./check.mjs";
 
 const [baseURL, mode, file] = process.argv.slice(2);
-const client = new OpenAI({ baseURL: `${baseURL}/v1`, apiKey: "none", timeout: 60000, maxRetries: 0 });
+const client = clientFor(baseURL);
 const model = "q";
-let failures = 0;
-
-async function check(name, fn) {
-  try {
-    const why = await fn();
-    if (why === true) console.log(`ok ${name}`);
-    else { failures++; console.log(`not ok ${name}: ${why}`); }
-  } catch (e) {
-    failures++;
-    console.log(`not ok ${name}: ${e && e.message ? e.message : e}`);
-  }
-}
-const expect = (cond, why) => (cond ? true : why);
 
 const tools = [{
   type: "function",
@@ -401,4 +389,4 @@ if (mode === "auto") {
   });
 }
 
-process.exit(failures ? 1 : 0);
+finish();

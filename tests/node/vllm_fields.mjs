@@ -4,22 +4,10 @@
 // continue_final_message with echo, and a refused field surfacing as an APIError naming it.
 // Prints `ok NAME` / `not ok NAME: why`. Usage: node vllm_fields.mjs BASE_URL MODEL
 import OpenAI from "openai";
+import { check, clientFor, expect, finish } from "./check.mjs";
 
 const [baseURL, model] = [process.argv[2], process.argv[3] || "stories"];
-const client = new OpenAI({ baseURL: `${baseURL}/v1`, apiKey: "none", timeout: 60000, maxRetries: 0 });
-let failures = 0;
-
-async function check(name, fn) {
-  try {
-    const why = await fn();
-    if (why === true) console.log(`ok ${name}`);
-    else { failures++; console.log(`not ok ${name}: ${why}`); }
-  } catch (e) {
-    failures++;
-    console.log(`not ok ${name}: ${e && e.message ? e.message : e}`);
-  }
-}
-const expect = (cond, why) => (cond ? true : why);
+const client = clientFor(baseURL);
 
 await check("node_echo_scores_prompt", async () => {
   const r = await client.completions.create({ model, prompt: "Lily went to", max_tokens: 0, echo: true, logprobs: 1 });
@@ -74,4 +62,4 @@ await check("node_refused_field_is_api_error", async () => {
   }
 });
 
-process.exit(failures ? 1 : 0);
+finish();

@@ -14,44 +14,9 @@
 
 #include <cmocka.h>
 
+#include "constant_model.h"
 #include "engine/engine.h"
 #include "util/fileio.h"
-
-#define VOCAB 8
-
-static int32_t used[64];
-
-/* Always predicts token 3 (never the EOS id 0), a millisecond a step. */
-static int slow_forward(void *c, const qs_seq_step *steps, int n, float *logits, qs_err *err)
-{
-    (void)c;
-    (void)err;
-    nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
-    int row = 0;
-    for (int s = 0; s < n; s++) {
-        if (!steps[s].want_logits)
-            continue;
-        float *out = logits + (size_t)row++ * VOCAB;
-        for (int v = 0; v < VOCAB; v++)
-            out[v] = v == 3 ? 5.0f : 0.0f;
-    }
-    return 0;
-}
-static int32_t fake_alloc(void *c)
-{
-    (void)c;
-    for (int b = 0; b < 64; b++)
-        if (!used[b]) {
-            used[b] = 1;
-            return b;
-        }
-    return -1;
-}
-static void fake_release(void *c, int32_t b)
-{
-    (void)c;
-    used[b] = 0;
-}
 
 /* Runs one 60-token request through a threaded engine; returns what it wrote to stderr. */
 static char *run_engine(bool disable_log_stats)
@@ -62,8 +27,8 @@ static char *run_engine(bool disable_log_stats)
     fflush(stderr);
     int saved = dup(2);
     dup2(fd, 2);
-    qs_engine_backend be = {.ctx = NULL, .vocab_size = VOCAB, .num_blocks = 64, .forward = slow_forward,
-                            .alloc_block = fake_alloc, .release_block = fake_release};
+    qs_engine_backend be = constant_backend();
+    constant_step_ns = 1000000; /* a millisecond a step: the engine stays busy long enough to log */
     static const int32_t eos[] = {0};
     qs_engine_options opt = {.max_num_seqs = 4, .max_num_batched_tokens = 64, .max_num_queued_reqs = 16,
                              .max_model_len = 128, .eos_ids = eos, .n_eos = 1, .start_thread = true,

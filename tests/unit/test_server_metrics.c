@@ -11,43 +11,9 @@
 
 #include <cmocka.h>
 
+#include "constant_model.h"
 #include "engine/engine.h"
 #include "server/metrics.h"
-
-#define VOCAB 8
-
-static int32_t used[64];
-
-/* Always predicts token 3 (never the EOS id 0). */
-static int fake_forward(void *c, const qs_seq_step *steps, int n, float *logits, qs_err *err)
-{
-    (void)c;
-    (void)err;
-    int row = 0;
-    for (int s = 0; s < n; s++) {
-        if (!steps[s].want_logits)
-            continue;
-        float *out = logits + (size_t)row++ * VOCAB;
-        for (int v = 0; v < VOCAB; v++)
-            out[v] = v == 3 ? 5.0f : 0.0f;
-    }
-    return 0;
-}
-static int32_t fake_alloc(void *c)
-{
-    (void)c;
-    for (int b = 0; b < 64; b++)
-        if (!used[b]) {
-            used[b] = 1;
-            return b;
-        }
-    return -1;
-}
-static void fake_release(void *c, int32_t b)
-{
-    (void)c;
-    used[b] = 0;
-}
 
 static unsigned long long value_of(const char *text, const char *series)
 {
@@ -59,8 +25,7 @@ static unsigned long long value_of(const char *text, const char *series)
 static void test_metrics_text(void **state)
 {
     (void)state;
-    qs_engine_backend be = {.ctx = NULL, .vocab_size = VOCAB, .num_blocks = 64, .forward = fake_forward,
-                            .alloc_block = fake_alloc, .release_block = fake_release};
+    qs_engine_backend be = constant_backend();
     static const int32_t eos[] = {0};
     qs_engine_options opt = {.max_num_seqs = 4, .max_num_batched_tokens = 64, .max_num_queued_reqs = 16,
                              .max_model_len = 128, .eos_ids = eos, .n_eos = 1};
