@@ -121,26 +121,34 @@ static int32_t new_node(qs_matcher *m, int32_t elem, int32_t parent)
     return m->ar->n++;
 }
 
+/* Room for `need` stacks and their hashes in a pair of parallel arrays, doubling from `first`;
+ * false when out of memory (whatever was grown stays valid). */
+static bool grow_stack_pair(int32_t **stacks, uint64_t **hashes, int *cap, int need, int first)
+{
+    if (need <= *cap)
+        return true;
+    int n = *cap ? *cap : first;
+    while (n < need)
+        n *= 2;
+    int32_t *a = realloc(*stacks, sizeof *a * (size_t)n);
+    if (a)
+        *stacks = a;
+    uint64_t *h = realloc(*hashes, sizeof *h * (size_t)n);
+    if (h)
+        *hashes = h;
+    if (!a || !h)
+        return false;
+    *cap = n;
+    return true;
+}
+
 /* A growable set of stacks in the level buffer: [start, *end). */
 static bool lv_reserve(qs_matcher *m, int need)
 {
-    if (need <= m->cap_lv)
+    if (grow_stack_pair(&m->lv, &m->lv_h, &m->cap_lv, need, 256))
         return true;
-    int cap = m->cap_lv ? m->cap_lv : 256;
-    while (cap < need)
-        cap *= 2;
-    int32_t *a = realloc(m->lv, sizeof *a * (size_t)cap);
-    if (a)
-        m->lv = a;
-    uint64_t *h = realloc(m->lv_h, sizeof *h * (size_t)cap);
-    if (h)
-        m->lv_h = h;
-    if (!a || !h) {
-        m->oom = true;
-        return false;
-    }
-    m->cap_lv = cap;
-    return true;
+    m->oom = true;
+    return false;
 }
 
 static void set_add(qs_matcher *m, int start, int *end, int32_t node)
@@ -611,20 +619,8 @@ static int dfa_state(walk_dfa *d, const int32_t *tops, const uint64_t *h, int n)
             return -1;
         d->cap = cap;
     }
-    if (d->pool_n + n > d->pool_cap) {
-        int cap = d->pool_cap ? d->pool_cap * 2 : 1024;
-        while (cap < d->pool_n + n)
-            cap *= 2;
-        int32_t *p = realloc(d->pool, sizeof *p * (size_t)cap);
-        if (p)
-            d->pool = p;
-        uint64_t *ph = realloc(d->pool_h, sizeof *ph * (size_t)cap);
-        if (ph)
-            d->pool_h = ph;
-        if (!p || !ph)
-            return -1;
-        d->pool_cap = cap;
-    }
+    if (!grow_stack_pair(&d->pool, &d->pool_h, &d->pool_cap, d->pool_n + n, 1024))
+        return -1;
     int s = d->n++;
     d->first[s] = d->pool_n;
     d->count[s] = n;
