@@ -204,13 +204,20 @@ static void eos_only_when_complete(void **state)
     qs_vocab_trie_free(t);
 }
 
-/* The free greedy output of prompt, for reference. */
-static out free_greedy(const qs_vocab_trie *t, const int32_t *prompt, int n)
+/* The greedy output of prompt through a fresh engine: free when g is NULL, else under g, which
+ * waits for end_id when the reasoning has not ended in the prompt (start_id / end_id < 0: none). */
+static out greedy_run(const qs_vocab_trie *t, const int32_t *prompt, int n, qs_grammar *g, int32_t start_id,
+                      int32_t end_id)
 {
     fake_model *fm;
     qs_engine *e = engine(&fm, t);
     qs_event_sink *sink = qs_event_sink_new();
-    qs_seq_request r = request(prompt, n, 0.0, 0, NULL);
+    qs_seq_request r = request(prompt, n, 0.0, 0, g);
+    if (g) {
+        r.grammar_after_reasoning = true;
+        r.reasoning_start_id = start_id;
+        r.reasoning_end_id = end_id;
+    }
     qs_err err;
     assert_int_equal(qs_engine_submit(e, &r, 1, sink, &err), QS_SUBMIT_OK);
     out o;
@@ -222,25 +229,15 @@ static out free_greedy(const qs_vocab_trie *t, const int32_t *prompt, int n)
     return o;
 }
 
+static out free_greedy(const qs_vocab_trie *t, const int32_t *prompt, int n)
+{
+    return greedy_run(t, prompt, n, NULL, -1, -1);
+}
+
 static out constrained_greedy(const qs_vocab_trie *t, const int32_t *prompt, int n, qs_grammar *g, int32_t start_id,
                               int32_t end_id)
 {
-    fake_model *fm;
-    qs_engine *e = engine(&fm, t);
-    qs_event_sink *sink = qs_event_sink_new();
-    qs_seq_request r = request(prompt, n, 0.0, 0, g);
-    r.grammar_after_reasoning = true;
-    r.reasoning_start_id = start_id;
-    r.reasoning_end_id = end_id;
-    qs_err err;
-    assert_int_equal(qs_engine_submit(e, &r, 1, sink, &err), QS_SUBMIT_OK);
-    out o;
-    memset(&o, 0, sizeof o);
-    run(e, &sink, 1, &o, 1);
-    qs_event_sink_release(sink);
-    qs_engine_free(e);
-    fake_free(fm);
-    return o;
+    return greedy_run(t, prompt, n, g, start_id, end_id);
 }
 
 static bool matches_digits(const out *o, int from)
