@@ -57,6 +57,18 @@ for lib in libmicrohttpd.so.12 libcjson.so.1 libyaml-0.so.2 libunistring.so.2; d
   path=$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64/ && !found {print $NF; found = 1}') # no early exit: SIGPIPE under pipefail
   [ -n "$path" ] && cp -L "$path" "$dest/lib/"
 done
+# Open MPI (the tensor-parallel communicator) is linked into every program; Ubuntu lacks it.
+for lib in libmpi.so.40 libopen-pal.so.40 libopen-rte.so.40 libhwloc.so.15 libevent_core-2.1.so.7 \
+  libevent_pthreads-2.1.so.7; do
+  path=$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64/ && !found {print $NF; found = 1}')
+  [ -n "$path" ] && cp -L "$path" "$dest/lib/"
+done
+# libcurl (hub downloads) and the libraries it pulls in, kept apart: only a GPU machine without
+# them needs `export LD_LIBRARY_PATH=$PWD/out/device/lib-extra` (`ldd` says "not found").
+mkdir -p "$dest/lib-extra"
+for path in $(ldd "$BUILD/qserve" | awk '/libcurl|libnghttp2|libssh2|librtmp|libldap|liblber|libpsl|libsasl2|libbrotli|libidn2|libgssapi|libkrb5|libk5crypto|libkrb5support|libkeyutils|libcom_err/ {print $3}'); do
+  cp -L "$path" "$dest/lib-extra/"
+done
 # stories260K for the end-to-end checks (the bundle is what gpu_e2e.py reads).
 DATA=${QSERVE_STORIES_DIR:-data/stories260K}
 if [ -d "$DATA" ]; then

@@ -6,6 +6,10 @@ D=${DEST:-$1}
 OUT=${OUT:-/tmp/qserve-gpu-out}
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH="$PWD/$D/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+# The libcurl set (device-bundle.sh's lib-extra) only where the machine lacks it.
+if [ -d "$D/lib-extra" ] && [ -x "$D/qserve" ] && ldd "$D/qserve" | grep -q "not found"; then
+  export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$PWD/$D/lib-extra"
+fi
 
 # take_var NAME "VAR=v,..." — a script's own setting NAME among a variant's variables: sets
 # taken (its value, empty when absent) and rest (the other variables, comma-separated).
