@@ -4,9 +4,10 @@
  * released text, logprobs, finish reason — from a thread-safe event sink they wait on. A request
  * whose client went away is aborted through its sink and its KV blocks are freed at the next step.
  *
- * The forward pass and the KV block pool are reached through qs_engine_backend, a table of
- * function pointers: qs_engine_backend_model() wraps qs_model_forward + qs_kv_cache, and the
- * scheduler unit test plugs in a deterministic fake model. Rows whose requests need nothing but
+ * The forward pass and the KV block pool are reached through qs_engine_backend (backend.h), a
+ * table of function pointers: qs_engine_backend_model() (model_backend.h) wraps qs_model_forward
+ * + qs_kv_cache, and the scheduler unit test plugs in a deterministic fake model. Events and
+ * their sink live in event_sink.h. Rows whose requests need nothing but
  * temperature, top-k, top-p, min-p and the end-token mask are sampled by the device
  * (forward_sample), so only their token ids come back; the others get their logits and go
  * through qs_sample as before. KV blocks go through the scheduler's prefix cache (prefix_cache.h,
@@ -19,8 +20,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "engine/backend.h"
 #include "engine/engine_stats.h"
 #include "engine/event_sink.h"
+#include "engine/model_backend.h"
 #include "engine/prompt_logprobs.h"
 #include "engine/sampler.h"
 #include "model/model.h"
@@ -68,27 +71,6 @@ typedef struct qs_seq_request {
     int32_t reasoning_start_id;
     int32_t reasoning_end_id;
 } qs_seq_request;
-
-/* --- The forward pass and KV pool the engine drives --- */
-typedef struct qs_engine_backend {
-    void *ctx;
-    int vocab_size;
-    int num_blocks;            /* KV blocks of QS_KV_BLOCK_SIZE positions */
-    int (*forward)(void *ctx, const qs_seq_step *steps, int n_steps, float *logits, qs_err *err);
-    /* Optional (NULL: every row is sampled on the host): forward, with the rows that want logits
-     * (n_out of them, in step order) sampled on the device where rows[r].skip is 0 (ops/sample.h):
-     * tokens[r] receives those rows' tokens (-1 for skipped rows), and only the skipped rows'
-     * logits are written, at logits + r * vocab_size. */
-    int (*forward_sample)(void *ctx, const qs_seq_step *steps, int n_steps, const qs_sample_row *rows,
-                          int32_t *tokens, float *logits, qs_err *err);
-    int32_t (*alloc_block)(void *ctx);          /* -1 when none is free */
-    void (*release_block)(void *ctx, int32_t block);
-    void (*destroy)(void *ctx);                 /* may be NULL */
-} qs_engine_backend;
-
-/* The real backend: qs_model_forward over a KV cache of num_blocks blocks. The engine takes
- * ownership of model and kv (freed by destroy). */
-int qs_engine_backend_model(qs_model *model, qs_kv_cache *kv, qs_engine_backend *out, qs_err *err);
 
 typedef struct qs_engine_options {
     int max_num_seqs;           /* sequences decoded together */

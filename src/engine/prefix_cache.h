@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "engine/engine.h"
+#include "engine/backend.h"
 
 typedef struct qs_prefix_cache qs_prefix_cache;
 
