@@ -7,12 +7,13 @@
  * The forward pass and the KV block pool are reached through qs_engine_backend (backend.h), a
  * table of function pointers: qs_engine_backend_model() (model_backend.h) wraps qs_model_forward
  * + qs_kv_cache, and the scheduler unit test plugs in a deterministic fake model. Events and
- * their sink live in event_sink.h. Rows whose requests need nothing but
- * temperature, top-k, top-p, min-p and the end-token mask are sampled by the device
- * (forward_sample), so only their token ids come back; the others get their logits and go
- * through qs_sample as before. KV blocks go through the scheduler's prefix cache (prefix_cache.h,
- * enable_prefix_caching): a prompt whose leading blocks another sequence computed reuses them,
- * and the final event says how many prompt tokens that saved (cached_tokens). */
+ * their sink live in event_sink.h, what a sequence asks for in seq_request.h. Rows whose
+ * requests need nothing but temperature, top-k, top-p, min-p and the end-token mask are sampled
+ * by the device (forward_sample), so only their token ids come back; the others get their
+ * logits and go through qs_sample as before. KV blocks go through the scheduler's prefix cache
+ * (prefix_cache.h, enable_prefix_caching): a prompt whose leading blocks another sequence
+ * computed reuses them, and the final event says how many prompt tokens that saved
+ * (cached_tokens). */
 #ifndef QS_ENGINE_ENGINE_H
 #define QS_ENGINE_ENGINE_H
 
@@ -26,51 +27,11 @@
 #include "engine/model_backend.h"
 #include "engine/prompt_logprobs.h"
 #include "engine/sampler.h"
+#include "engine/seq_request.h"
 #include "model/model.h"
 #include "util/error.h"
 
 typedef struct qs_tokenizer qs_tokenizer;
-
-/* --- What a sequence asks for --- */
-typedef struct qs_seq_request {
-    const int32_t *prompt;     /* copied by submit */
-    int n_prompt;
-    qs_sampling_params sampling; /* logit_bias is copied by submit */
-    int max_tokens;            /* > 0 */
-    int min_tokens;            /* EOS / stop tokens are ignored before this many outputs */
-    bool ignore_eos;
-    const int32_t *stop_token_ids;
-    int n_stop_token_ids;
-    const char *const *stop;   /* stop strings (copied) */
-    const size_t *stop_lens;   /* their lengths (they may hold NUL bytes); NULL: strlen */
-    int n_stop;
-    bool include_stop_str_in_output;
-    bool skip_special_tokens;
-    int choice;
-    const char *cache_salt;    /* NULL or "": no salt; sequences with different salts share no KV blocks */
-    /* vLLM's allowed_token_ids (NULL: all) and bad_words, the latter as token sequences laid
-     * end to end in bad_word_ids, bad_word_lens[i] tokens each (engine/token_masks.h) */
-    const int32_t *allowed_token_ids;
-    int n_allowed_token_ids;
-    const int32_t *bad_word_ids;
-    const int *bad_word_lens;
-    int n_bad_words;
-    bool prompt_logprobs;      /* log-probabilities of each prompt token, with ... */
-    int prompt_logprobs_top;   /* ... this many (0..20) top alternatives */
-    bool prompt_only;          /* no generation: the prompt's logprobs only (echo with max_tokens 0) */
-    /* Structured output (src/structured): NULL = free text. Each sequence gets its own matcher
-     * over the engine's vocabulary trie; its mask is applied to the logits before sampling
-     * (such rows are sampled on the host), and the sequence ends with "stop" once the grammar
-     * is complete and nothing can follow. The engine retains it. */
-    struct qs_grammar *grammar;
-    /* With a reasoning parser (vLLM's rule): the grammar applies to the answer after the
-     * reasoning. Its matcher stays dormant (no mask, no token accepted) until a sampled token is
-     * reasoning_end_id, unless the prompt already ended the reasoning: scanning it backwards
-     * finds reasoning_end_id before reasoning_start_id (-1: no start token). */
-    bool grammar_after_reasoning;
-    int32_t reasoning_start_id;
-    int32_t reasoning_end_id;
-} qs_seq_request;
 
 typedef struct qs_engine_options {
     int max_num_seqs;           /* sequences decoded together */
