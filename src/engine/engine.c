@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "engine/kv_cache.h"
-#include "engine/request.h"
+#include "engine/seq.h"
 #include "engine/scheduler.h"
 #include "engine/token_masks.h"
 #include "structured/structured.h"

@@ -13,9 +13,9 @@
 #ifndef QS_ENGINE_SCHEDULER_H
 #define QS_ENGINE_SCHEDULER_H
 
-#include "engine/engine.h"
+#include "engine/backend.h"
 #include "engine/prefix_cache.h"
-#include "engine/request.h"
+#include "engine/seq.h"
 
 typedef struct qs_scheduler {
     int max_num_seqs;

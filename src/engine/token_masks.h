@@ -7,7 +7,7 @@
 
 #include <stdbool.h>
 
-#include "engine/request.h"
+#include "engine/seq.h"
 
 /* Whether s carries either mask (such rows are sampled on the host). */
 bool qs_seq_has_token_masks(const qs_seq *s);

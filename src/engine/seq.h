@@ -1,17 +1,21 @@
-/* request.h — one sequence inside the engine: its tokens (prompt, then outputs), how many of
+/* seq.h — one sequence inside the engine: its tokens (prompt, then outputs), how many of
  * them the KV cache already holds, its block table, sampler and detokeniser state, and the
  * output rules (max_tokens, EOS, stop token ids, and stop strings through the shared matcher of
  * stop.h, which holds back text that could start one). Private to src/engine; the scheduler
  * moves these between its queues. */
-#ifndef QS_ENGINE_REQUEST_H
-#define QS_ENGINE_REQUEST_H
+#ifndef QS_ENGINE_SEQ_H
+#define QS_ENGINE_SEQ_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "engine/engine.h"
+#include "engine/event_sink.h"
+#include "engine/sampler.h"
+#include "engine/seq_request.h"
+#include "util/error.h"
 
+typedef struct qs_tokenizer qs_tokenizer;
 typedef struct qs_decode_stream qs_decode_stream;
 typedef struct qs_stop_matcher qs_stop_matcher;
 typedef struct qs_matcher qs_matcher;

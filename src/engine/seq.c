@@ -1,9 +1,9 @@
-/* request.c — a sequence's life inside the engine: built from a qs_seq_request, it grows by one
+/* seq.c — a sequence's life inside the engine: built from a qs_seq_request, it grows by one
  * token per sample, turns tokens into text with the tokenizer's streaming decoder, and decides
  * when it ends (EOS, stop token ids, stop strings, max_tokens, max_model_len). Stop strings go
  * through the matcher of stop.h, which holds back text that could be the start of one, so a stop
  * string never reaches the client, not even split across streamed chunks. */
-#include "engine/request.h"
+#include "engine/seq.h"
 
 #include <stdio.h>
 #include <stdlib.h>
