@@ -12,7 +12,8 @@
  * libmicrohttpd calls the close notification before it closes the socket, and the registry lock
  * is held both there and while the watchdog touches a socket, so the watchdog never shuts down a
  * descriptor that was reused for another connection. */
-#include "server/server_internal.h"
+#include "server/conn_watch.h"
+#include "server/respond.h"
 
 #include <stdlib.h>
 #include <sys/socket.h>

@@ -15,13 +15,15 @@
 #include <time.h>
 
 #include "server/chat_output.h"
+#include "server/conn_watch.h"
+#include "server/handlers.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
 #include "server/prompt_build.h"
 #include "server/prompt_logprobs_json.h"
-#include "server/request_prepare.h"
 #include "server/request_policy.h"
-#include "server/server_internal.h"
+#include "server/request_prepare.h"
+#include "server/respond.h"
 #include "tokenizer/tokenizer.h"
 #include "util/json_strings.h"
 #include "util/log.h"

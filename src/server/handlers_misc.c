@@ -1,11 +1,12 @@
-/* handlers_misc.c — the small endpoints: GET /v1/models, /health, /metrics and vLLM's
+/* handlers_misc.c — the small endpoints: GET /v1/models, /health, /metrics, /version and vLLM's
  * POST /tokenize and /detokenize. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/handlers.h"
 #include "server/openai_request.h"
 #include "server/prompt_build.h"
-#include "server/server_internal.h"
+#include "server/respond.h"
 #include "tokenizer/tokenizer.h"
 #include "util/json_strings.h"
 
@@ -200,4 +201,11 @@ enum MHD_Result qs_handle_detokenize(qs_server *s, struct MHD_Connection *c, con
     qs_json_add_text(out, "prompt", text, text_len);
     free(text);
     return qs_send_json(s, c, 200, out);
+}
+
+enum MHD_Result qs_handle_version(qs_server *s, struct MHD_Connection *c)
+{
+    cJSON *v = cJSON_CreateObject();
+    cJSON_AddStringToObject(v, "version", "0.1.0");
+    return qs_send_json(s, c, 200, v);
 }

@@ -1,18 +1,21 @@
 /* http.c — libmicrohttpd plumbing: binding (epoll threads in a pool, connection caps fitted to
  * the open-file limit), the request life cycle (--root-path stripped, CORS preflights answered,
  * the gate's checks on the headers before any body is read, the body under a size cap that stops
- * reading at the limit, routing, the re-entry of a resumed generation), response helpers (with
- * the CORS headers) and client-disconnect detection. */
+ * reading at the limit, dispatch through the route table of routes.c, the re-entry of a resumed
+ * generation). Responses go out through respond.c. */
 #include "server/server_internal.h"
 
+#include "server/conn_watch.h"
 #include "server/fd_limit.h"
+#include "server/handlers.h"
 #include "server/request_gate.h"
+#include "server/respond.h"
+#include "server/routes.h"
 
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +26,6 @@
 #include "engine/engine.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
-#include "util/json_strings.h"
 #include "util/log.h"
 
 typedef struct {
@@ -32,123 +34,6 @@ typedef struct {
     bool started;       /* routed: the whole request was read */
     qs_gen *gen;        /* a non-streaming generation waiting on the engine */
 } conn_ctx;
-
-void qs_server_count(qs_server *s, int status)
-{
-    pthread_mutex_lock(&s->mu);
-    s->counters.requests_total++;
-    if (status >= 400 && status < 500)
-        s->counters.errors_4xx++;
-    else if (status >= 500)
-        s->counters.errors_5xx++;
-    pthread_mutex_unlock(&s->mu);
-}
-
-void qs_server_count_disconnect(qs_server *s)
-{
-    pthread_mutex_lock(&s->mu);
-    s->counters.aborted_by_client++;
-    pthread_mutex_unlock(&s->mu);
-}
-
-void qs_server_new_id(qs_server *s, const char *prefix, char *out, size_t cap)
-{
-    pthread_mutex_lock(&s->mu);
-    unsigned long long n = ++s->next_id;
-    pthread_mutex_unlock(&s->mu);
-    /* splitmix64 over the counter and the start time: unique per server, unguessable enough */
-    unsigned long long x = n * 0x9E3779B97F4A7C15ull ^ (unsigned long long)(uintptr_t)s;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-    x ^= x >> 31;
-    snprintf(out, cap, "%s%016llx%08llx", prefix, x, n & 0xffffffffull);
-}
-
-static enum MHD_Result queue(qs_server *s, struct MHD_Connection *c, int status, const char *ctype, char *data,
-                             size_t len)
-{
-    struct MHD_Response *r = MHD_create_response_from_buffer(len, data, MHD_RESPMEM_MUST_FREE);
-    if (!r) {
-        free(data);
-        return MHD_NO;
-    }
-    MHD_add_response_header(r, "Content-Type", ctype);
-    qs_cors_add_headers(&s->cors, c, r);
-    if (status == 429)
-        MHD_add_response_header(r, "Retry-After", "1");
-    else if (status == 503)
-        MHD_add_response_header(r, "Retry-After", "5");
-    if (qs_server_draining(s))
-        MHD_add_response_header(r, "Connection", "close");
-    enum MHD_Result ret = MHD_queue_response(c, (unsigned)status, r);
-    MHD_destroy_response(r);
-    qs_server_count(s, status);
-    return ret;
-}
-
-enum MHD_Result qs_send_json(qs_server *s, struct MHD_Connection *c, int status, cJSON *body)
-{
-    char *text = qs_json_print(body);
-    cJSON_Delete(body);
-    if (!text)
-        return MHD_NO;
-    return queue(s, c, status, "application/json", text, strlen(text));
-}
-
-enum MHD_Result qs_send_text(qs_server *s, struct MHD_Connection *c, int status, const char *content_type,
-                             const char *text)
-{
-    char *copy = strdup(text);
-    if (!copy)
-        return MHD_NO;
-    return queue(s, c, status, content_type, copy, strlen(copy));
-}
-
-enum MHD_Result qs_send_error(qs_server *s, struct MHD_Connection *c, const qs_api_error *e)
-{
-    char *text = qs_api_error_json(e);
-    if (!text)
-        return MHD_NO;
-    return queue(s, c, e->status, "application/json", text, strlen(text));
-}
-
-bool qs_client_gone(int fd)
-{
-    if (fd < 0)
-        return false;
-    struct pollfd p = {.fd = fd, .events = POLLIN | POLLRDHUP};
-    if (poll(&p, 1, 0) <= 0)
-        return false;
-    if (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL))
-        return true;
-    if (p.revents & POLLIN) {
-        char byte;
-        return recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
-    }
-    return false;
-}
-
-int qs_connection_fd(struct MHD_Connection *c)
-{
-    const union MHD_ConnectionInfo *info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-    return info ? info->connect_fd : -1;
-}
-
-bool qs_server_draining(qs_server *s)
-{
-    pthread_mutex_lock(&s->mu);
-    bool d = s->state == QS_STATE_DRAINING || s->state == QS_STATE_STOPPING;
-    pthread_mutex_unlock(&s->mu);
-    return d;
-}
-
-bool qs_server_serves_name(const qs_server *s, const char *name)
-{
-    for (int i = 0; i < s->n_model_names; i++)
-        if (!strcmp(s->model_names[i], name))
-            return true;
-    return false;
-}
 
 /* With --root-path /p, "/p/v1/models" is "/v1/models"; paths without the prefix are served as
  * they are (a proxy that strips the prefix), as Starlette does with a root_path. */
@@ -170,43 +55,6 @@ static enum MHD_Result answer_preflight(qs_server *s, struct MHD_Connection *c)
     MHD_destroy_response(r);
     qs_server_count(s, status);
     return ret;
-}
-
-bool qs_server_get_model(qs_server *s, struct MHD_Connection *c, qs_server_model *out)
-{
-    pthread_mutex_lock(&s->mu);
-    qs_server_state st = s->state;
-    *out = s->model;
-    pthread_mutex_unlock(&s->mu);
-    if (st == QS_STATE_READY)
-        return true;
-    qs_api_error e;
-    qs_api_errorf(&e, 503, NULL, "%s",
-                  st == QS_STATE_LOADING ? "The model is still loading; retry when /health answers 200."
-                  : st == QS_STATE_DRAINING || st == QS_STATE_STOPPING
-                      ? "The server is shutting down and accepts no new requests."
-                      : "The model failed to load; see the server log.");
-    qs_send_error(s, c, &e);
-    return false;
-}
-
-static enum MHD_Result route(qs_server *s, struct MHD_Connection *c, int r, const char *body, size_t len,
-                             conn_ctx *cc)
-{
-    switch (r) {
-    case QS_ROUTE_COMPLETIONS: return qs_handle_generate(s, c, false, body, len, &cc->gen);
-    case QS_ROUTE_CHAT: return qs_handle_generate(s, c, true, body, len, &cc->gen);
-    case QS_ROUTE_MODELS: return qs_handle_models(s, c);
-    case QS_ROUTE_HEALTH: return qs_handle_health(s, c);
-    case QS_ROUTE_METRICS: return qs_handle_metrics(s, c);
-    case QS_ROUTE_TOKENIZE: return qs_handle_tokenize(s, c, body, len);
-    case QS_ROUTE_DETOKENIZE: return qs_handle_detokenize(s, c, body, len);
-    default: {
-        cJSON *v = cJSON_CreateObject();
-        cJSON_AddStringToObject(v, "version", "0.1.0");
-        return qs_send_json(s, c, 200, v);
-    }
-    }
 }
 
 static void send_raw_413(qs_server *s, struct MHD_Connection *c)
@@ -297,7 +145,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     }
     cc->started = true;
     qs_watch_request_read(s, c);
-    return route(s, c, qs_gate_route(url), cc->body ? cc->body : "", cc->len, cc);
+    const qs_route *r = qs_route_find(url); /* the gate let it through: it has a row */
+    return r->handle(s, c, cc->body ? cc->body : "", cc->len, &cc->gen);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)

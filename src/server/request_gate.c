@@ -8,32 +8,6 @@
 #include <string.h>
 #include <strings.h>
 
-static const struct {
-    const char *path;
-    bool is_post;
-    bool needs_key;     /* with --api-key */
-} ROUTES[] = {
-    [QS_ROUTE_COMPLETIONS] = {"/v1/completions", true, true},
-    [QS_ROUTE_CHAT] = {"/v1/chat/completions", true, true},
-    [QS_ROUTE_MODELS] = {"/v1/models", false, true},
-    [QS_ROUTE_HEALTH] = {"/health", false, false},
-    [QS_ROUTE_METRICS] = {"/metrics", false, false}, /* true with --metrics-require-key */
-    [QS_ROUTE_TOKENIZE] = {"/tokenize", true, true},
-    [QS_ROUTE_DETOKENIZE] = {"/detokenize", true, true},
-    [QS_ROUTE_VERSION] = {"/version", false, false},
-};
-#define N_ROUTES ((int)(sizeof ROUTES / sizeof ROUTES[0]))
-
-qs_route qs_gate_route(const char *url)
-{
-    if (!strcmp(url, "/ping"))
-        return QS_ROUTE_HEALTH;
-    for (int i = 0; i < N_ROUTES; i++)
-        if (!strcmp(url, ROUTES[i].path))
-            return (qs_route)i;
-    return QS_ROUTE_NONE;
-}
-
 bool qs_gate_key_matches(const char *given, const char *key)
 {
     size_t a = strlen(given), b = strlen(key);
@@ -91,14 +65,12 @@ static bool json_content_type(const char *ct)
 int qs_gate_check_headers(qs_server *s, struct MHD_Connection *c, const char *url, const char *method,
                           qs_api_error *e)
 {
-    qs_route r = qs_gate_route(url);
-    if (r == QS_ROUTE_NONE)
+    const qs_route *r = qs_route_find(url);
+    if (!r)
         return qs_api_errorf(e, 404, NULL, "No route for %.16s %.200s.", method, url);
-    bool post = !strcmp(method, "POST"), get = !strcmp(method, "GET");
-    if ((ROUTES[r].is_post && !post) || (!ROUTES[r].is_post && !get))
-        return qs_api_errorf(e, 405, NULL, "Method %.16s is not allowed on %s; use %s.", method, url,
-                             ROUTES[r].is_post ? "POST" : "GET");
-    bool needs_key = ROUTES[r].needs_key || (r == QS_ROUTE_METRICS && s->metrics_require_key);
+    if (strcmp(method, r->method) != 0)
+        return qs_api_errorf(e, 405, NULL, "Method %.16s is not allowed on %s; use %s.", method, url, r->method);
+    bool needs_key = r->key == QS_KEY_REQUIRED || (r->key == QS_KEY_WITH_METRICS_FLAG && s->metrics_require_key);
     if (s->api_key[0] && needs_key && !authorized(s, c)) {
         qs_api_errorf(e, 401, NULL, "Missing or invalid API key: send 'Authorization: Bearer <key>'.");
         return qs_api_error_code(e, "invalid_api_key");
@@ -117,7 +89,7 @@ int qs_gate_check_headers(qs_server *s, struct MHD_Connection *c, const char *ur
             return qs_api_errorf(e, 413, NULL, "The request body (%llu bytes) exceeds %zu bytes.", n,
                                  s->max_body_bytes);
     }
-    if (post) {
+    if (!strcmp(method, "POST")) {
         const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
         if (ct && !json_content_type(ct)) {
             qs_api_errorf(e, 415, NULL, "The body must be JSON (Content-Type: application/json), not '%.80s'.", ct);

@@ -6,25 +6,13 @@
 #include <microhttpd.h>
 
 #include "server/api_error.h"
+#include "server/routes.h"
 #include "server/server_internal.h"
 
-typedef enum {
-    QS_ROUTE_NONE = -1,
-    QS_ROUTE_COMPLETIONS,
-    QS_ROUTE_CHAT,
-    QS_ROUTE_MODELS,
-    QS_ROUTE_HEALTH,
-    QS_ROUTE_METRICS,
-    QS_ROUTE_TOKENIZE,
-    QS_ROUTE_DETOKENIZE,
-    QS_ROUTE_VERSION
-} qs_route;
-
-qs_route qs_gate_route(const char *url);
-/* 0 when the request may proceed to its body; else -1 with e filled: 404 unknown route, 405
- * wrong method, 401 missing key (on the /v1 routes, /tokenize, /detokenize, and /metrics with
- * --metrics-require-key), 400 conflicting Content-Length headers, 413 an announced body over the
- * cap, 415 a body that is not JSON. */
+/* 0 when the request may proceed to its body; else -1 with e filled: 404 no route in the table
+ * (routes.h), 405 not its method, 401 missing key (as its row says: the /v1 routes, /tokenize,
+ * /detokenize, and /metrics with --metrics-require-key), 400 conflicting Content-Length
+ * headers, 413 an announced body over the cap, 415 a body that is not JSON. */
 int qs_gate_check_headers(qs_server *s, struct MHD_Connection *c, const char *url, const char *method,
                           qs_api_error *e);
 /* Constant-time comparison of a bearer token with the key (any length). */

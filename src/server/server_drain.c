@@ -7,6 +7,7 @@
  *  4. it waits (briefly) until every response has been written out and every connection that
  *     has not completed a request yet has had the chance to send it (and get its 503).
  * qs_server_stop then closes the listener and the idle connections and frees everything. */
+#include "server/conn_watch.h"
 #include "server/server_internal.h"
 
 #include <stdlib.h>

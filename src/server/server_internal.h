@@ -1,5 +1,6 @@
-/* server_internal.h — what http.c shares with the endpoint handlers, the connection watchdog and
- * the drain: the server state, the helpers that queue JSON / error / text responses, and the
+/* server_internal.h — the server's state, shared by http.c, the response helpers (respond.h), the
+ * endpoint handlers (handlers.h), the connection watchdog (conn_watch.h) and the drain: the
+ * options it was started with, its life-cycle state, the served model, the counters, and the
  * registries of open connections and of generations waiting on the engine. */
 #ifndef QS_SERVER_SERVER_INTERNAL_H
 #define QS_SERVER_SERVER_INTERNAL_H
@@ -80,52 +81,5 @@ struct qs_server {
     bool watch_started;
     pthread_t watch_thread;
 };
-
-/* True when name is one of the served model names. */
-bool qs_server_serves_name(const qs_server *s, const char *name);
-
-/* Snapshot of the served model; false (and a 503 queued) when not ready. */
-bool qs_server_get_model(qs_server *s, struct MHD_Connection *c, qs_server_model *out);
-bool qs_server_draining(qs_server *s);
-
-enum MHD_Result qs_send_json(qs_server *s, struct MHD_Connection *c, int status, cJSON *body); /* frees body */
-enum MHD_Result qs_send_text(qs_server *s, struct MHD_Connection *c, int status, const char *content_type,
-                             const char *text);
-/* 429 and 503 carry Retry-After; during a drain every response says Connection: close. */
-enum MHD_Result qs_send_error(qs_server *s, struct MHD_Connection *c, const qs_api_error *e);
-void qs_server_count(qs_server *s, int status);
-void qs_server_count_disconnect(qs_server *s);
-/* A fresh id: prefix + 24 hex digits ("cmpl-…", "chatcmpl-…"). */
-void qs_server_new_id(qs_server *s, const char *prefix, char *out, size_t cap);
-
-/* True when the peer of connection fd closed or reset it. */
-bool qs_client_gone(int fd);
-int qs_connection_fd(struct MHD_Connection *c);
-
-/* conn_watch.c */
-int qs_watch_start(qs_server *s);
-void qs_watch_stop(qs_server *s);
-void qs_watch_notify_connection(void *cls, struct MHD_Connection *c, void **socket_context,
-                                enum MHD_ConnectionNotificationCode code);
-void qs_watch_request_begins(qs_server *s, struct MHD_Connection *c); /* headers in: counted busy */
-void qs_watch_request_read(qs_server *s, struct MHD_Connection *c);   /* body in: clock stopped */
-void qs_watch_request_ends(qs_server *s, struct MHD_Connection *c);   /* response done: clock restarts */
-void qs_watch_add_gen(qs_server *s, qs_watch_gen *w);
-void qs_watch_remove_gen(qs_server *s, qs_watch_gen *w);
-
-/* Endpoint handlers (body is the complete request body). A generation that must wait for the
- * engine suspends the connection and leaves itself in *pending; libmicrohttpd calls the access
- * handler again once it is resumed, which then calls qs_generate_resume. */
-typedef struct qs_gen qs_gen;
-enum MHD_Result qs_handle_generate(qs_server *s, struct MHD_Connection *c, bool chat, const char *body, size_t len,
-                                   qs_gen **pending);
-enum MHD_Result qs_generate_resume(qs_gen *g, struct MHD_Connection *c, qs_gen **pending);
-/* The connection ended while a non-streaming generation was pending: abort and free it. */
-void qs_generate_cancel(qs_gen *g);
-enum MHD_Result qs_handle_models(qs_server *s, struct MHD_Connection *c);
-enum MHD_Result qs_handle_health(qs_server *s, struct MHD_Connection *c);
-enum MHD_Result qs_handle_metrics(qs_server *s, struct MHD_Connection *c);
-enum MHD_Result qs_handle_tokenize(qs_server *s, struct MHD_Connection *c, const char *body, size_t len);
-enum MHD_Result qs_handle_detokenize(qs_server *s, struct MHD_Connection *c, const char *body, size_t len);
 
 #endif
