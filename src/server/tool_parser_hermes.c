@@ -5,7 +5,7 @@
  * calls do not parse is returned whole as content. */
 #include <string.h>
 
-#include "server/tool_parser.h"
+#include "server/tool_calls.h"
 
 #define START "<tool_call>"
 #define END "</tool_call>"

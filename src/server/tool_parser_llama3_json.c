@@ -4,7 +4,7 @@
  * other output is content; a tool-call output that does not parse is returned whole as content. */
 #include <string.h>
 
-#include "server/tool_parser.h"
+#include "server/tool_calls.h"
 
 #define PYTHON_TAG "<|python_tag|>"
 

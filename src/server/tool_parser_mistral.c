@@ -5,7 +5,7 @@
  * content, as vLLM's mistral parser does. Call ids are 9 alphanumeric characters (short_ids). */
 #include <string.h>
 
-#include "server/tool_parser.h"
+#include "server/tool_calls.h"
 
 #define BOT "[TOOL_CALLS]"
 #define ARGS "[ARGS]"

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/tool_parser.h"
+#include "server/tool_calls.h"
 
 #define PY_START "<|python_start|>"
 #define PY_END "<|python_end|>"
