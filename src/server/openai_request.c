@@ -9,12 +9,11 @@
 
 #include <unistr.h>
 
+#include "server/json_body.h"
 #include "server/request_fields.h"
 #include "server/structured_request.h"
 #include "structured/structured.h"
 #include "util/json_strings.h"
-
-#define MAX_JSON_INT 9007199254740991.0 /* 2^53 - 1: larger doubles are not exact integers */
 
 static bool valid_utf8(const char *s) { return u8_check((const uint8_t *)s, strlen(s)) == NULL; }
 
@@ -25,110 +24,13 @@ static bool valid_text(const cJSON *s)
     return cJSON_IsString(s) && u8_check((const uint8_t *)s->valuestring, qs_json_string_len(s)) == NULL;
 }
 
-/* How deeply arrays and objects nest up to byte `at` (strings skipped): tells a body refused for
- * its nesting from one that is simply malformed. */
-static int nesting_at(const char *body, size_t len, size_t at)
-{
-    int depth = 0, deepest = 0;
-    bool in_string = false;
-    for (size_t i = 0; i <= at && i < len; i++) {
-        char ch = body[i];
-        if (in_string) {
-            if (ch == '\\')
-                i++;
-            else if (ch == '"')
-                in_string = false;
-        } else if (ch == '"') {
-            in_string = true;
-        } else if (ch == '[' || ch == '{') {
-            if (++depth > deepest)
-                deepest = depth;
-        } else if (ch == ']' || ch == '}') {
-            depth--;
-        }
-    }
-    return deepest;
-}
 /* A name-like field (model, role, part type, cache_salt) is compared as a C string: no NUL in it. */
 static bool valid_name(const cJSON *s) { return cJSON_IsString(s) && !qs_json_string_has_nul(s) && valid_utf8(s->valuestring); }
-
-cJSON *qs_json_parse_body(const char *body, size_t len, qs_api_error *e)
-{
-    if (!body || len == 0) {
-        qs_api_errorf(e, 400, NULL, "The request body is empty; expected a JSON object.");
-        return NULL;
-    }
-    const char *end = NULL;
-    cJSON *root = cJSON_ParseWithLengthOpts(body, len, &end, false);
-    if (!root) {
-        size_t off = end && end >= body ? (size_t)(end - body) : 0;
-        if (nesting_at(body, len, off) >= CJSON_NESTING_LIMIT)
-            qs_api_errorf(e, 400, NULL,
-                          "The request body nests arrays and objects deeper than %d levels (near byte %zu), which "
-                          "this server refuses.",
-                          CJSON_NESTING_LIMIT, off);
-        else
-            qs_api_errorf(e, 400, NULL, "The request body is not valid JSON (error near byte %zu).", off);
-        return NULL;
-    }
-    /* Only whitespace may follow the value. */
-    for (const char *p = end; p && p < body + len; p++)
-        if (*p != ' ' && *p != '\n' && *p != '\r' && *p != '\t' && *p != '\0') {
-            cJSON_Delete(root);
-            qs_api_errorf(e, 400, NULL, "The request body has trailing data after the JSON value (byte %zu).",
-                          (size_t)(p - body));
-            return NULL;
-        }
-    /* strings holding \u0000 keep their whole length (util/json_strings.h); object keys are names */
-    const cJSON *bad_key = NULL;
-    int nuls = qs_json_record_string_lengths(root, body, (size_t)(end - body), &bad_key);
-    if (nuls < 0 || bad_key) { /* < 0: the text and cJSON's tree disagree, which valid JSON never does */
-        cJSON_Delete(root);
-        qs_api_errorf(e, 400, NULL,
-                      nuls < 0 ? "The request body's strings could not be read." :
-                                 "An object key in the request holds a NUL character (\\u0000).");
-        return NULL;
-    }
-    /* after the lengths: their walk pairs the raw text with the tree as cJSON built it */
-    qs_json_dedupe_keys(root); /* the last of duplicate keys wins, as in Python's json */
-    if (!cJSON_IsObject(root)) {
-        cJSON_Delete(root);
-        qs_api_errorf(e, 400, NULL, "The request body must be a JSON object.");
-        return NULL;
-    }
-    return root;
-}
-
-static const cJSON *field(const cJSON *obj, const char *name)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
-    return cJSON_IsNull(v) ? NULL : v;
-}
-
-static bool is_integer(const cJSON *v)
-{
-    return cJSON_IsNumber(v) && isfinite(v->valuedouble) && fabs(v->valuedouble) <= MAX_JSON_INT &&
-           v->valuedouble == floor(v->valuedouble);
-}
-
-int qs_json_get_int(const cJSON *obj, const char *name, long long min, long long max, long long *out, qs_api_error *e)
-{
-    const cJSON *v = field(obj, name);
-    if (!v)
-        return 0;
-    if (!is_integer(v))
-        return qs_api_errorf(e, 400, name, "'%s' must be an integer.", name);
-    long long x = (long long)v->valuedouble;
-    if (x < min || x > max)
-        return qs_api_errorf(e, 400, name, "'%s' must be between %lld and %lld, got %lld.", name, min, max, x);
-    *out = x;
-    return 0;
-}
 
 static int get_double(const cJSON *obj, const char *name, double min, double max, bool min_open, double *out,
                       qs_api_error *e)
 {
-    const cJSON *v = field(obj, name);
+    const cJSON *v = qs_json_field(obj, name);
     if (!v)
         return 0;
     if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
@@ -143,32 +45,12 @@ static int get_double(const cJSON *obj, const char *name, double min, double max
 
 static int get_bool(const cJSON *obj, const char *name, bool *out, qs_api_error *e)
 {
-    const cJSON *v = field(obj, name);
+    const cJSON *v = qs_json_field(obj, name);
     if (!v)
         return 0;
     if (!cJSON_IsBool(v))
         return qs_api_errorf(e, 400, name, "'%s' must be a boolean.", name);
     *out = cJSON_IsTrue(v);
-    return 0;
-}
-
-int qs_json_token_ids(const cJSON *arr, const char *param, int32_t **ids, int *n, qs_api_error *e)
-{
-    int count = cJSON_GetArraySize(arr);
-    *ids = malloc((size_t)(count > 0 ? count : 1) * sizeof **ids);
-    *n = 0;
-    if (!*ids)
-        return qs_api_errorf(e, 500, NULL, "out of memory");
-    const cJSON *it;
-    cJSON_ArrayForEach(it, arr)
-    {
-        if (!is_integer(it) || it->valuedouble < 0 || it->valuedouble > 2147483647.0) {
-            free(*ids);
-            *ids = NULL;
-            return qs_api_errorf(e, 400, param, "'%s' must hold non-negative integer token ids.", param);
-        }
-        (*ids)[(*n)++] = (int32_t)it->valuedouble;
-    }
     return 0;
 }
 
@@ -343,15 +225,15 @@ static int parse_sampling(qs_openai_request *r, const cJSON *root, qs_api_error 
     if (qs_json_get_int(root, "top_k", -1, 1 << 30, &top_k, e))
         return -1;
     p->top_k = (int)top_k;
-    if (field(root, "seed")) {
-        const cJSON *s = field(root, "seed");
-        if (!is_integer(s))
+    if (qs_json_field(root, "seed")) {
+        const cJSON *s = qs_json_field(root, "seed");
+        if (!qs_json_is_integer(s))
             return qs_api_errorf(e, 400, "seed", "'seed' must be an integer.");
         seed = (long long)s->valuedouble;
         p->has_seed = true;
         p->seed = (uint64_t)seed;
     }
-    return parse_logit_bias(r, field(root, "logit_bias"), e);
+    return parse_logit_bias(r, qs_json_field(root, "logit_bias"), e);
 }
 
 static int parse_logprobs(qs_openai_request *r, const cJSON *root, qs_api_error *e)
@@ -390,22 +272,22 @@ int qs_openai_request_parse(qs_api_kind kind, const char *body, size_t len, qs_o
         return -1;
     const cJSON *root = r->root;
 
-    const cJSON *model = field(root, "model");
+    const cJSON *model = qs_json_field(root, "model");
     if (model) {
         if (!valid_name(model))
             return qs_api_errorf(e, 400, "model", "'model' must be a string.");
         r->model = strdup(model->valuestring);
     }
     if (kind == QS_API_COMPLETIONS) {
-        if (parse_prompt(r, field(root, "prompt"), e) || get_bool(root, "echo", &r->echo, e))
+        if (parse_prompt(r, qs_json_field(root, "prompt"), e) || get_bool(root, "echo", &r->echo, e))
             return -1;
     } else {
-        if (parse_messages(r, field(root, "messages"), e))
+        if (parse_messages(r, qs_json_field(root, "messages"), e))
             return -1;
         if (qs_tool_request_parse(root, &r->tool, e))
             return -1;
         r->tools = r->tool.tools;
-        const cJSON *kw = field(root, "chat_template_kwargs");
+        const cJSON *kw = qs_json_field(root, "chat_template_kwargs");
         if (kw && !cJSON_IsObject(kw))
             return qs_api_errorf(e, 400, "chat_template_kwargs", "'chat_template_kwargs' must be an object.");
         r->chat_template_kwargs = kw;
@@ -432,9 +314,9 @@ int qs_openai_request_parse(qs_api_kind kind, const char *body, size_t len, qs_o
     if (qs_json_get_int(root, "n", 1, QS_MAX_N, &v, e))
         return -1;
     r->n = (int)v;
-    if (parse_sampling(r, root, e) || parse_logprobs(r, root, e) || parse_stop(r, field(root, "stop"), e))
+    if (parse_sampling(r, root, e) || parse_logprobs(r, root, e) || parse_stop(r, qs_json_field(root, "stop"), e))
         return -1;
-    const cJSON *stop_ids = field(root, "stop_token_ids");
+    const cJSON *stop_ids = qs_json_field(root, "stop_token_ids");
     if (stop_ids) {
         if (!cJSON_IsArray(stop_ids) || cJSON_GetArraySize(stop_ids) > QS_MAX_STOP_IDS)
             return qs_api_errorf(e, 400, "stop_token_ids", "'stop_token_ids' must be a list of at most %d token ids.",
@@ -446,7 +328,7 @@ int qs_openai_request_parse(qs_api_kind kind, const char *body, size_t len, qs_o
         get_bool(root, "skip_special_tokens", &r->skip_special_tokens, e) ||
         get_bool(root, "include_stop_str_in_output", &r->include_stop_str_in_output, e))
         return -1;
-    const cJSON *so = field(root, "stream_options");
+    const cJSON *so = qs_json_field(root, "stream_options");
     if (so) {
         if (!cJSON_IsObject(so))
             return qs_api_errorf(e, 400, "stream_options", "'stream_options' must be an object.");
@@ -457,14 +339,14 @@ int qs_openai_request_parse(qs_api_kind kind, const char *body, size_t len, qs_o
             return -1;
         }
     }
-    const cJSON *salt = field(root, "cache_salt");
+    const cJSON *salt = qs_json_field(root, "cache_salt");
     if (salt) {
         if (!valid_name(salt) || !salt->valuestring[0] || strlen(salt->valuestring) > QS_MAX_CACHE_SALT)
             return qs_api_errorf(e, 400, "cache_salt", "'cache_salt' must be a non-empty string of at most %d bytes.",
                                  QS_MAX_CACHE_SALT);
         r->cache_salt = salt->valuestring;
     }
-    const cJSON *user = field(root, "user");
+    const cJSON *user = qs_json_field(root, "user");
     if (user && !cJSON_IsString(user))
         return qs_api_errorf(e, 400, "user", "'user' must be a string.");
     if (qs_vllm_fields_parse(root, kind == QS_API_CHAT, r->n, r->stream, &r->x, e))

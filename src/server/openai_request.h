@@ -13,10 +13,10 @@
 
 #include "engine/sampler.h"
 #include "server/api_error.h"
+#include "server/json_body.h"
 #include "server/request_fields.h"
 #include "server/tool_request.h"
 
-#define QS_MAX_N 64          /* choices per prompt */
 #define QS_MAX_PROMPTS 256   /* prompts in one completions request */
 #define QS_MAX_STOP 16       /* stop strings */
 #define QS_MAX_STOP_LEN 256  /* bytes per stop string */
@@ -72,16 +72,5 @@ typedef struct qs_openai_request {
 int qs_openai_request_parse(qs_api_kind kind, const char *body, size_t len, qs_openai_request *out,
                             qs_api_error *e);
 void qs_openai_request_free(qs_openai_request *r);
-
-/* Small helpers shared with the other JSON endpoints (/tokenize, /detokenize). The parsed body's
- * strings may hold NUL bytes (\u0000): read their lengths with qs_json_string_len
- * (util/json_strings.h); an object key holding one is a 400. */
-cJSON *qs_json_parse_body(const char *body, size_t len, qs_api_error *e);
-/* Reads an integer field: absent or null -> *out untouched, returns 0; not an integer in
- * [min, max] -> 400 naming it. */
-int qs_json_get_int(const cJSON *obj, const char *name, long long min, long long max, long long *out,
-                    qs_api_error *e);
-/* Parses a JSON array of token ids (each in [0, 2^31)); *ids malloc'd. */
-int qs_json_token_ids(const cJSON *arr, const char *param, int32_t **ids, int *n, qs_api_error *e);
 
 #endif

@@ -10,7 +10,7 @@
 
 #include <unistr.h>
 
-#include "server/openai_request.h"
+#include "server/json_body.h"
 
 static const cJSON *given(const cJSON *obj, const char *name)
 {
@@ -211,46 +211,4 @@ void qs_vllm_fields_free(qs_vllm_fields *f)
         free(f->bad_words[i]);
     free(f->bad_words);
     memset(f, 0, sizeof *f);
-}
-
-typedef struct keyed_child {
-    cJSON *item;
-    int order;
-} keyed_child;
-
-static int cmp_keyed(const void *a, const void *b)
-{
-    const keyed_child *x = a, *y = b;
-    int c = strcmp(x->item->string ? x->item->string : "", y->item->string ? y->item->string : "");
-    return c ? c : x->order - y->order;
-}
-
-/* Sorting the members by (name, position) finds the duplicates in n log n, so a body of many
- * keys costs no more than parsing it. */
-static void dedupe_object(cJSON *obj)
-{
-    int n = cJSON_GetArraySize(obj);
-    if (n < 2)
-        return;
-    keyed_child *kids = malloc((size_t)n * sizeof *kids);
-    if (!kids)
-        return;
-    int i = 0;
-    for (cJSON *c = obj->child; c; c = c->next, i++)
-        kids[i] = (keyed_child){c, i};
-    qsort(kids, (size_t)n, sizeof *kids, cmp_keyed);
-    for (i = 0; i + 1 < n; i++)
-        if (!cmp_keyed(&(keyed_child){kids[i].item, 0}, &(keyed_child){kids[i + 1].item, 0}))
-            cJSON_Delete(cJSON_DetachItemViaPointer(obj, kids[i].item));
-    free(kids);
-}
-
-void qs_json_dedupe_keys(cJSON *node)
-{
-    if (!node)
-        return;
-    if (cJSON_IsObject(node))
-        dedupe_object(node);
-    for (cJSON *c = node->child; c; c = c->next)
-        qs_json_dedupe_keys(c);
 }

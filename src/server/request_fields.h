@@ -13,6 +13,7 @@
 
 #include "server/api_error.h"
 
+#define QS_MAX_N 64 /* choices per prompt (n, and best_of here) */
 #define QS_MAX_BAD_WORDS 64
 #define QS_MAX_ALLOWED_TOKEN_IDS 65536
 #define QS_MAX_REQUEST_ID 256
@@ -38,9 +39,5 @@ typedef struct qs_vllm_fields {
  * stream whether it streams (best_of checks). On failure fills e with a 400 naming the field. */
 int qs_vllm_fields_parse(const cJSON *root, bool chat, int n, bool stream, qs_vllm_fields *out, qs_api_error *e);
 void qs_vllm_fields_free(qs_vllm_fields *f);
-
-/* Duplicate object keys anywhere in the tree: keeps the last of each name, as Python's json
- * (and so vLLM) does; cJSON's lookups would otherwise find the first. */
-void qs_json_dedupe_keys(cJSON *node);
 
 #endif
