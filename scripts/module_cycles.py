@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+"""module_cycles.py — finds circles between the files of the given source folders and draws their
+graph. A node is a file stem (src/engine/engine = engine.c + engine.h); A -> B when A's object
+calls or reads a symbol B's object defines (nm on the built objects), or when one of A's files
+includes B's header. A circle is a set of nodes that reach one another; each is printed with the
+edge that closes it (the symbol or the include line), and the exit status is 1 when there is one.
+
+  scripts/module_cycles.py BUILD src/engine src/server          # check (exit 1 on a circle)
+  scripts/module_cycles.py --edges BUILD src/engine              # print the graph, one edge a line
+
+Compilers and linkers report neither (a C include guard hides an include circle, and a static
+library links a call circle), hence this script; nm comes with binutils, which the build needs.
+"""
+import os
+import re
+import subprocess
+import sys
+
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+def stem(path):
+    return os.path.splitext(os.path.normpath(path))[0]
+
+
+def source_files(folders):
+    for folder in folders:
+        for name in sorted(os.listdir(folder)):
+            if name.endswith((".c", ".h")):
+                yield os.path.join(folder, name)
+
+
+def object_symbols(build, node):
+    """(defined, used) global symbols of node's object, or two empty sets when it has none."""
+    obj = os.path.join(build, node + ".o")
+    if not os.path.exists(obj):
+        return set(), set()
+    out = subprocess.run(["nm", obj], check=True, capture_output=True, text=True).stdout
+    defined, used = set(), set()
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[0] == "U":
+            used.add(parts[1])
+        elif len(parts) == 3 and parts[1] in "TDBRVWG":
+            defined.add(parts[2])
+    return defined, used
+
+
+def build_graph(build, folders):
+    """{node: {target: why}} over the nodes of folders."""
+    files = list(source_files(folders))
+    nodes = sorted({stem(f) for f in files})
+    graph = {n: {} for n in nodes}
+    for f in files:
+        with open(f, encoding="utf-8", errors="replace") as fh:
+            for inc in INCLUDE.findall(fh.read()):
+                target = stem(os.path.join("src", inc))
+                if target in graph and target != stem(f):
+                    graph[stem(f)].setdefault(target, "%s includes %s" % (f, inc))
+    symbols = {n: object_symbols(build, n) for n in nodes}
+    owner = {}
+    for n, (defined, _) in symbols.items():
+        for sym in defined:
+            owner[sym] = n
+    for n, (_, used) in symbols.items():
+        for sym in sorted(used):
+            target = owner.get(sym)
+            if target and target != n:
+                graph[n].setdefault(target, "%s.o uses %s" % (n, sym))
+    return graph
+
+
+def circles(graph):
+    """Strongly connected components of more than one node (Tarjan), each sorted."""
+    index, low, on_stack, stack, found = {}, {}, set(), [], []
+    counter = [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    sys.setrecursionlimit(10000)
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return found
+
+
+def one_cycle(graph, comp):
+    """A concrete path around comp: breadth-first from its first node back to it."""
+    start, members = comp[0], set(comp)
+    prev, queue = {start: None}, [start]
+    while queue:
+        v = queue.pop(0)
+        for w in graph[v]:
+            if w == start:
+                path = [v]
+                while prev[path[-1]] is not None:
+                    path.append(prev[path[-1]])
+                path.reverse()
+                return path + [start]
+            if w in members and w not in prev:
+                prev[w] = v
+                queue.append(w)
+    return comp
+
+
+def main(argv):
+    edges_only = argv[:1] == ["--edges"]
+    if edges_only:
+        argv = argv[1:]
+    if len(argv) < 2:
+        sys.exit(__doc__)
+    build, folders = argv[0], argv[1:]
+    graph = build_graph(build, folders)
+    if edges_only:
+        for v in graph:
+            for w, why in sorted(graph[v].items()):
+                print("%s -> %s  (%s)" % (v, w, why))
+        return 0
+    found = circles(graph)
+    for comp in found:
+        path = one_cycle(graph, comp)
+        print("circle: " + " -> ".join(path))
+        for a, b in zip(path, path[1:]):
+            print("    %s -> %s: %s" % (a, b, graph[a][b]))
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
