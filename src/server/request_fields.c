@@ -12,21 +12,9 @@
 
 #include "server/json_body.h"
 
-static const cJSON *given(const cJSON *obj, const char *name)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
-    return cJSON_IsNull(v) ? NULL : v;
-}
-
-static bool is_int(const cJSON *v)
-{
-    return cJSON_IsNumber(v) && isfinite(v->valuedouble) && fabs(v->valuedouble) < 9007199254740992.0 &&
-           v->valuedouble == floor(v->valuedouble);
-}
-
 static int get_flag(const cJSON *obj, const char *name, bool *out, qs_api_error *e)
 {
-    const cJSON *v = given(obj, name);
+    const cJSON *v = qs_json_field(obj, name);
     if (!v)
         return 0;
     if (!cJSON_IsBool(v))
@@ -45,36 +33,36 @@ static bool empty_container(const cJSON *v)
 static int refuse_unsupported(const cJSON *root, bool chat, qs_api_error *e)
 {
     const cJSON *v;
-    if (!chat && (v = given(root, "suffix")))
+    if (!chat && (v = qs_json_field(root, "suffix")))
         return qs_api_errorf(e, 400, "suffix", "'suffix' is not supported: the served models do not do fill-in-the-middle.");
-    if (!chat && (v = given(root, "prompt_embeds")))
+    if (!chat && (v = qs_json_field(root, "prompt_embeds")))
         return qs_api_errorf(e, 400, "prompt_embeds", "'prompt_embeds' is not supported by this server; send text or token ids.");
-    if ((v = given(root, "use_beam_search"))) {
+    if ((v = qs_json_field(root, "use_beam_search"))) {
         if (!cJSON_IsBool(v))
             return qs_api_errorf(e, 400, "use_beam_search", "'use_beam_search' must be a boolean.");
         if (cJSON_IsTrue(v))
             return qs_api_errorf(e, 400, "use_beam_search", "Beam search is not supported by this server.");
     }
-    if ((v = given(root, "length_penalty")) && (!cJSON_IsNumber(v) || !isfinite(v->valuedouble)))
+    if ((v = qs_json_field(root, "length_penalty")) && (!cJSON_IsNumber(v) || !isfinite(v->valuedouble)))
         return qs_api_errorf(e, 400, "length_penalty", "'length_penalty' must be a number.");
-    if ((v = given(root, "priority"))) {
-        if (!is_int(v))
+    if ((v = qs_json_field(root, "priority"))) {
+        if (!qs_json_is_integer(v))
             return qs_api_errorf(e, 400, "priority", "'priority' must be an integer.");
         if (v->valuedouble != 0)
             return qs_api_errorf(e, 400, "priority",
                                  "'priority' %g needs priority scheduling, which this server does not do; send 0.",
                                  v->valuedouble);
     }
-    if ((v = given(root, "logits_processors")) && !empty_container(v))
+    if ((v = qs_json_field(root, "logits_processors")) && !empty_container(v))
         return qs_api_errorf(e, 400, "logits_processors",
                              "'logits_processors' is not supported by this server (vLLM needs "
                              "--logits-processor-pattern for it too).");
-    if ((v = given(root, "kv_transfer_params")))
+    if ((v = qs_json_field(root, "kv_transfer_params")))
         return qs_api_errorf(e, 400, "kv_transfer_params",
                              "'kv_transfer_params' is not supported: this server does no disaggregated serving.");
-    if ((v = given(root, "vllm_xargs")) && !empty_container(v))
+    if ((v = qs_json_field(root, "vllm_xargs")) && !empty_container(v))
         return qs_api_errorf(e, 400, "vllm_xargs", "'vllm_xargs' is not supported: this server has no extensions to read them.");
-    if ((v = given(root, "spaces_between_special_tokens"))) {
+    if ((v = qs_json_field(root, "spaces_between_special_tokens"))) {
         if (!cJSON_IsBool(v))
             return qs_api_errorf(e, 400, "spaces_between_special_tokens", "'spaces_between_special_tokens' must be a boolean.");
         if (!cJSON_IsTrue(v))
@@ -82,12 +70,12 @@ static int refuse_unsupported(const cJSON *root, bool chat, qs_api_error *e)
                                  "'spaces_between_special_tokens': false is not supported; special tokens are decoded "
                                  "as the tokenizer joins them.");
     }
-    if (chat && (v = given(root, "mm_processor_kwargs")) && !empty_container(v))
+    if (chat && (v = qs_json_field(root, "mm_processor_kwargs")) && !empty_container(v))
         return qs_api_errorf(e, 400, "mm_processor_kwargs", "'mm_processor_kwargs' is not supported: this server serves text-only models.");
-    if (chat && (v = given(root, "reasoning_effort")))
+    if (chat && (v = qs_json_field(root, "reasoning_effort")))
         return qs_api_errorf(e, 400, "reasoning_effort",
                              "'reasoning_effort' is not supported: the served chat templates take no reasoning budget.");
-    if (chat && (v = given(root, "include_reasoning"))) {
+    if (chat && (v = qs_json_field(root, "include_reasoning"))) {
         if (!cJSON_IsBool(v))
             return qs_api_errorf(e, 400, "include_reasoning", "'include_reasoning' must be a boolean.");
         if (!cJSON_IsTrue(v))
@@ -95,17 +83,17 @@ static int refuse_unsupported(const cJSON *root, bool chat, qs_api_error *e)
                                  "'include_reasoning': false is not supported; the reasoning parser always returns "
                                  "reasoning_content.");
     }
-    if (chat && (v = given(root, "structural_tag")))
+    if (chat && (v = qs_json_field(root, "structural_tag")))
         return qs_api_errorf(e, 400, "structural_tag",
                              "'structural_tag' is not supported; use response_format or structured_outputs.");
-    if (chat && (v = given(root, "documents")))
+    if (chat && (v = qs_json_field(root, "documents")))
         return qs_api_errorf(e, 400, "documents", "'documents' is not supported by this server's chat template renderer.");
     return 0;
 }
 
 static int parse_allowed(const cJSON *root, qs_vllm_fields *f, qs_api_error *e)
 {
-    const cJSON *v = given(root, "allowed_token_ids");
+    const cJSON *v = qs_json_field(root, "allowed_token_ids");
     if (!v)
         return 0;
     if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) == 0 || cJSON_GetArraySize(v) > QS_MAX_ALLOWED_TOKEN_IDS)
@@ -116,7 +104,7 @@ static int parse_allowed(const cJSON *root, qs_vllm_fields *f, qs_api_error *e)
 
 static int parse_bad_words(const cJSON *root, qs_vllm_fields *f, qs_api_error *e)
 {
-    const cJSON *v = given(root, "bad_words");
+    const cJSON *v = qs_json_field(root, "bad_words");
     if (!v)
         return 0;
     if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) > QS_MAX_BAD_WORDS)
@@ -168,12 +156,12 @@ int qs_vllm_fields_parse(const cJSON *root, bool chat, int n, bool stream, qs_vl
         get_flag(root, "return_tokens_as_token_ids", &f->return_tokens_as_token_ids, e) ||
         get_flag(root, "add_special_tokens", &f->add_special_tokens, e))
         return -1;
-    const cJSON *so = given(root, "stream_options");
+    const cJSON *so = qs_json_field(root, "stream_options");
     if (cJSON_IsObject(so) && get_flag(so, "continuous_usage_stats", &f->continuous_usage_stats, e)) {
         snprintf(e->param, sizeof e->param, "stream_options");
         return -1;
     }
-    const cJSON *rid = given(root, "request_id");
+    const cJSON *rid = qs_json_field(root, "request_id");
     if (rid) {
         if (!cJSON_IsString(rid) || !rid->valuestring[0] || strlen(rid->valuestring) > QS_MAX_REQUEST_ID ||
             strspn(rid->valuestring, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:") !=
@@ -188,12 +176,12 @@ int qs_vllm_fields_parse(const cJSON *root, bool chat, int n, bool stream, qs_vl
     if (get_flag(root, "echo", &f->chat_echo, e) ||
         get_flag(root, "continue_final_message", &f->continue_final_message, e))
         return -1;
-    const cJSON *agp = given(root, "add_generation_prompt");
+    const cJSON *agp = qs_json_field(root, "add_generation_prompt");
     if (f->continue_final_message && (!agp || cJSON_IsTrue(agp)))
         return qs_api_errorf(e, 400, "continue_final_message",
                              "Cannot set both 'continue_final_message' and 'add_generation_prompt' to true; send "
                              "\"add_generation_prompt\": false.");
-    const cJSON *tpl = given(root, "chat_template");
+    const cJSON *tpl = qs_json_field(root, "chat_template");
     if (tpl) {
         if (!cJSON_IsString(tpl) || !tpl->valuestring[0])
             return qs_api_errorf(e, 400, "chat_template", "'chat_template' must be a non-empty Jinja template string.");
