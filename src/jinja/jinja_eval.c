@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "tokenizer/jinja_internal.h"
+#include "jinja/jinja_internal.h"
 
 #define MAX_MACRO_DEPTH 64
 

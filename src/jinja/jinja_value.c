@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unictype.h>
 
-#include "tokenizer/jinja_internal.h"
+#include "jinja/jinja_internal.h"
 #include "util/json_strings.h"
 
 static qs_jv *new_value(qs_jj_arena *a, qs_jv_kind kind)

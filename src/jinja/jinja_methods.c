@@ -10,7 +10,7 @@
 #include <unicase.h>
 #include <unistr.h>
 
-#include "tokenizer/jinja_internal.h"
+#include "jinja/jinja_internal.h"
 
 static qs_jv *buf_value(qs_jj_arena *a, qs_jj_buf *b)
 {

@@ -1,10 +1,10 @@
 /* jinja_internal.h — the pieces of the chat-template interpreter shared between its files:
  * an arena (every value and AST node lives in one, freed at once), the value type (Python-like:
  * undefined, none, bool, int, float, str, list/tuple, dict, namespace, macro), tokens, AST nodes
- * and the render context. Not a public header: only src/tokenizer/jinja_*.c and chat_template.c
+ * and the render context. Not a public header: only src/jinja/jinja_*.c and src/tokenizer/chat_template.c
  * include it. */
-#ifndef QS_TOKENIZER_JINJA_INTERNAL_H
-#define QS_TOKENIZER_JINJA_INTERNAL_H
+#ifndef QS_JINJA_INTERNAL_H
+#define QS_JINJA_INTERNAL_H
 
 #include <stdbool.h>
 #include <stddef.h>
