@@ -159,8 +159,7 @@ test: tests
 # are compiled once for all targets (in parallel under -j) with fuzzer instrumentation. `make fuzz`
 # builds them and runs each for FUZZ_SECONDS (default 20); a crash fails the run with its log.
 FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
-FUZZ_LIB_SRC := $(LIB_SRC)
-FUZZ_OBJ := $(FUZZ_LIB_SRC:%.c=$(BUILD)/fuzz-obj/%.o)
+FUZZ_OBJ := $(LIB_SRC:%.c=$(BUILD)/fuzz-obj/%.o)
 FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz/%)
 FUZZ_CFLAGS = $(STD) -g -O1 $(INCLUDES) $(PKG_CFLAGS) -DQS_FUZZING -DQS_SOURCE_DIR='"$(CURDIR)"'
 
