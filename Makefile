@@ -62,9 +62,26 @@ else
   CUDA_OBJ   :=
 endif
 
-LIB_SRC  := $(shell find src -name '*.c' ! -path 'src/cli/main.c' | sort)
+# The applications stand above the library: each folder in APPS is its own archive
+# ($(BUILD)/libqserve-NAME.a) and its main.c, where it has one, is a program's entry. APPS is in
+# link order: an app may use the library and the apps after it (APP_USES_NAME says which).
+APPS     := eval cli quantize
+APP_USES_eval     := cli quantize
+APP_USES_cli      := quantize
+APP_USES_quantize :=
+LIB_SRC  := $(shell find src -name '*.c' $(foreach a,$(APPS),! -path 'src/$(a)/*') | sort)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 LIB      := $(BUILD)/libqserve.a
+app_src   = $(filter-out src/$(1)/main.c,$(sort $(wildcard src/$(1)/*.c)))
+app_lib   = $(BUILD)/libqserve-$(1).a
+APP_LIBS := $(foreach a,$(APPS),$(call app_lib,$(a)))
+# A program links the apps whose headers its source includes, with what they use, in APPS order;
+# one that includes none links the library alone, so nothing in the library can lean on an app.
+PROGRAM_SRC := $(wildcard tests/unit/test_*.c tests/cuda/test_*.c tools/*.c dev/tools/*.c \
+                 dev/tests/cuda/test_*.c)
+$(foreach a,$(APPS),$(eval APP_USERS_$(a) := $(shell grep -l '^\#include "$(a)/' $(PROGRAM_SRC) /dev/null)))
+apps_of   = $(sort $(foreach a,$(APPS),$(if $(filter $(1),$(APP_USERS_$(a))),$(a) $(APP_USES_$(a)))))
+app_libs  = $(foreach a,$(APPS),$(if $(filter $(a),$(call apps_of,$(1))),$(call app_lib,$(a))))
 TEST_SRC := $(sort $(wildcard tests/unit/test_*.c))
 TEST_BIN := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TOOL_SRC := $(sort $(wildcard tools/*.c))
@@ -72,13 +89,12 @@ TOOL_BIN := $(TOOL_SRC:tools/%.c=$(BUILD)/%)
 # the lab's tools (dev/tools) need the CUDA build: they time kernels
 DEV_TOOL_SRC := $(if $(and $(filter 1,$(DEV)),$(CUDA_OBJ)),$(sort $(wildcard dev/tools/*.c)))
 TOOL_BIN += $(DEV_TOOL_SRC:dev/tools/%.c=$(BUILD)/%)
-EVAL_SRC := $(sort $(wildcard evals/*.c))
 
 ALL_CFLAGS = $(STD) $(WARN) $(CFLAGS) $(DEFS) $(INCLUDES) $(PKG_CFLAGS) -MMD -MP
 
 .PHONY: all test fuzz fuzz-build clean demo tests cuda-tests dev
 .SECONDARY:
-all: $(BUILD)/qserve $(TOOL_BIN) $(if $(EVAL_SRC),$(BUILD)/qserve-eval)
+all: $(BUILD)/qserve $(TOOL_BIN) $(BUILD)/qserve-eval
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -96,21 +112,26 @@ $(LIB): $(LIB_OBJ) $(CUDA_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/qserve: $(BUILD)/src/cli/main.o $(LIB)
-	$(CC) $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS) $(if $(CUDA_OBJ),-lstdc++)
+$(foreach a,$(APPS),$(eval $(call app_lib,$(a)): $(patsubst %.c,$(BUILD)/%.o,$(call app_src,$(a)))))
+$(APP_LIBS):
+	@rm -f $@
+	ar rcs $@ $^
 
-$(BUILD)/qserve-eval: $(EVAL_SRC:%.c=$(BUILD)/%.o) $(LIB)
-	$(CC) $(LDFLAGS) -o $@ $(EVAL_SRC:%.c=$(BUILD)/%.o) $(LIB) $(LDLIBS) $(if $(CUDA_OBJ),-lstdc++)
+$(BUILD)/qserve: $(BUILD)/src/cli/main.o $(call app_lib,cli) $(call app_lib,quantize) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(if $(CUDA_OBJ),-lstdc++)
 
-$(BUILD)/%: $(BUILD)/tools/%.o $(LIB)
-	$(CC) $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS) $(if $(CUDA_OBJ),-lstdc++)
+$(BUILD)/qserve-eval: $(BUILD)/src/eval/main.o $(APP_LIBS) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(if $(CUDA_OBJ),-lstdc++)
 
-$(BUILD)/%: $(BUILD)/dev/tools/%.o $(LIB)
-	$(CC) $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS) -lstdc++
+$(BUILD)/%: $(BUILD)/tools/%.o $(APP_LIBS) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $< $(call app_libs,tools/$*.c) $(LIB) $(LDLIBS) $(if $(CUDA_OBJ),-lstdc++)
 
-$(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(LIB)
+$(BUILD)/%: $(BUILD)/dev/tools/%.o $(APP_LIBS) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $< $(call app_libs,dev/tools/$*.c) $(LIB) $(LDLIBS) -lstdc++
+
+$(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(APP_LIBS) $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS) -lcmocka $(if $(CUDA_OBJ),-lstdc++)
+	$(CC) $(LDFLAGS) -o $@ $< $(call app_libs,tests/unit/$*.c) $(LIB) $(LDLIBS) -lcmocka $(if $(CUDA_OBJ),-lstdc++)
 
 tests: all $(TEST_BIN)
 
@@ -120,12 +141,12 @@ CUDA_TEST_BIN := $(CUDA_TEST_SRC:tests/cuda/%.c=$(BUILD)/cuda-tests/%)
 DEV_CUDA_TEST_SRC := $(if $(filter 1,$(DEV)),$(sort $(wildcard dev/tests/cuda/test_*.c)))
 CUDA_TEST_BIN += $(DEV_CUDA_TEST_SRC:dev/tests/cuda/%.c=$(BUILD)/cuda-tests/%)
 cuda-tests: $(CUDA_TEST_BIN)
-$(BUILD)/cuda-tests/%: tests/cuda/%.c $(LIB)
+$(BUILD)/cuda-tests/%: tests/cuda/%.c $(APP_LIBS) $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS) -lstdc++
-$(BUILD)/cuda-tests/%: dev/tests/cuda/%.c $(LIB)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(call app_libs,$<) $(LIB) $(LDLIBS) -lstdc++
+$(BUILD)/cuda-tests/%: dev/tests/cuda/%.c $(APP_LIBS) $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Itests/cuda $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS) -lstdc++
+	$(CC) $(ALL_CFLAGS) -Itests/cuda $(LDFLAGS) -o $@ $< $(call app_libs,$<) $(LIB) $(LDLIBS) -lstdc++
 
 # The lab: the whole build again in $(BUILD)-dev with DEV=1 (its GPU tests too where CUDA is built).
 dev:
@@ -138,8 +159,7 @@ test: tests
 # are compiled once for all targets (in parallel under -j) with fuzzer instrumentation. `make fuzz`
 # builds them and runs each for FUZZ_SECONDS (default 20); a crash fails the run with its log.
 FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
-FUZZ_LIB_SRC := $(filter-out src/cli/main.c,$(LIB_SRC))
-FUZZ_OBJ := $(FUZZ_LIB_SRC:%.c=$(BUILD)/fuzz-obj/%.o)
+FUZZ_OBJ := $(LIB_SRC:%.c=$(BUILD)/fuzz-obj/%.o)
 FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz/%)
 FUZZ_CFLAGS = $(STD) -g -O1 $(INCLUDES) $(PKG_CFLAGS) -DQS_FUZZING -DQS_SOURCE_DIR='"$(CURDIR)"'
 

@@ -1,13 +1,13 @@
 /* cmd_quantize.c — `qserve quantize IN OUT_DIR --scheme S [--format F] [--shard-size GB]
  * [--calib-tokens N]`: round-to-nearest quantization of a BF16/F16/F32 checkpoint into the FP8 or
- * NVFP4 on-disk formats (quant/quantize_checkpoint.h does the work). */
+ * NVFP4 on-disk formats (quantize/quantize_checkpoint.h does the work). */
 #include <stdio.h>
 #include <string.h>
 
 #include "cli/args.h"
 #include "cli/model_source.h"
 #include "cli/commands.h"
-#include "quant/quantize_checkpoint.h"
+#include "quantize/quantize_checkpoint.h"
 
 static void usage(FILE *out)
 {

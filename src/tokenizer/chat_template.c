@@ -8,7 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tokenizer/jinja_internal.h"
+#include "jinja/jinja_arena.h"
+#include "jinja/jinja_eval.h"
+#include "jinja/jinja_lexer.h"
+#include "jinja/jinja_methods.h"
+#include "jinja/jinja_parser.h"
+#include "jinja/jinja_value.h"
 #include "tokenizer/tokenizer_config.h"
 #include "util/fileio.h"
 

@@ -29,7 +29,7 @@
 #include "model/projection_fusion.h"
 #include "model/safetensors_writer.h"
 #include "quant/linear_fuse.h"
-#include "quant/quantize_checkpoint.h"
+#include "quantize/quantize_checkpoint.h"
 #include "registry/registry.h"
 #include "util/fileio.h"
 

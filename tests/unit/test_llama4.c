@@ -35,7 +35,7 @@
 #include "model/safetensors.h"
 #include "model/safetensors_writer.h"
 #include "ops/ops.h"
-#include "quant/quantize_checkpoint.h"
+#include "quantize/quantize_checkpoint.h"
 #include "test_helpers.h"
 #include "tokenizer/chat_template.h"
 

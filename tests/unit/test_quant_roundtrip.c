@@ -24,7 +24,7 @@
 #include "model/safetensors.h"
 #include "quant/linear_desc.h"
 #include "quant/quant_config.h"
-#include "quant/quantize_checkpoint.h"
+#include "quantize/quantize_checkpoint.h"
 #include "util/fileio.h"
 
 static char src[64], dst[96];

@@ -12,7 +12,7 @@
  *  4. quantized tensors are added to a safetensors writer next to the untouched ones (referenced
  *     straight from the input mmap) and written in shards; config.json gets quantization_config,
  *     ModelOpt also hf_quant_config.json; tokenizer and generation files are copied. */
-#include "quant/quantize_checkpoint.h"
+#include "quantize/quantize_checkpoint.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -26,11 +26,11 @@
 #include "cpu/reference_kernels.h"
 #include "model/safetensors.h"
 #include "model/safetensors_writer.h"
-#include "quant/calibrate.h"
+#include "quantize/calibrate.h"
 #include "quant/fp4.h"
 #include "quant/fp8.h"
 #include "quant/quantize.h"
-#include "quant/quantize_formats.h"
+#include "quantize/quantize_formats.h"
 #include "util/fileio.h"
 #include "util/log.h"
 #include "util/parallel.h"

@@ -4,8 +4,8 @@
  * or the DeepSeek/Qwen fp8 checkpoints write them, with their tensor names, dtypes and shapes.
  * lm_head, embeddings, norms and MoE routers stay unquantized. Static activation scales come from
  * a calibration pass through the model (calibrate.h). */
-#ifndef QS_QUANT_QUANTIZE_CHECKPOINT_H
-#define QS_QUANT_QUANTIZE_CHECKPOINT_H
+#ifndef QS_QUANTIZE_QUANTIZE_CHECKPOINT_H
+#define QS_QUANTIZE_QUANTIZE_CHECKPOINT_H
 
 #include <stddef.h>
 

@@ -5,10 +5,11 @@
  * start and {% or {#, and one trailing newline of the whole source is dropped
  * (keep_trailing_newline=False). Comments {# #} vanish. */
 #include <ctype.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "tokenizer/jinja_internal.h"
+#include "jinja/jinja_lexer.h"
 
 typedef struct {
     qs_jj_arena *arena;

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unictype.h>
 
-#include "tokenizer/jinja_internal.h"
+#include "jinja/jinja_value.h"
 #include "util/json_strings.h"
 
 static qs_jv *new_value(qs_jj_arena *a, qs_jv_kind kind)
@@ -537,7 +537,7 @@ void qs_jv_write_str(qs_jj_buf *b, const qs_jv *v)
         qs_jj_buf_puts(b, v->kind == QS_JV_NAMESPACE ? "}>" : "}");
         return;
     case QS_JV_MACRO:
-        qs_jj_buf_printf(b, "<Macro '%s'>", v->macro.node->name);
+        qs_jj_buf_printf(b, "<Macro '%s'>", v->macro.name);
         return;
     case QS_JV_BUILTIN:
         qs_jj_buf_puts(b, "<built-in function>");

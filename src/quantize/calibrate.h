@@ -2,8 +2,8 @@
  * CPU with the reference kernels, runs a few built-in prompts through the model forward with the
  * reference kernels recording max |x| per linear layer (cpu/reference_kernels.h), so static
  * activation scales (FP8 input_scale, NVFP4 input global scale) come from real activations. */
-#ifndef QS_QUANT_CALIBRATE_H
-#define QS_QUANT_CALIBRATE_H
+#ifndef QS_QUANTIZE_CALIBRATE_H
+#define QS_QUANTIZE_CALIBRATE_H
 
 #include "util/error.h"
 

@@ -1,43 +1,18 @@
 /* jinja_eval.c — walks a chat template's AST: renders statements into the output buffer and
  * evaluates expressions with Python/Jinja2 semantics (scoping: for-loop iterations and macros get
  * their own frame, `if` does not; Undefined is falsy, renders empty and fails on attribute
- * access). Filters, tests and methods live in jinja_filters.c and jinja_methods.c. */
+ * access). Attribute and item access live in jinja_access.c, filters and tests in jinja_filters.c,
+ * methods and globals in jinja_methods.c. */
 #include <limits.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "tokenizer/jinja_internal.h"
+#include "jinja/jinja_eval.h"
+#include "jinja/jinja_filters.h"
+#include "jinja/jinja_methods.h"
 
 #define MAX_MACRO_DEPTH 64
-
-qs_jv *qs_jj_fail(qs_jj_ctx *ctx, int line, const char *fmt, ...)
-{
-    char msg[QS_ERR_MSG_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    qs_errf(ctx->err, "%s: line %d: %s", ctx->name, line, msg);
-    return NULL;
-}
-
-static qs_jv *undefined_fmt(qs_jj_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static qs_jv *undefined_fmt(qs_jj_ctx *ctx, const char *fmt, ...)
-{
-    char msg[256];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return qs_jv_undefined(ctx->arena, msg);
-}
-
-static const char *undef_hint(const qs_jv *v)
-{
-    return v->undef_name ? v->undef_name : "value is undefined";
-}
 
 static qs_jv *lookup(qs_jj_ctx *ctx, qs_jj_frame *frame, const char *name)
 {
@@ -46,7 +21,7 @@ static qs_jv *lookup(qs_jj_ctx *ctx, qs_jj_frame *frame, const char *name)
         if (v)
             return v;
     }
-    return undefined_fmt(ctx, "'%s' is undefined", name);
+    return qs_jj_undefined_fmt(ctx, "'%s' is undefined", name);
 }
 
 static void assign(qs_jj_ctx *ctx, qs_jj_frame *frame, const char *name, qs_jv *v)
@@ -62,112 +37,6 @@ static qs_jj_frame *new_frame(qs_jj_ctx *ctx, qs_jj_frame *parent)
     return f;
 }
 
-/* loop.index0, loop.first, ... computed from the loop's current position. */
-static qs_jv *loop_attr(qs_jj_ctx *ctx, const qs_jv_loop *l, const char *attr)
-{
-    qs_jj_arena *a = ctx->arena;
-    size_t i = l->index0, len = l->items->list->len;
-    if (!strcmp(attr, "index0"))
-        return qs_jv_int(a, (long long)i);
-    if (!strcmp(attr, "index"))
-        return qs_jv_int(a, (long long)i + 1);
-    if (!strcmp(attr, "revindex0"))
-        return qs_jv_int(a, (long long)(len - i - 1));
-    if (!strcmp(attr, "revindex"))
-        return qs_jv_int(a, (long long)(len - i));
-    if (!strcmp(attr, "first"))
-        return qs_jv_bool(a, i == 0);
-    if (!strcmp(attr, "last"))
-        return qs_jv_bool(a, i + 1 == len);
-    if (!strcmp(attr, "length"))
-        return qs_jv_int(a, (long long)len);
-    if (!strcmp(attr, "depth"))
-        return qs_jv_int(a, 1);
-    if (!strcmp(attr, "depth0"))
-        return qs_jv_int(a, 0);
-    if (!strcmp(attr, "previtem"))
-        return i > 0 ? l->items->list->items[i - 1] : undefined_fmt(ctx, "there is no previous item");
-    if (!strcmp(attr, "nextitem"))
-        return i + 1 < len ? l->items->list->items[i + 1] : undefined_fmt(ctx, "there is no next item");
-    return undefined_fmt(ctx, "'LoopContext' has no attribute '%s'", attr);
-}
-
-qs_jv *qs_jj_getattr(qs_jj_ctx *ctx, int line, const qs_jv *obj, const char *attr)
-{
-    switch (obj->kind) {
-    case QS_JV_UNDEFINED:
-        return qs_jj_fail(ctx, line, "%s (while reading attribute '%s')", undef_hint(obj), attr);
-    case QS_JV_DICT:
-    case QS_JV_NAMESPACE: {
-        qs_jv *v = qs_jv_dict_get_cstr(obj, attr);
-        if (v)
-            return v;
-        return undefined_fmt(ctx, "'%s object' has no attribute '%s'", obj->kind == QS_JV_DICT ? "dict" : "Namespace",
-                             attr);
-    }
-    case QS_JV_NONE:
-        return undefined_fmt(ctx, "'None' has no attribute '%s'", attr);
-    case QS_JV_LOOP:
-        return loop_attr(ctx, obj->loop, attr);
-    default:
-        return undefined_fmt(ctx, "'%s object' has no attribute '%s'", qs_jv_type_name(obj), attr);
-    }
-}
-
-/* Python index normalisation: returns false when out of range. */
-static bool normalise_index(long long i, size_t len, size_t *out)
-{
-    if (i < 0)
-        i += (long long)len;
-    if (i < 0 || (unsigned long long)i >= len)
-        return false;
-    *out = (size_t)i;
-    return true;
-}
-
-qs_jv *qs_jj_getitem(qs_jj_ctx *ctx, int line, const qs_jv *obj, const qs_jv *key)
-{
-    if (obj->kind == QS_JV_UNDEFINED)
-        return qs_jj_fail(ctx, line, "%s (while reading an item)", undef_hint(obj));
-    if (key->kind == QS_JV_UNDEFINED)
-        return qs_jj_fail(ctx, line, "%s (used as a subscript)", undef_hint(key));
-    bool int_key = key->kind == QS_JV_INT || key->kind == QS_JV_BOOL;
-    long long idx = key->kind == QS_JV_BOOL ? key->b : key->i;
-    size_t at;
-    switch (obj->kind) {
-    case QS_JV_DICT: {
-        qs_jv *v = qs_jv_dict_get(obj, key);
-        if (v)
-            return v;
-        break;
-    }
-    case QS_JV_NAMESPACE:
-        if (key->kind == QS_JV_STRING)
-            return qs_jj_getattr(ctx, line, obj, key->str.s);
-        break;
-    case QS_JV_LIST:
-        if (int_key && normalise_index(idx, obj->list->len, &at))
-            return obj->list->items[at];
-        break;
-    case QS_JV_STRING:
-        if (int_key) {
-            size_t n = qs_jj_utf8_len(obj->str.s, obj->str.len);
-            if (normalise_index(idx, n, &at)) {
-                size_t b = qs_jj_utf8_offset(obj->str.s, obj->str.len, at);
-                size_t e = qs_jj_utf8_offset(obj->str.s, obj->str.len, at + 1);
-                return qs_jv_str(ctx->arena, obj->str.s + b, e - b);
-            }
-        }
-        break;
-    default:
-        break;
-    }
-    qs_jj_buf b = {0};
-    qs_jv_write_str(&b, key);
-    qs_jv *u = undefined_fmt(ctx, "'%s object' has no item %s", qs_jv_type_name(obj), b.data ? b.data : "");
-    qs_jj_buf_free(&b);
-    return u;
-}
 
 static bool slice_bound(qs_jj_ctx *ctx, int line, const qs_jv *v, long long *out, bool *given)
 {
@@ -205,7 +74,7 @@ static qs_jv *eval_slice(qs_jj_ctx *ctx, qs_jj_frame *frame, const qs_jj_node *n
     if (step == 0)
         return qs_jj_fail(ctx, n->line, "slice step cannot be zero");
     if (obj->kind == QS_JV_UNDEFINED)
-        return qs_jj_fail(ctx, n->line, "%s (while slicing)", undef_hint(obj));
+        return qs_jj_fail(ctx, n->line, "%s (while slicing)", qs_jj_undef_hint(obj));
     if (obj->kind != QS_JV_LIST && obj->kind != QS_JV_STRING) /* Jinja slices with Python's [a:b:c] directly */
         return qs_jj_fail(ctx, n->line, "'%s' object is not subscriptable with a slice", qs_jv_type_name(obj));
     long long len = obj->kind == QS_JV_LIST ? (long long)obj->list->len
@@ -235,33 +104,6 @@ static qs_jv *eval_slice(qs_jj_ctx *ctx, qs_jj_frame *frame, const qs_jj_node *n
     return out;
 }
 
-qs_jv *qs_jj_iterate(qs_jj_ctx *ctx, int line, const qs_jv *v)
-{
-    qs_jv *out = qs_jv_list_new(ctx->arena, false);
-    switch (v->kind) {
-    case QS_JV_UNDEFINED:
-        return out;
-    case QS_JV_LIST:
-        for (size_t i = 0; i < v->list->len; i++)
-            qs_jv_list_push(ctx->arena, out, v->list->items[i]);
-        return out;
-    case QS_JV_DICT:
-        for (size_t i = 0; i < v->dict->len; i++)
-            qs_jv_list_push(ctx->arena, out, v->dict->keys[i]);
-        return out;
-    case QS_JV_STRING: {
-        unsigned cp;
-        for (size_t i = 0; i < v->str.len;) {
-            size_t k = qs_jj_utf8_decode(v->str.s + i, v->str.len - i, &cp);
-            qs_jv_list_push(ctx->arena, out, qs_jv_str(ctx->arena, v->str.s + i, k));
-            i += k;
-        }
-        return out;
-    }
-    default:
-        return qs_jj_fail(ctx, line, "'%s' object is not iterable", qs_jv_type_name(v));
-    }
-}
 
 static bool contains(qs_jj_ctx *ctx, int line, const qs_jv *container, const qs_jv *item, bool *out)
 {
@@ -322,7 +164,7 @@ static qs_jv *binop(qs_jj_ctx *ctx, int line, const char *op, const qs_jv *x, co
         return out;
     }
     if (x->kind == QS_JV_UNDEFINED || y->kind == QS_JV_UNDEFINED)
-        return qs_jj_fail(ctx, line, "%s (operand of '%s')", undef_hint(x->kind == QS_JV_UNDEFINED ? x : y), op);
+        return qs_jj_fail(ctx, line, "%s (operand of '%s')", qs_jj_undef_hint(x->kind == QS_JV_UNDEFINED ? x : y), op);
     bool nums = qs_jv_is_number(x) && qs_jv_is_number(y);
     bool ints = nums && x->kind != QS_JV_FLOAT && y->kind != QS_JV_FLOAT;
     if (!strcmp(op, "+")) {
@@ -432,7 +274,7 @@ static qs_jv *compare(qs_jj_ctx *ctx, int line, const char *op, const qs_jv *x, 
         return qs_jv_bool(ctx->arena, op[0] == 'i' ? in : !in);
     }
     if (x->kind == QS_JV_UNDEFINED || y->kind == QS_JV_UNDEFINED)
-        return qs_jj_fail(ctx, line, "%s (operand of '%s')", undef_hint(x->kind == QS_JV_UNDEFINED ? x : y), op);
+        return qs_jj_fail(ctx, line, "%s (operand of '%s')", qs_jj_undef_hint(x->kind == QS_JV_UNDEFINED ? x : y), op);
     int c;
     qs_err e;
     if (qs_jv_compare(x, y, &c, &e))
@@ -485,7 +327,7 @@ static qs_jv *call_macro(qs_jj_ctx *ctx, int line, const qs_jv *macro, const qs_
         if (!v && m->defaults[i] && !(v = qs_jj_eval(ctx, f, m->defaults[i])))
             return NULL;
         if (!v)
-            v = undefined_fmt(ctx, "parameter '%s' was not provided", pname);
+            v = qs_jj_undefined_fmt(ctx, "parameter '%s' was not provided", pname);
         assign(ctx, f, pname, v);
     }
     qs_jj_buf body = {0};
@@ -510,7 +352,7 @@ qs_jv *qs_jj_call_value(qs_jj_ctx *ctx, int line, const qs_jv *callee, const qs_
         return qs_jj_call_method(ctx, line, callee, NULL, args, &handled);
     }
     if (callee->kind == QS_JV_UNDEFINED)
-        return qs_jj_fail(ctx, line, "%s (called as a function)", undef_hint(callee));
+        return qs_jj_fail(ctx, line, "%s (called as a function)", qs_jj_undef_hint(callee));
     return qs_jj_fail(ctx, line, "'%s' object is not callable", qs_jv_type_name(callee));
 }
 
@@ -522,7 +364,7 @@ static qs_jv *eval_call(qs_jj_ctx *ctx, qs_jj_frame *frame, const qs_jj_node *n)
         if (!obj)
             return NULL;
         if (obj->kind == QS_JV_UNDEFINED)
-            return qs_jj_fail(ctx, n->line, "%s (while calling '%s')", undef_hint(obj), n->a->name);
+            return qs_jj_fail(ctx, n->line, "%s (while calling '%s')", qs_jj_undef_hint(obj), n->a->name);
         if (!eval_args(ctx, frame, n, &args))
             return NULL;
         bool handled = false;
@@ -625,7 +467,7 @@ qs_jv *qs_jj_eval(qs_jj_ctx *ctx, qs_jj_frame *frame, const qs_jj_node *n)
             return qs_jv_int(ctx->arena, n->kind == QS_JN_NEG ? -as_int(x) : as_int(x));
         }
         if (x->kind == QS_JV_UNDEFINED)
-            return qs_jj_fail(ctx, n->line, "%s (operand of unary '-')", undef_hint(x));
+            return qs_jj_fail(ctx, n->line, "%s (operand of unary '-')", qs_jj_undef_hint(x));
         return qs_jj_fail(ctx, n->line, "bad operand type for unary %s: '%s'", n->kind == QS_JN_NEG ? "-" : "+",
                           qs_jv_type_name(x));
     case QS_JN_BINOP:
@@ -650,7 +492,7 @@ qs_jv *qs_jj_eval(qs_jj_ctx *ctx, qs_jj_frame *frame, const qs_jj_node *n)
             return qs_jj_eval(ctx, frame, n->b);
         if (n->c)
             return qs_jj_eval(ctx, frame, n->c);
-        return undefined_fmt(ctx, "the conditional expression had no else branch");
+        return qs_jj_undefined_fmt(ctx, "the conditional expression had no else branch");
     default:
         return qs_jj_fail(ctx, n->line, "statement used as an expression");
     }
@@ -798,6 +640,7 @@ static int render_statement(qs_jj_ctx *ctx, qs_jj_frame *frame, const qs_jj_node
         v->kind = QS_JV_MACRO;
         v->macro.node = n;
         v->macro.closure = frame;
+        v->macro.name = n->name;
         assign(ctx, frame, n->name, v);
         return 0;
     case QS_JN_BREAK:

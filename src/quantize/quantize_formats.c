@@ -5,7 +5,7 @@
  *   fp8 (§3.2): {"quant_method": "fp8", "activation_scheme", "fmt": "e4m3", "weight_block_size"};
  *   ModelOpt (§3.3, §4.1, §4.2): hf_quant_config.json {"producer", "quantization": {quant_algo,
  *     kv_cache_quant_algo, exclude_modules[, group_size]}} and its config.json mirror. */
-#include "quant/quantize_formats.h"
+#include "quantize/quantize_formats.h"
 
 #include <stdio.h>
 #include <string.h>

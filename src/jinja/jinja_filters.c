@@ -9,7 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tokenizer/jinja_internal.h"
+#include "jinja/jinja_filters.h"
+#include "jinja/jinja_str.h"
 
 static qs_jv *arg(const qs_jj_args *args, size_t pos, const char *kw)
 {

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tokenizer/jinja_internal.h"
+#include "jinja/jinja_arena.h"
 
 typedef struct chunk {
     struct chunk *next;

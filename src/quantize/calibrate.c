@@ -1,7 +1,7 @@
 /* calibrate.c — see calibrate.h. Prompts are tokenized with the checkpoint's own tokenizer; a
  * checkpoint without one gets a fixed spread of token ids instead. Each prompt is one prefill
  * through qs_model_forward on a KV cache just large enough for it. */
-#include "quant/calibrate.h"
+#include "quantize/calibrate.h"
 
 #include <stdio.h>
 #include <stdlib.h>

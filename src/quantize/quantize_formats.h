@@ -1,12 +1,12 @@
 /* quantize_formats.h — the quantization_config / hf_quant_config.json documents `qserve quantize`
- * writes, and the tensor names each format uses (internal to quant/). */
-#ifndef QS_QUANT_QUANTIZE_FORMATS_H
-#define QS_QUANT_QUANTIZE_FORMATS_H
+ * writes, and the tensor names each format uses (internal to quantize/). */
+#ifndef QS_QUANTIZE_QUANTIZE_FORMATS_H
+#define QS_QUANTIZE_QUANTIZE_FORMATS_H
 
 #include <cjson/cJSON.h>
 #include <stdbool.h>
 
-#include "quant/quantize_checkpoint.h"
+#include "quantize/quantize_checkpoint.h"
 
 /* Modules left unquantized, by kind, so each format can spell its ignore list its own way. */
 typedef struct qs_quant_excludes {

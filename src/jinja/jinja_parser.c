@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "tokenizer/jinja_internal.h"
+#include "jinja/jinja_parser.h"
 
 typedef struct {
     qs_jj_arena *arena;

@@ -1,5 +1,5 @@
-/* main.c — qserve-eval, the gsm8k eval harness: command-line parsing only; the work is in
- * src/eval (eval_run.c runs one config, eval_list.c a config list). See docs/evals.md. */
+/* main.c — qserve-eval, the gsm8k eval harness: command-line parsing only; the work is in the
+ * rest of this folder (eval_run.c runs one config, eval_list.c a config list). See docs/evals.md. */
 #include <curl/curl.h>
 #include <stdio.h>
 #include <stdlib.h>
