@@ -8,6 +8,7 @@
 #include "model/model_config.h"
 #include "model/model_tp.h"
 #include "parallel/launch.h"
+#include "parallel/rank_gpu.h"
 #include "util/log.h"
 #include "util/parallel.h"
 
@@ -74,14 +75,23 @@ int qs_cli_tp_start(qs_config *cfg, int *rank, int *exit_status)
         cfg->threads = cores / on_host > 1 ? (int)(cores / on_host) : 1;
     }
     qs_parallel_set_threads(cfg->threads);
+    /* one GPU a rank, chosen before anything starts CUDA in this process (or MPI, which may) */
+    const char *local_rank = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+    int gpu = -1;
+    if (cfg->device != QS_DEVICE_CPU &&
+        qs_rank_gpu_select(local_rank ? atoi(local_rank) : 0, on_host, &gpu, &err) < 0) {
+        fprintf(stderr, "error: %s\n", err.msg);
+        return -1;
+    }
     qs_comm *c = qs_tp_comm(n, &err);
     if (!c) {
         fprintf(stderr, "error: %s\n", err.msg);
         return -1;
     }
     *rank = c->rank;
-    qs_info("tensor parallel: rank %d of %d (MPI, %d on this host, %d CPU threads; step deadline %.0f s)", c->rank,
-            c->size, on_host, cfg->threads, c->timeout_s);
+    qs_info("tensor parallel: rank %d of %d (MPI, %d on this host, %d CPU threads; step deadline %.0f s)%s%s", c->rank,
+            c->size, on_host, cfg->threads, c->timeout_s, gpu >= 0 ? "; GPU: CUDA_VISIBLE_DEVICES=" : "",
+            gpu >= 0 ? getenv("CUDA_VISIBLE_DEVICES") : "");
     return 0;
 }
 
