@@ -102,4 +102,23 @@ void qs_cli_tp_fail(const qs_config *cfg, const char *msg)
         c->abort(c, msg); /* the other ranks would wait for this one forever */
 }
 
+int qs_cli_tp_agree_min(int *value, qs_err *err)
+{
+    qs_comm *c = qs_tp_comm_current();
+    if (!c || c->size <= 1)
+        return 0;
+    int32_t least = *value;
+    for (int r = 0; r < c->size; r++) { /* every rank's value in turn: the interface has no min */
+        int32_t v = *value;
+        if (c->broadcast(c, &v, 1, QS_COMM_I32, r, QS_COMM_WAIT_IDLE, err))
+            return -1;
+        if (v < least)
+            least = v;
+    }
+    if (least != *value)
+        qs_info("tensor parallel: %d KV blocks, the fewest any rank has room for (this one: %d)", least, *value);
+    *value = least;
+    return 0;
+}
+
 void qs_cli_tp_finish(void) { qs_tp_comm_shutdown(); }
