@@ -3,7 +3,7 @@
 # scripts/device-bundle.sh, like gpu-check.sh): `qserve generate -tp 2` (two ranks, one GPU each,
 # NCCL between them) against `-tp 1` on the same GPU kind, greedy, on tiny random models: dense
 # Llama and Qwen3, Qwen3-MoE and Llama 4 Scout / Maverick, in BF16, FP8 (per-tensor, per-channel)
-# and NVFP4. The tokens must be identical up to the first step where the -tp 1 run's top two
+# and NVFP4, the MoE ones also with --enable-expert-parallel. The tokens must be identical up to the first step where the -tp 1 run's top two
 # log-probs are within MARGIN (0.05: BF16 partial sums added in another order may swap a near
 # tie), and the log-probs of those tokens within TOL (0.05). Also test_comm_nccl's two-rank part.
 # One GPU: says so and exits 0. Needs mpirun (Open MPI) and NCCL (QSERVE_NCCL_LIBRARY, found by
@@ -85,6 +85,14 @@ for spec in "${models[@]}"; do
     echo "== $v: $why" >>"$LOG"
     grep -h "tensor parallel:.*steps\|NCCL\|kernel linear" "$M/$v.n.json.err" >>"$LOG" 2>/dev/null
     result "$v tp$TP" $rc "$why"
+    case $name in moe|scout|maverick) ;; *) continue ;; esac
+    # expert parallelism: whole experts a rank (CUDA runs other ranks' slots on expert 0 at weight 0)
+    gen "$M/$v.ep.json" "$M/$v" -tp "$TP" --enable-expert-parallel
+    rc=$?
+    why=$(tail -c 300 "$M/$v.ep.json.err")
+    if [ $rc -eq 0 ]; then why=$(compare "$M/$v.1.json" "$M/$v.ep.json" 2>&1); rc=$?; fi
+    echo "== $v expert parallel: $why" >>"$LOG"
+    result "$v ep$TP" $rc "$why"
   done
 done
 echo "gpu-tp: $passed passed, $failed failed"
