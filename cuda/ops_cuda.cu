@@ -438,14 +438,13 @@ int cuda_gather_rows(void *out, const void *x, const int32_t *rows, int64_t n, i
 }
 
 // Expert parallelism (ops.h moe_expert_slice): this rank's slots to local ids; the others weigh 0
-// and take local id 0, since the CUDA MoE kernels index every slot's expert (they run that slot on
-// expert 0 and add nothing for it).
+// and take id -1, which the CUDA MoE kernels skip (moe_fused.cu, moe_grouped.cu).
 __global__ void moe_expert_slice_kernel(int32_t *ids, float *w, int64_t n, int first, int count)
 {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
         int local = ids[i] - first;
         bool mine = local >= 0 && local < count;
-        ids[i] = mine ? local : 0;
+        ids[i] = mine ? local : -1;
         if (!mine)
             w[i] = 0.f;
     }

@@ -86,7 +86,7 @@ for spec in "${models[@]}"; do
     grep -h "tensor parallel:.*steps\|NCCL\|kernel linear" "$M/$v.n.json.err" >>"$LOG" 2>/dev/null
     result "$v tp$TP" $rc "$why"
     case $name in moe|scout|maverick) ;; *) continue ;; esac
-    # expert parallelism: whole experts a rank (CUDA runs other ranks' slots on expert 0 at weight 0)
+    # expert parallelism: whole experts a rank, each computing only its own experts' slots
     gen "$M/$v.ep.json" "$M/$v" -tp "$TP" --enable-expert-parallel
     rc=$?
     why=$(tail -c 300 "$M/$v.ep.json.err")

@@ -1,8 +1,8 @@
 /* test_expert_slice_cuda.c — GPU test of the expert-parallel routing op on CUDA (ops.h
  * moe_expert_slice, cuda/ops_cuda.cu), one GPU: random routing slots over 16 experts, the rank
  * holding experts 4..8; slots of its experts become local ids with their weights kept, every
- * other slot local id 0 with weight 0 (CUDA's MoE kernels index every slot); a bad range is an
- * error. Prints "N passed, N failed, N skipped". */
+ * other slot id -1 with weight 0 (which the MoE kernels skip: test_moe_cuda's "ep" routing); a
+ * bad range is an error. Prints "N passed, N failed, N skipped". */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,7 +52,7 @@ int main(void)
     for (int i = 0; ok && i < N && bad < 0; i++) {
         bool here = ids[i] >= FIRST && ids[i] < FIRST + COUNT;
         mine += here;
-        if (here ? got_ids[i] != ids[i] - FIRST || got_w[i] != w[i] : got_ids[i] != 0 || got_w[i] != 0.0f)
+        if (here ? got_ids[i] != ids[i] - FIRST || got_w[i] != w[i] : got_ids[i] != -1 || got_w[i] != 0.0f)
             bad = i;
     }
     char why[QS_ERR_MSG_MAX + 96];
