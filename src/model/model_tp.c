@@ -1,8 +1,10 @@
 /* model_tp.c — the tensor-parallel layout of a model and the cutting of its weights at load (see
- * model_tp.h): heads, KV heads, MLP columns and vocabulary rows per rank as vLLM assigns them,
- * q/k/v and gate/up column-parallel, o and down row-parallel, the embedding and lm_head
- * vocab-parallel, every expert's gate/up and down like a dense MLP's (the router replicated). The config is then made local (this rank's heads and MLP width), so the forward
- * pass, the scratch buffers and the KV cache (this rank's KV heads) need no other change. */
+ * model_tp.h): heads, KV heads, MLP columns and (padded) vocabulary rows per rank as vLLM assigns
+ * them, q/k/v and gate/up column-parallel, o and down row-parallel, the embedding and lm_head
+ * vocab-parallel, every expert's gate/up and down like a dense MLP's (the router replicated; Llama
+ * 4's shared expert cut like a dense MLP), and the communicator for device buffers (NCCL on
+ * CUDA). The config is then made local (this rank's heads and MLP width), so the forward pass, the
+ * scratch buffers and the KV cache (this rank's KV heads) need no other change. */
 #include "model/model_tp.h"
 
 #include <stdio.h>
