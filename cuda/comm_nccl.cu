@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "comm_nccl.h"
+#include "cuda_stream.h"
 
 namespace {
 
@@ -48,15 +49,30 @@ template <typename T> bool bind(void *lib, const char *name, T *slot)
     return *slot != nullptr;
 }
 
+// QSERVE_NCCL_LIBRARY names the library file (e.g. the pip wheel's .../nvidia/nccl/lib/libnccl.so.2);
+// without it the dynamic linker's search (LD_LIBRARY_PATH, ld.so.cache) finds libnccl.so.2.
 void load()
 {
-    void *lib = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
-    if (!lib)
-        lib = dlopen("libnccl.so", RTLD_NOW | RTLD_LOCAL);
+    const char *named = getenv("QSERVE_NCCL_LIBRARY");
+    void *lib = NULL;
+    if (named && *named) {
+        lib = dlopen(named, RTLD_NOW | RTLD_LOCAL);
+        if (!lib) {
+            snprintf(g_error, sizeof g_error,
+                     "tensor parallelism on GPUs needs NCCL: cannot load QSERVE_NCCL_LIBRARY=%s (%s)", named,
+                     dlerror());
+            return;
+        }
+    } else {
+        lib = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
+        if (!lib)
+            lib = dlopen("libnccl.so", RTLD_NOW | RTLD_LOCAL);
+    }
     if (!lib) {
         snprintf(g_error, sizeof g_error,
                  "tensor parallelism on GPUs needs NCCL: cannot load libnccl.so.2 (%s); install NVIDIA's libnccl2 "
-                 "package or put the library on LD_LIBRARY_PATH",
+                 "package (or pip's nvidia-nccl-cu12), then put its lib/ on LD_LIBRARY_PATH or name the file in "
+                 "QSERVE_NCCL_LIBRARY",
                  dlerror());
         return;
     }
@@ -70,9 +86,14 @@ void load()
 
 struct nccl_impl {
     ncclComm_t comm;
-    cudaStream_t stream;
+    cudaStream_t stream; // the stream given at creation, or NULL: the calling thread's current one
+    cudaStream_t last;   // where the latest collective was queued (what sync waits for)
     qs_comm *host;
 };
+
+// The stream a collective goes to: the one given at creation, else the thread's current stream
+// (cuda_stream.h: the model's own while a step runs on it), so collectives queue behind the ops.
+cudaStream_t stream_of(nccl_impl *im) { return im->last = im->stream ? im->stream : qs_cuda_stream(); }
 
 double now_s()
 {
@@ -95,9 +116,11 @@ int nccl_fail(ncclResult_t r, const char *what, qs_err *err)
 int wait_stream(qs_comm *c, const char *what, qs_err *err)
 {
     nccl_impl *im = (nccl_impl *)c->impl;
+    if (qs_cuda_capturing())
+        return 0; // recorded into a graph: the replay runs it, nothing is queued to wait for now
     double start = now_s();
     for (;;) {
-        cudaError_t e = cudaStreamQuery(im->stream);
+        cudaError_t e = cudaStreamQuery(im->last);
         if (e == cudaSuccess)
             return 0;
         if (e != cudaErrorNotReady)
@@ -117,24 +140,29 @@ int wait_stream(qs_comm *c, const char *what, qs_err *err)
     }
 }
 
+// Queued behind the step's ops and not waited for: the next op on the stream reads the sum, and
+// the step's sync (or the logits gather) waits, against the deadline, for all of them at once.
 int nccl_all_reduce(qs_comm *c, void *buf, int64_t count, qs_comm_dtype dt, qs_err *err)
 {
     nccl_impl *im = (nccl_impl *)c->impl;
-    ncclResult_t r = g_api.AllReduce(buf, buf, (size_t)count, nccl_type(dt), ncclSum, im->comm, im->stream);
-    return r != ncclSuccess ? nccl_fail(r, "all-reduce", err) : wait_stream(c, "all-reduce", err);
+    ncclResult_t r = g_api.AllReduce(buf, buf, (size_t)count, nccl_type(dt), ncclSum, im->comm, stream_of(im));
+    return r != ncclSuccess ? nccl_fail(r, "all-reduce", err) : 0;
 }
+
+int nccl_sync(qs_comm *c, qs_err *err) { return wait_stream(c, "collectives of the step", err); }
 
 int nccl_all_gather(qs_comm *c, const void *send, void *recv, int64_t count, qs_comm_dtype dt, qs_err *err)
 {
     nccl_impl *im = (nccl_impl *)c->impl;
-    ncclResult_t r = g_api.AllGather(send, recv, (size_t)count, nccl_type(dt), im->comm, im->stream);
+    ncclResult_t r = g_api.AllGather(send, recv, (size_t)count, nccl_type(dt), im->comm, stream_of(im));
     return r != ncclSuccess ? nccl_fail(r, "all-gather", err) : wait_stream(c, "all-gather", err);
 }
 
 int nccl_broadcast(qs_comm *c, void *buf, int64_t count, qs_comm_dtype dt, int root, qs_comm_wait wait, qs_err *err)
 {
+    (void)wait; // device data moves only inside a step: always the step's deadline
     nccl_impl *im = (nccl_impl *)c->impl;
-    ncclResult_t r = g_api.Broadcast(buf, buf, (size_t)count, nccl_type(dt), root, im->comm, im->stream);
+    ncclResult_t r = g_api.Broadcast(buf, buf, (size_t)count, nccl_type(dt), root, im->comm, stream_of(im));
     return r != ncclSuccess ? nccl_fail(r, "broadcast", err) : wait_stream(c, "broadcast", err);
 }
 
@@ -168,7 +196,7 @@ extern "C" qs_comm *qs_comm_nccl(qs_comm *host, int device, void *stream, qs_err
         qs_errf(err, "%s", g_error);
         return nullptr;
     }
-    cudaError_t ce = cudaSetDevice(device);
+    cudaError_t ce = device >= 0 ? cudaSetDevice(device) : cudaSuccess;
     if (ce != cudaSuccess) {
         qs_errf(err, "tensor parallel rank %d: CUDA device %d: %s", host->rank, device, cudaGetErrorString(ce));
         return nullptr;
@@ -201,15 +229,17 @@ extern "C" qs_comm *qs_comm_nccl(qs_comm *host, int device, void *stream, qs_err
         return nullptr;
     }
     im->stream = (cudaStream_t)stream;
+    im->last = im->stream ? im->stream : qs_cuda_stream();
     im->host = host;
     c->name = "nccl";
     c->rank = host->rank;
     c->size = host->size;
-    c->timeout_s = host->timeout_s;
+    c->timeout_s = host->timeout_s > 0 ? host->timeout_s : qs_comm_timeout_from_env(); // (the one-rank host has none)
     c->all_reduce_sum = nccl_all_reduce;
     c->all_gather = nccl_all_gather;
     c->broadcast = nccl_broadcast;
     c->barrier = nccl_barrier;
+    c->sync = nccl_sync;
     c->abort = nccl_abort;
     c->destroy = nccl_destroy;
     c->impl = im;

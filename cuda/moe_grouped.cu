@@ -3,6 +3,8 @@
 // pairs by expert, gathers each expert's token rows into one contiguous block, runs the expert's
 // gate and up projections, SwiGLU and the down projection through the linear kernel of the same
 // name, and combines y[t] = sum_j w[t,j] * expert_out[row(t,j)] in a fixed order (deterministic).
+// A slot of expert id -1 (another rank's expert under expert parallelism, ops.h moe_expert_slice)
+// gets no row: no expert computes it and it adds nothing.
 // The host round trip per MoE layer is the price of this baseline; the fused marlin MoE
 // (moe_fused.cu) routes on the device instead.
 #include <stdio.h>
@@ -45,8 +47,11 @@ __global__ void combine_kernel(bf16 *y, const bf16 *ys, const int32_t *inv, cons
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < m * d; i += (int64_t)gridDim.x * blockDim.x) {
         int64_t t = i / d, c = i % d;
         float acc = 0.f;
-        for (int j = 0; j < top_k; j++)
-            acc += w[t * top_k + j] * __bfloat162float(ys[(int64_t)inv[t * top_k + j] * d + c]);
+        for (int j = 0; j < top_k; j++) {
+            int32_t row = inv[t * top_k + j];
+            if (row >= 0)
+                acc += w[t * top_k + j] * __bfloat162float(ys[(int64_t)row * d + c]);
+        }
         y[i] = __float2bfloat16_rn(acc);
     }
 }
@@ -116,6 +121,8 @@ int moe_apply(const void *state, const void *x, const int32_t *topk_ids, const f
     // Counting sort of (token, slot) pairs by expert.
     std::vector<int64_t> count((size_t)st->num_experts + 1, 0);
     for (int64_t i = 0; i < pairs; i++) {
+        if (ids[(size_t)i] == -1)
+            continue;
         if (ids[(size_t)i] < 0 || ids[(size_t)i] >= st->num_experts)
             return qs_errf(err, "MoE routing produced expert id %d (of %d)", ids[(size_t)i], st->num_experts);
         count[(size_t)ids[(size_t)i] + 1]++;
@@ -125,6 +132,10 @@ int moe_apply(const void *state, const void *x, const int32_t *topk_ids, const f
     std::vector<int32_t> index((size_t)(2 * pairs)); // [0,pairs): token of sorted row; [pairs,2p): row of (t,j)
     std::vector<int64_t> next(count.begin(), count.end() - 1);
     for (int64_t i = 0; i < pairs; i++) {
+        if (ids[(size_t)i] < 0) {
+            index[(size_t)(pairs + i)] = -1;
+            continue;
+        }
         int64_t row = next[(size_t)ids[(size_t)i]]++;
         index[(size_t)row] = (int32_t)(i / st->top_k);
         index[(size_t)(pairs + i)] = (int32_t)row;
@@ -140,7 +151,8 @@ int moe_apply(const void *state, const void *x, const int32_t *topk_ids, const f
     // The host copy must outlive the async upload.
     QS_CUDA_TRY(cudaStreamSynchronize(s), err);
     int32_t *rows = (int32_t *)idx_dev, *inv = rows + pairs;
-    gather_kernel<<<grid_for(pairs * st->hidden), 256, 0, s>>>((bf16 *)xs, (const bf16 *)x, rows, pairs, st->hidden);
+    int64_t used = count[(size_t)st->num_experts]; // the rows of this rank's slots
+    gather_kernel<<<grid_for(used * st->hidden), 256, 0, s>>>((bf16 *)xs, (const bf16 *)x, rows, used, st->hidden);
     QS_LAUNCH_CHECK(err);
     for (int e = 0; e < st->num_experts; e++) {
         int64_t off = count[(size_t)e], c = count[(size_t)e + 1] - off;

@@ -437,6 +437,30 @@ int cuda_gather_rows(void *out, const void *x, const int32_t *rows, int64_t n, i
     return 0;
 }
 
+// Expert parallelism (ops.h moe_expert_slice): this rank's slots to local ids; the others weigh 0
+// and take id -1, which the CUDA MoE kernels skip (moe_fused.cu, moe_grouped.cu).
+__global__ void moe_expert_slice_kernel(int32_t *ids, float *w, int64_t n, int first, int count)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        int local = ids[i] - first;
+        bool mine = local >= 0 && local < count;
+        ids[i] = mine ? local : -1;
+        if (!mine)
+            w[i] = 0.f;
+    }
+}
+
+int cuda_moe_expert_slice(int32_t *topk_ids, float *topk_weights, int64_t n, int first, int count, qs_err *err)
+{
+    if (first < 0 || count <= 0)
+        return qs_errf(err, "moe_expert_slice: experts %d..%d", first, first + count);
+    if (n == 0)
+        return 0;
+    moe_expert_slice_kernel<<<grid_for(n, 256), 256, 0, qs_cuda_stream()>>>(topk_ids, topk_weights, n, first, count);
+    QS_LAUNCH_CHECK(err);
+    return 0;
+}
+
 const qs_ops kCudaOps = {
     "cuda",
     QS_PLATFORM_CUDA,
@@ -467,6 +491,7 @@ const qs_ops kCudaOps = {
     qs_cuda_attn_temperature,
     qs_cuda_moe_route_scale_input,
     qs_cuda_add,
+    cuda_moe_expert_slice,
 };
 
 } // namespace

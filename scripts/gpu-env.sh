@@ -20,3 +20,12 @@ take_var() {
     rest=$(sed -E "s/,$1=[^,]*,/,/; s/^,//; s/,\$//" <<<",$2,")
   fi
 }
+
+# NCCL for tensor parallelism on GPUs (docs/parallel.md): pip's nvidia-nccl-cu12/cu13 wheel when
+# the machine has one and QSERVE_NCCL_LIBRARY does not already name a library.
+if [ -z "${QSERVE_NCCL_LIBRARY:-}" ]; then
+  nccl_dir=$(python3 -c "import nvidia.nccl as n; print(list(n.__path__)[0])" 2>/dev/null)
+  if [ -n "$nccl_dir" ] && [ -f "$nccl_dir/lib/libnccl.so.2" ]; then
+    export QSERVE_NCCL_LIBRARY="$nccl_dir/lib/libnccl.so.2"
+  fi
+fi

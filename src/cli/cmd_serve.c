@@ -138,6 +138,8 @@ static int load_model_kv(const qs_config *cfg, qs_model **model_out, qs_kv_cache
     if (qs_kv_setup_resolve(cfg, mc, dev->platform, &kvs, err))
         goto fail;
     int blocks = choose_kv_blocks(cfg, mc, dev, max_model_len, kvs.dtype, err);
+    if (blocks >= 0 && qs_cli_tp_agree_min(&blocks, err)) /* -tp: every rank's cache the same size */
+        blocks = -1;
     int rc_kv = blocks < 0 ? -1 : qs_kv_setup_create_cache(&kvs, mc, dev->platform, blocks, &kv, err);
     qs_kv_setup_free(&kvs);
     if (rc_kv)

@@ -30,6 +30,9 @@ static const qs_init_shape SHAPES[] = {
      1e-6, false, true, false, true, 0, 0, 0},
     {"tiny-llama", "LlamaForCausalLM", "llama", QS_TOKFAM_LLAMA3, 512, 64, 128, 2, 4, 2, 16, 2048, 500000.0, 1e-5,
      true, false, false, false, 0, 0, 0},
+    /* an odd vocabulary: the vocab-parallel embedding and lm_head pad it over tensor-parallel ranks (test_tp.sh) */
+    {"tiny-llama-odd-vocab", "LlamaForCausalLM", "llama", QS_TOKFAM_LLAMA3, 501, 64, 128, 2, 4, 2, 16, 2048, 500000.0,
+     1e-5, true, false, false, false, 0, 0, 0},
     /* every projection splits into whole 128x128 FP8 blocks over 2 tensor-parallel ranks (tests/cli/test_tp.sh) */
     {"tiny-llama-tp-blocks", "LlamaForCausalLM", "llama", QS_TOKFAM_LLAMA3, 512, 256, 512, 2, 4, 4, 64, 2048, 500000.0,
      1e-5, true, false, false, false, 0, 0, 0},

@@ -8,6 +8,7 @@
 #include "model/model_config.h"
 #include "model/model_tp.h"
 #include "parallel/launch.h"
+#include "parallel/rank_gpu.h"
 #include "util/log.h"
 #include "util/parallel.h"
 
@@ -74,14 +75,23 @@ int qs_cli_tp_start(qs_config *cfg, int *rank, int *exit_status)
         cfg->threads = cores / on_host > 1 ? (int)(cores / on_host) : 1;
     }
     qs_parallel_set_threads(cfg->threads);
+    /* one GPU a rank, chosen before anything starts CUDA in this process (or MPI, which may) */
+    const char *local_rank = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+    int gpu = -1;
+    if (cfg->device != QS_DEVICE_CPU &&
+        qs_rank_gpu_select(local_rank ? atoi(local_rank) : 0, on_host, &gpu, &err) < 0) {
+        fprintf(stderr, "error: %s\n", err.msg);
+        return -1;
+    }
     qs_comm *c = qs_tp_comm(n, &err);
     if (!c) {
         fprintf(stderr, "error: %s\n", err.msg);
         return -1;
     }
     *rank = c->rank;
-    qs_info("tensor parallel: rank %d of %d (MPI, %d on this host, %d CPU threads; step deadline %.0f s)", c->rank,
-            c->size, on_host, cfg->threads, c->timeout_s);
+    qs_info("tensor parallel: rank %d of %d (MPI, %d on this host, %d CPU threads; step deadline %.0f s)%s%s", c->rank,
+            c->size, on_host, cfg->threads, c->timeout_s, gpu >= 0 ? "; GPU: CUDA_VISIBLE_DEVICES=" : "",
+            gpu >= 0 ? getenv("CUDA_VISIBLE_DEVICES") : "");
     return 0;
 }
 
@@ -90,6 +100,25 @@ void qs_cli_tp_fail(const qs_config *cfg, const char *msg)
     qs_comm *c = qs_tp_comm_current();
     if (cfg->tensor_parallel_size > 1 && c && c->size > 1)
         c->abort(c, msg); /* the other ranks would wait for this one forever */
+}
+
+int qs_cli_tp_agree_min(int *value, qs_err *err)
+{
+    qs_comm *c = qs_tp_comm_current();
+    if (!c || c->size <= 1)
+        return 0;
+    int32_t least = *value;
+    for (int r = 0; r < c->size; r++) { /* every rank's value in turn: the interface has no min */
+        int32_t v = *value;
+        if (c->broadcast(c, &v, 1, QS_COMM_I32, r, QS_COMM_WAIT_IDLE, err))
+            return -1;
+        if (v < least)
+            least = v;
+    }
+    if (least != *value)
+        qs_info("tensor parallel: %d KV blocks, the fewest any rank has room for (this one: %d)", least, *value);
+    *value = least;
+    return 0;
 }
 
 void qs_cli_tp_finish(void) { qs_tp_comm_shutdown(); }

@@ -13,6 +13,10 @@ void qs_cli_save_argv(int argc, char **argv);
 int qs_cli_tp_start(qs_config *cfg, int *rank, int *exit_status);
 /* Ends the job with `msg` when this process is one of several ranks (a load failed); else nothing. */
 void qs_cli_tp_fail(const qs_config *cfg, const char *msg);
+/* The smallest *value over the ranks, in *value on every rank (nothing without tensor
+ * parallelism): each rank's KV cache must have the same block count, and a GPU's free memory,
+ * which sizes it, differs from rank to rank. Waits without a deadline (ranks load at their pace). */
+int qs_cli_tp_agree_min(int *value, qs_err *err);
 /* Finalizes MPI when it was used. */
 void qs_cli_tp_finish(void);
 

@@ -54,7 +54,7 @@ int qs_cpu_moe_expert_slice(int32_t *topk_ids, float *topk_weights, int64_t n, i
         if (local >= 0 && local < count) {
             topk_ids[i] = local;
         } else {
-            topk_ids[i] = 0;
+            topk_ids[i] = -1; /* another rank's expert: skipped by the MoE kernel */
             topk_weights[i] = 0.0f;
         }
     }

@@ -95,8 +95,8 @@ static int ref_apply_moe(const void *state, const void *xv, const int32_t *ids, 
     int64_t H = M->hidden, I = M->inter, K = M->top_k;
     if (m <= 0)
         return 0;
-    for (int64_t t = 0; t < m * K; t++)
-        if (ids[t] < 0 || ids[t] >= M->num_experts)
+    for (int64_t t = 0; t < m * K; t++) /* (-1: another rank's expert, skipped) */
+        if (ids[t] < -1 || ids[t] >= M->num_experts)
             return qs_errf(err, "MoE: topk_ids[%lld][%lld] = %d is outside 0..%d", (long long)(t / K),
                            (long long)(t % K), ids[t], M->num_experts - 1);
     int rc = -1;
@@ -134,6 +134,8 @@ static int ref_apply_moe(const void *state, const void *xv, const int32_t *ids, 
         for (int64_t h = 0; h < H; h++)
             yi[h] = 0.0f;
         for (int64_t j = 0; j < K; j++) {
+            if (ids[i * K + j] < 0)
+                continue;
             float w = weights[i * K + j];
             const float *o = slot_out + (i * K + j) * H;
             for (int64_t h = 0; h < H; h++)

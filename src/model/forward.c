@@ -253,7 +253,9 @@ static int llama4_moe(qs_model *m, int li, int64_t T, qs_err *err)
     qs_scratch *s = &m->s;
     int64_t H = c->hidden_size;
     if (qs_linear_apply(m, &moe->router, s->h, s->router, T, QS_ACT_NATURAL, err) ||
-        ops->moe_route_scale_input(s->router, s->h, s->moe_in, s->topk_ids, s->topk_w, T, c->num_experts, H, err))
+        ops->moe_route_scale_input(s->router, s->h, s->moe_in, s->topk_ids, s->topk_w, T, c->num_experts, H, err) ||
+        (m->tp.expert_parallel && /* this rank's experts only (top-1) */
+         ops->moe_expert_slice(s->topk_ids, s->topk_w, T, m->tp.expert_first, m->tp.experts, err)))
         return qs_err_prefix(err, "layer %d routing: ", li);
     if (moe->kernel->apply_moe(moe->state, s->moe_in, s->topk_ids, s->topk_w, s->o, T, m->stream, err) != 0)
         return qs_err_prefix(err, "%s (%s): ", moe->desc.name, moe->kernel->name);
@@ -387,7 +389,7 @@ static int tp_step(qs_model *m, qs_kv_cache *kv, const qs_seq_step *seqs, int n_
         upload_indices(m, seqs, n_seqs, T, max_blocks, n_out, &b, err) ||
         qs_forward_run(m, kv, &b, m->s.d_ids, m->s.d_out_rows, n_out, err))
         return -1;
-    return n_out ? qs_tp_gather_logits(m, n_out, m->tp.rank == 0 ? logits : NULL, err) : 0;
+    return qs_tp_gather_logits(m, n_out, m->tp.rank == 0 ? logits : NULL, err); /* (n_out 0: waits for the step) */
 }
 
 /* sample: NULL for logits only (qs_model_forward), else the host parameters of the n_out rows. */

@@ -110,7 +110,10 @@ struct qs_model {
     bool act_order;             /* QSERVE_ACT_ORDER is not 0: ops write x in its linear's input order */
     /* Tensor parallelism (model_tp.c): the communicator (one rank without it) and this rank's part;
      * mc then holds this rank's heads, KV heads and MLP width, and the global vocabulary. */
-    qs_comm *comm;
+    qs_comm *comm;              /* host buffers: the step broadcast */
+    qs_comm *dev_comm;          /* device buffers: the all-reduces and the logits gather (comm on CPU, NCCL on CUDA) */
+    void *tp_gather;            /* device buffer the ranks' logits slices are gathered into */
+    size_t tp_gather_bytes;
     qs_tp_layout tp;
     bool tp_loaded;             /* the load succeeded: rank 0 tells the other ranks when it stops */
     qs_tp_stats tp_stats;
@@ -155,6 +158,9 @@ void qs_llama4_free_split(qs_moe_layer *moe);
 int qs_tp_shard_attention(qs_model *m, qs_layer *L, qs_err *err);
 int qs_tp_shard_mlp(qs_model *m, qs_layer *L, qs_err *err);
 int qs_tp_shard_moe(qs_model *m, qs_layer *L, qs_err *err);
+/* A layer's feed-forward part: the dense MLP, or the MoE experts (not under expert parallelism:
+ * whole experts, narrowed by qs_tp_expert_slice) and the shared expert (Llama 4, always cut). */
+int qs_tp_shard_feed_forward(qs_model *m, qs_layer *L, qs_err *err);
 /* --enable-expert-parallel: every MoE layer's description narrowed to this rank's experts (after
  * online quantization, which walks all of them). */
 int qs_tp_expert_slice(qs_model *m, qs_err *err);
@@ -169,6 +175,9 @@ int qs_tp_all_reduce(qs_model *m, void *buf, int64_t count, qs_err *err);
 int qs_tp_send_step(qs_model *m, const qs_seq_step *seqs, int n_seqs, qs_err *err);
 void qs_tp_send_stop(qs_model *m);
 int qs_tp_gather_logits(qs_model *m, int n_out, float *logits, qs_err *err);
+/* The device communicator of the model's platform (model_tp.c), and its release with the gather buffer. */
+int qs_tp_device_comm(qs_model *m, qs_err *err);
+void qs_tp_device_free(qs_model *m);
 /* One log line: steps, and the time per step in all-reduces, the logits gather and the broadcast. */
 void qs_tp_log_stats(const qs_model *m);
 /* Fills inv_freq[head_dim/2]: the default RoPE frequencies, llama3-scaled when the config says so. */

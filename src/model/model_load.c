@@ -399,10 +399,8 @@ static int load_all(qs_model *m, const qs_config *cfg, qs_err *err)
     if (m->tp.expert_parallel && !m->ops->moe_expert_slice)
         return qs_errf(err, "--enable-expert-parallel: %s has no moe_expert_slice op", m->dev.name);
     bool tp = m->tp.size > 1;
-    if (tp && m->dev.platform != QS_PLATFORM_CPU)
-        return qs_errf(err, "--tensor-parallel-size %d on %s: the GPU path (NCCL) is not wired into the forward pass "
-                            "yet; run the ranks on CPU (--device cpu)",
-                       m->tp.size, m->dev.name);
+    if (qs_tp_device_comm(m, err))
+        return -1;
     if (qs_quant_config_parse(c->quantization_config_json, cfg->model_dir, &m->qc, err) != 0)
         return qs_err_prefix(err, "%s: ", cfg->model_dir);
     m->has_qc = true;
@@ -478,8 +476,7 @@ static int load_all(qs_model *m, const qs_config *cfg, qs_err *err)
         if (c->llama4 ? (L->is_moe ? qs_llama4_load_moe(m, i, L, err) : qs_llama4_load_mlp(m, i, L, err))
                       : (L->is_moe ? load_moe(m, i, L, err) : load_mlp(m, i, L, err)))
             return -1;
-        if (tp && !(L->is_moe && m->tp.expert_parallel) && /* (expert parallel: whole experts, narrowed below) */
-            (L->is_moe ? qs_tp_shard_moe(m, L, err) : qs_tp_shard_mlp(m, L, err))) /* (Llama 4 is refused) */
+        if (tp && qs_tp_shard_feed_forward(m, L, err))
             return -1;
     }
     if (tp)
@@ -493,7 +490,7 @@ static int load_all(qs_model *m, const qs_config *cfg, qs_err *err)
         return -1;
     /* (the switches first: per-step dispatch depends on the activation orders) */
     if (device_switches_init(m, err) != 0 || select_and_prepare_linears(m, cfg, err) != 0 ||
-        select_and_prepare_moe(m, cfg, err) != 0 || qs_step_graphs_init(m, cfg, err) != 0)
+        select_and_prepare_moe(m, cfg, err) != 0 || (!tp && qs_step_graphs_init(m, cfg, err) != 0))
         return -1;
     m->tp_loaded = true;
     qs_info("loaded %s (%s): %d layers, hidden %d, %d heads / %d kv heads, head_dim %d, vocab %d%s on %s",
@@ -550,6 +547,7 @@ void qs_model_free(qs_model *m)
     const qs_ops *ops = m->ops;
     qs_tp_send_stop(m); /* rank 0: the other ranks leave their step loop */
     qs_step_graphs_free(m); /* first: the graphs hold the buffers freed below */
+    qs_tp_device_free(m);
     if (m->layers) {
         for (int i = 0; i < m->mc.num_layers; i++) {
             qs_layer *L = &m->layers[i];

@@ -1,8 +1,10 @@
 /* model_tp.c — the tensor-parallel layout of a model and the cutting of its weights at load (see
- * model_tp.h): heads, KV heads, MLP columns and vocabulary rows per rank as vLLM assigns them,
- * q/k/v and gate/up column-parallel, o and down row-parallel, the embedding and lm_head
- * vocab-parallel, every expert's gate/up and down like a dense MLP's (the router replicated). The config is then made local (this rank's heads and MLP width), so the forward
- * pass, the scratch buffers and the KV cache (this rank's KV heads) need no other change. */
+ * model_tp.h): heads, KV heads, MLP columns and (padded) vocabulary rows per rank as vLLM assigns
+ * them, q/k/v and gate/up column-parallel, o and down row-parallel, the embedding and lm_head
+ * vocab-parallel, every expert's gate/up and down like a dense MLP's (the router replicated; Llama
+ * 4's shared expert cut like a dense MLP), and the communicator for device buffers (NCCL on
+ * CUDA). The config is then made local (this rank's heads and MLP width), so the forward pass, the
+ * scratch buffers and the KV cache (this rank's KV heads) need no other change. */
 #include "model/model_tp.h"
 
 #include <stdio.h>
@@ -12,6 +14,24 @@
 #include "model/model_internal.h"
 #include "model/model_weights.h"
 #include "util/log.h"
+
+#ifdef QS_HAVE_CUDA
+#include "comm_nccl.h"
+#endif
+
+/* vLLM's VocabParallelEmbedding pads the vocabulary to a multiple of 64 (DEFAULT_VOCAB_PADDING_SIZE)
+ * and cuts that in equal parts; here to a multiple of lcm(64, ranks), the same for any rank count
+ * that divides 64, and one that still cuts evenly for the others. */
+static int64_t vocab_padding(int size)
+{
+    int64_t a = 64, b = size;
+    while (b) {
+        int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return 64 / a * size;
+}
 
 int qs_tp_layout_plan(const qs_model_config *c, int rank, int size, bool expert_parallel, qs_tp_layout *out,
                       qs_err *err)
@@ -23,23 +43,21 @@ int qs_tp_layout_plan(const qs_model_config *c, int rank, int size, bool expert_
                           .inter = c->intermediate_size,
                           .moe_inter = c->moe_intermediate_size,
                           .experts = c->num_experts,
-                          .vocab = c->vocab_size};
+                          .vocab = c->vocab_size,
+                          .vocab_part = c->vocab_size};
     if (expert_parallel && size == 1)
         return qs_errf(err, "--enable-expert-parallel needs --tensor-parallel-size > 1 (the ranks to spread the "
                             "experts over)");
     if (size == 1)
         return 0;
-    if (c->llama4)
-        return qs_errf(err, "--tensor-parallel-size %d: %s (Llama 4) is not sharded yet; run it with "
-                            "--tensor-parallel-size 1",
-                       size, c->arch_name);
     if (expert_parallel && c->num_experts <= 0)
         return qs_errf(err, "--enable-expert-parallel: %s has no MoE layers", c->arch_name);
     if (expert_parallel && (c->num_experts % size || c->num_experts / size < c->num_experts_per_tok))
         return qs_errf(err, "--enable-expert-parallel: %d experts over %d ranks must split evenly into at least "
                             "num_experts_per_tok %d a rank",
                        c->num_experts, size, c->num_experts_per_tok);
-    if (!expert_parallel && c->num_experts > 0 && c->moe_intermediate_size % size)
+    /* (Llama 4's shared expert is moe_intermediate_size wide and cut even under expert parallelism) */
+    if ((!expert_parallel || c->llama4) && c->num_experts > 0 && c->moe_intermediate_size % size)
         return qs_errf(err, "--tensor-parallel-size %d does not divide the experts' intermediate size %d", size,
                        c->moe_intermediate_size);
     if (c->num_heads % size)
@@ -50,10 +68,12 @@ int qs_tp_layout_plan(const qs_model_config *c, int rank, int size, bool expert_
     if (c->intermediate_size % size)
         return qs_errf(err, "--tensor-parallel-size %d does not divide intermediate_size %d", size,
                        c->intermediate_size);
-    if (c->vocab_size % size)
-        return qs_errf(err, "--tensor-parallel-size %d does not divide vocab_size %d (the vocab-parallel embedding "
-                            "and lm_head are not padded)",
-                       size, c->vocab_size);
+    int64_t pad_to = vocab_padding(size), padded = (c->vocab_size + pad_to - 1) / pad_to * pad_to;
+    int64_t part = padded / size, last_first = (size - 1) * part;
+    if (last_first >= c->vocab_size || part > c->vocab_size)
+        return qs_errf(err, "--tensor-parallel-size %d: vocab_size %d is too small to split (padded to %lld, %lld rows "
+                            "a rank, the last rank would hold none)",
+                       size, c->vocab_size, (long long)padded, (long long)part);
     out->heads = c->num_heads / size;
     out->q_head_first = rank * out->heads;
     if (size <= c->num_kv_heads) {
@@ -69,12 +89,14 @@ int qs_tp_layout_plan(const qs_model_config *c, int rank, int size, bool expert_
     if (expert_parallel) {
         out->experts = c->num_experts / size;
         out->expert_first = rank * out->experts;
-    } else if (c->num_experts > 0) {
+    }
+    if (c->num_experts > 0 && (!expert_parallel || c->llama4)) {
         out->moe_inter = c->moe_intermediate_size / size;
         out->moe_inter_first = rank * out->moe_inter;
     }
-    out->vocab = c->vocab_size / size;
-    out->vocab_first = rank * out->vocab;
+    out->vocab_part = part;
+    out->vocab_first = rank * part;
+    out->vocab = (out->vocab_first + part <= c->vocab_size ? part : c->vocab_size - out->vocab_first);
     return 0;
 }
 
@@ -178,6 +200,22 @@ int qs_tp_shard_moe(qs_model *m, qs_layer *L, qs_err *err)
     return 0;
 }
 
+int qs_tp_shard_feed_forward(qs_model *m, qs_layer *L, qs_err *err)
+{
+    const qs_tp_layout *t = &m->tp;
+    if (!L->is_moe)
+        return qs_tp_shard_mlp(m, L, err);
+    if (!t->expert_parallel && qs_tp_shard_moe(m, L, err))
+        return -1;
+    if (!L->has_shared) /* Llama 4's shared expert: a dense MLP moe_intermediate_size wide */
+        return 0;
+    return shard(m, &L->sh_gate, QS_SHARD_ROWS, t->moe_inter_first, t->moe_inter, err) ||
+                   shard(m, &L->sh_up, QS_SHARD_ROWS, t->moe_inter_first, t->moe_inter, err) ||
+                   shard(m, &L->sh_down, QS_SHARD_COLS, t->moe_inter_first, t->moe_inter, err)
+               ? -1
+               : 0;
+}
+
 int qs_tp_expert_slice(qs_model *m, qs_err *err)
 {
     const qs_tp_layout *t = &m->tp;
@@ -249,8 +287,39 @@ void qs_tp_localize_config(qs_model *m)
     m->mc.num_heads = m->tp.heads;
     m->mc.num_kv_heads = m->tp.kv_heads;
     m->mc.intermediate_size = (int)m->tp.inter;
-    if (m->mc.num_experts > 0 && !m->tp.expert_parallel)
+    if (m->mc.num_experts > 0 && (!m->tp.expert_parallel || m->mc.llama4)) /* (Llama 4: its shared expert's) */
         m->mc.moe_intermediate_size = (int)m->tp.moe_inter;
+}
+
+int qs_tp_device_comm(qs_model *m, qs_err *err)
+{
+    m->dev_comm = m->comm;
+    if (m->tp.size <= 1 || m->dev.platform == QS_PLATFORM_CPU)
+        return 0;
+#ifdef QS_HAVE_CUDA
+    if (m->dev.platform == QS_PLATFORM_CUDA) {
+        if (!(m->dev_comm = qs_comm_nccl(m->comm, -1, NULL, err)))
+            return qs_err_prefix(err, "--tensor-parallel-size %d on %s: ", m->tp.size, m->dev.name);
+        /* the step's collectives and their waits are not recorded into decode graphs (yet) */
+        qs_info("tensor parallel: NCCL communicator, rank %d of %d on %s; steps run eagerly (no decode graphs), "
+                "sampling on the host of rank 0",
+                m->tp.rank, m->tp.size, m->dev.name);
+        return 0;
+    }
+#endif
+    m->dev_comm = NULL;
+    return qs_errf(err, "--tensor-parallel-size %d on %s: no communicator for this device", m->tp.size, m->dev.name);
+}
+
+void qs_tp_device_free(qs_model *m)
+{
+    if (m->tp_gather)
+        m->ops->free(m->tp_gather);
+    m->tp_gather = NULL;
+    m->tp_gather_bytes = 0;
+    if (m->dev_comm && m->dev_comm != m->comm)
+        m->dev_comm->destroy(m->dev_comm);
+    m->dev_comm = NULL;
 }
 
 int qs_model_tp_rank(const qs_model *m) { return m->tp.rank; }

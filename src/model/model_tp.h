@@ -3,10 +3,11 @@
  * the collectives the forward pass adds (embedding and o/down all-reduces, the logits all-gather),
  * and the step broadcast: rank 0's engine calls qs_model_forward as always and the model sends the
  * step to the other ranks, which sit in qs_model_tp_worker running the same forward pass. Dense
- * Llama, Mistral, Qwen2 and Qwen3 and the MoE models Qwen3-MoE and Mixtral (experts
- * tensor-parallel: each expert's intermediate dimension split; or, with --enable-expert-parallel,
- * whole experts per rank) in every linear scheme are sharded;
- * Llama 4 is refused by name under --tensor-parallel-size > 1. */
+ * Llama, Mistral, Qwen2 and Qwen3, the MoE models Qwen3-MoE and Mixtral, and Llama 4 (its
+ * routed experts like the others', its shared expert always cut like a dense MLP) are sharded in
+ * every linear scheme: experts tensor-parallel (each expert's intermediate dimension split) or,
+ * with --enable-expert-parallel, whole experts per rank. CPU ranks collect over MPI, CUDA ranks
+ * over NCCL (cuda/comm_nccl.h), one GPU each. */
 #ifndef QS_MODEL_MODEL_TP_H
 #define QS_MODEL_MODEL_TP_H
 
@@ -25,11 +26,14 @@ typedef struct qs_tp_layout {
     int64_t moe_inter, moe_inter_first; /* every expert's intermediate columns (experts tensor-parallel) */
     bool expert_parallel;          /* --enable-expert-parallel: whole experts per rank instead */
     int expert_first, experts;     /* the experts this rank holds (all of them without expert parallelism) */
-    int64_t vocab, vocab_first;    /* vocabulary rows of the embedding and the lm_head */
+    /* vocabulary rows of the embedding and the lm_head: the padded vocabulary (vocab_size rounded
+     * up to a multiple of 64, and of the rank count, as vLLM's VocabParallelEmbedding pads it) cut
+     * in vocab_part rows a rank; vocab of them are real (fewer on the last ranks when padded) */
+    int64_t vocab, vocab_first, vocab_part;
 } qs_tp_layout;
 
-/* The layout of rank `rank` of `size` for config c, or an error naming what does not split (or
- * the architecture not sharded yet). size 1 is the whole model. expert_parallel: MoE layers keep
+/* The layout of rank `rank` of `size` for config c, or an error naming what does not split. size 1
+ * is the whole model. expert_parallel: MoE layers keep
  * whole experts, num_experts / size of them a rank, instead of cutting every expert. */
 int qs_tp_layout_plan(const qs_model_config *c, int rank, int size, bool expert_parallel, qs_tp_layout *out,
                       qs_err *err);

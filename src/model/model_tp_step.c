@@ -29,7 +29,7 @@ int qs_tp_all_reduce(qs_model *m, void *buf, int64_t count, qs_err *err)
     if (m->tp.size <= 1)
         return 0;
     double t0 = now_s();
-    int rc = m->comm->all_reduce_sum(m->comm, buf, count, act_dtype(m), err);
+    int rc = m->dev_comm->all_reduce_sum(m->dev_comm, buf, count, act_dtype(m), err);
     m->tp_stats.all_reduce_s += now_s() - t0;
     m->tp_stats.all_reduces++;
     return rc;
@@ -94,26 +94,48 @@ void qs_tp_send_stop(qs_model *m)
         qs_warn("tensor parallel: telling the other ranks to stop: %s", err.msg);
 }
 
+/* The device buffer the ranks' slices are gathered into, grown to `bytes`. */
+static void *gather_buffer(qs_model *m, size_t bytes, qs_err *err)
+{
+    if (bytes <= m->tp_gather_bytes)
+        return m->tp_gather;
+    if (m->tp_gather)
+        m->ops->free(m->tp_gather);
+    m->tp_gather_bytes = 0;
+    if (!(m->tp_gather = m->ops->alloc(bytes, err)))
+        return NULL;
+    m->tp_gather_bytes = bytes;
+    return m->tp_gather;
+}
+
 int qs_tp_gather_logits(qs_model *m, int n_out, float *logits, qs_err *err)
 {
-    int64_t Vl = m->tp.vocab, V = m->mc.vocab_size, N = m->tp.size;
-    size_t part = (size_t)n_out * (size_t)Vl;
-    float *mine = malloc(sizeof(float) * part * (size_t)(N + 1));
-    if (!mine)
-        return qs_errf(err, "out of memory gathering logits");
-    float *all = mine + part;
+    qs_comm *c = m->dev_comm;
+    if (n_out == 0) /* no logits this step: still wait for its all-reduces, against the deadline */
+        return c->sync ? c->sync(c, err) : 0;
+    /* Every rank sends vocab_part values a row (rows of its lm_head's real vocab rows, then what
+     * follows them in the buffer: the padding, never read back), gathered on the device. */
+    int64_t P = m->tp.vocab_part, V = m->mc.vocab_size, N = m->tp.size;
+    size_t part = (size_t)n_out * (size_t)P;
     double t0 = now_s();
-    int rc = m->ops->acts_to_host_f32(mine, m->s.logits, (int64_t)part, err) ||
-                     m->comm->all_gather(m->comm, mine, all, (int64_t)part, QS_COMM_F32, err)
-                 ? -1
-                 : 0;
+    void *all_dev = gather_buffer(m, part * (size_t)N * m->ops->act_size, err);
+    float *all = logits ? malloc(sizeof(float) * part * (size_t)N) : NULL;
+    int rc = !all_dev || (logits && !all) ? -1 : 0;
+    if (rc == 0 && (c->all_gather(c, m->s.logits, all_dev, (int64_t)part, act_dtype(m), err) ||
+                    (logits && m->ops->acts_to_host_f32(all, all_dev, (int64_t)(part * (size_t)N), err))))
+        rc = -1;
     m->tp_stats.gather_s += now_s() - t0;
-    if (rc == 0 && logits) /* all is [rank][row][Vl]; a logits row is the ranks' slices in order */
-        for (int r = 0; r < N; r++)
-            for (int row = 0; row < n_out; row++)
-                memcpy(logits + (size_t)row * (size_t)V + (size_t)r * (size_t)Vl,
-                       all + ((size_t)r * (size_t)n_out + (size_t)row) * (size_t)Vl, sizeof(float) * (size_t)Vl);
-    free(mine);
+    /* rank r's slice: [n_out][rows_r] from vocabulary row r * P; the pad ids beyond V are dropped
+     * here, so the sampler never sees them */
+    for (int64_t r = 0; rc == 0 && logits && r < N; r++) {
+        int64_t first = r * P, rows = first + P <= V ? P : V - first;
+        for (int row = 0; row < n_out; row++)
+            memcpy(logits + (size_t)row * (size_t)V + (size_t)first, all + (size_t)r * part + (size_t)row * (size_t)rows,
+                   sizeof(float) * (size_t)rows);
+    }
+    if (rc && logits && !all)
+        qs_errf(err, "out of memory gathering logits");
+    free(all);
     return rc;
 }
 

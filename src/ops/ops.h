@@ -192,8 +192,8 @@ typedef struct qs_ops {
 
     /* Expert parallelism (model_tp.c; NULL where a device has none, and --enable-expert-parallel is
      * then refused): routing slots [n] of experts [first, first + count) become local ids
-     * (id - first); every other slot gets weight 0 and local id 0, so the rank's MoE kernel adds
-     * nothing for it and the all-reduce over ranks sums each slot exactly once. */
+     * (id - first); every other slot gets weight 0 and id -1, which the rank's MoE kernel skips
+     * (no expert computes it), and the all-reduce over ranks sums each slot exactly once. */
     int (*moe_expert_slice)(int32_t *topk_ids, float *topk_weights, int64_t n, int first, int count, qs_err *err);
 } qs_ops;
 

@@ -19,7 +19,7 @@ typedef enum { QS_COMM_WAIT_STEP, QS_COMM_WAIT_IDLE } qs_comm_wait;
 
 typedef struct qs_comm qs_comm;
 struct qs_comm {
-    const char *name;       /* "single", "mpi" */
+    const char *name;       /* "single", "mpi", "nccl" */
     int rank, size;
     double timeout_s;       /* deadline of one collective inside a step */
     /* buf[count] summed over the ranks, on every rank */
@@ -30,6 +30,9 @@ struct qs_comm {
     int (*broadcast)(qs_comm *c, void *buf, int64_t count, qs_comm_dtype dt, int root, qs_comm_wait wait,
                      qs_err *err);
     int (*barrier)(qs_comm *c, qs_err *err);
+    /* Waits, against the deadline, for the collectives still queued on a device stream; NULL for
+     * the CPU communicators, whose collectives are done when they return. */
+    int (*sync)(qs_comm *c, qs_err *err);
     /* Ends every rank of the job with `why` (does not return for mpi). */
     void (*abort)(qs_comm *c, const char *why);
     void (*destroy)(qs_comm *c);

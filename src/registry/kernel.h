@@ -48,7 +48,9 @@ typedef struct qs_kernel {
     /* Linear: state = prepare(desc); y[m,n] = x[m,k] W^T (+ bias). */
     int (*prepare_linear)(const qs_linear_desc *d, void **state, qs_err *err);
     int (*apply_linear)(const void *state, const void *x, void *y, int64_t m, void *stream, qs_err *err);
-    /* MoE: y[m,hidden] = sum_j w[i,j] * down(silu(gate(x_i)) * up(x_i)) over the top-k experts ids[i,j]. */
+    /* MoE: y[m,hidden] = sum_j w[i,j] * down(silu(gate(x_i)) * up(x_i)) over the top-k experts ids[i,j].
+     * ids[i,j] = -1 (another rank's expert under expert parallelism, ops->moe_expert_slice): that
+     * slot adds nothing and no expert runs it. */
     int (*prepare_moe)(const qs_moe_desc *d, void **state, qs_err *err);
     int (*apply_moe)(const void *state, const void *x, const int32_t *topk_ids, const float *topk_weights,
                      void *y, int64_t m, void *stream, qs_err *err);

@@ -3,10 +3,13 @@
 # -tp 1 (greedy tokens identical, logprobs within 1e-3) on tiny Llama, Qwen2 (q/k/v bias) and
 # Qwen3 (q/k norm) checkpoints in BF16/F32, FP8 per-channel (fp8-dynamic: close, see below), FP8 per-tensor
 # (fp8-static), FP8 128x128 blocks, NVFP4 and NVFP4 weight-only, and with more ranks than KV heads
-# (-tp 4: replicated KV heads), and on Qwen3-MoE and Mixtral in BF16, FP8 per-tensor and NVFP4,
-# experts tensor-parallel and with --enable-expert-parallel (whole experts per rank); stories260K under -tp 2 keeps llama2.c's greedy golden;
+# (-tp 4: replicated KV heads), with an odd vocabulary (501: padded to 512, 245 real rows on rank 1),
+# on Qwen3-MoE and Mixtral in BF16, FP8 per-tensor and NVFP4, and on Llama 4 Scout (chunked
+# attention, q/k norm, NoPE temperature, routed and shared experts) and Maverick (dense layers
+# interleaved), experts tensor-parallel and with --enable-expert-parallel (whole experts per rank,
+# each computing only its own experts' tokens); stories260K under -tp 2 keeps llama2.c's greedy golden;
 # `mpirun -np 2 qserve ... -tp 2` works; what does not split or is not sharded (FP8 blocks cut
-# mid-block, Llama 4, expert parallelism of a dense model, pipeline parallelism) is a start-up
+# mid-block, expert parallelism of a dense model, pipeline parallelism) is a start-up
 # error naming it. A -tp 2 server answers the
 # openai client, drains and exits 0 on SIGTERM, and ends within seconds with an error naming the
 # rank when a rank is killed or hangs mid-request. Prints ok / not ok / skip.
@@ -14,7 +17,7 @@ set -u
 cd "$(dirname "$0")/../.."
 . tests/cli/server_lib.sh
 Q=$BIN
-names="tp2_llama tp2_qwen2_bias tp2_qwen3 tp2_fp8_dynamic tp2_fp8_static tp2_fp8_block tp2_nvfp4 tp2_nvfp4_w4a16 tp4_replicated_kv tp2_qwen3_moe tp2_mixtral tp2_moe_fp8_static tp2_moe_nvfp4 ep2_qwen3_moe ep2_mixtral ep2_moe_nvfp4 ep2_online_fp8_runs stories_tp2_golden mpirun_direct fp8_block_split_refused llama4_refused expert_parallel_dense_refused pipeline_refused backends_tp server_tp2_openai_client server_tp2_drains kill_rank_ends_server hung_rank_ends_server"
+names="tp2_llama tp2_qwen2_bias tp2_qwen3 tp2_fp8_dynamic tp2_fp8_static tp2_fp8_block tp2_nvfp4 tp2_nvfp4_w4a16 tp4_replicated_kv tp2_odd_vocab tp2_qwen3_moe tp2_mixtral tp2_moe_fp8_static tp2_moe_nvfp4 ep2_qwen3_moe ep2_mixtral ep2_moe_nvfp4 ep2_online_fp8_runs tp2_llama4_scout tp2_llama4_maverick ep2_llama4_scout ep2_llama4_maverick tp2_llama4_fp8_static stories_tp2_golden mpirun_direct fp8_block_split_refused expert_parallel_dense_refused pipeline_refused backends_tp server_tp2_openai_client server_tp2_drains kill_rank_ends_server hung_rank_ends_server"
 if ! command -v mpirun >/dev/null || ! "$Q" generate --help >/dev/null 2>&1; then
   for n in $names; do skip "$n" "Open MPI's mpirun is not on PATH (scripts/install-deps.sh installs openmpi-bin)"; done
   exit 0
@@ -31,6 +34,9 @@ mkdir -p "$M"
 "$Q" init-model "$M/moe" --shape tiny-qwen3-moe >/dev/null 2>&1
 "$Q" init-model "$M/mixtral" --shape tiny-mixtral >/dev/null 2>&1
 "$Q" init-model "$M/llama4" --shape tiny-llama4-scout >/dev/null 2>&1
+"$Q" init-model "$M/maverick" --shape tiny-llama4-maverick >/dev/null 2>&1
+"$Q" init-model "$M/odd" --shape tiny-llama-odd-vocab >/dev/null 2>&1
+"$Q" quantize "$M/llama4" "$M/llama4-fp8-static" --scheme fp8-static >/dev/null 2>&1
 for s in fp8-static nvfp4; do "$Q" quantize "$M/moe" "$M/moe-$s" --scheme "$s" >/dev/null 2>&1; done
 for s in fp8-dynamic fp8-static nvfp4 nvfp4-w4a16; do "$Q" quantize "$M/llama" "$M/llama-$s" --scheme "$s" >/dev/null 2>&1; done
 "$Q" quantize "$M/blocks" "$M/blocks-fp8-block" --scheme fp8-block >/dev/null 2>&1
@@ -69,6 +75,9 @@ equal_tp tp2_fp8_block "$M/blocks-fp8-block" 2
 equal_tp tp2_nvfp4 "$M/llama-nvfp4" 2
 equal_tp tp2_nvfp4_w4a16 "$M/llama-nvfp4-w4a16" 2
 equal_tp tp4_replicated_kv "$M/llama" 4   # 4 ranks, 2 KV heads: each KV head on two ranks
+# vocabulary 501: padded to 512 (vLLM's multiple of 64), rank 1 holds 245 real rows; no pad id
+# reaches the sampler (the gathered rows hold the 501 real logits only)
+equal_tp tp2_odd_vocab "$M/odd" 2
 # MoE, experts tensor-parallel: each expert's intermediate columns split, the router replicated
 equal_tp tp2_qwen3_moe "$M/moe" 2
 equal_tp tp2_mixtral "$M/mixtral" 2
@@ -83,6 +92,13 @@ gen "$TMP/ep_fp8.json" "$M/moe" -tp 2 --enable-expert-parallel --quantization fp
   python3 -c "import json,sys; sys.exit(0 if len(json.load(open('$TMP/ep_fp8.json'))['token_ids']) == 24 else 1)" &&
   grep -q "rank 0 stopped after" "$TMP/ep_fp8.json.err"
 check ep2_online_fp8_runs $? "$(tail -c 400 "$TMP/ep_fp8.json.err")"
+# Llama 4: 31 positions cross the 16-token attention chunk; Maverick's dense layers interleave
+# with MoE ones; the shared expert is cut like a dense MLP, also under expert parallelism
+equal_tp tp2_llama4_scout "$M/llama4" 2
+equal_tp tp2_llama4_maverick "$M/maverick" 2
+equal_tp ep2_llama4_scout "$M/llama4" "2 --enable-expert-parallel"
+equal_tp ep2_llama4_maverick "$M/maverick" "2 --enable-expert-parallel"
+equal_tp tp2_llama4_fp8_static "$M/llama4-fp8-static" 2
 
 # a real trained model keeps llama2.c's greedy golden with its heads split over two ranks
 S=$TMP/stories
@@ -110,7 +126,6 @@ refused() { # NAME EXPECTED_TEXT CMD...: fails (non-zero) within a minute, sayin
 }
 refused fp8_block_split_refused "32 output rows per rank do not split on its 128-element scale blocks" \
   "$Q" generate "$M/llama-fp8-block" --prompt-ids 1,2 --max-tokens 2 -tp 2
-refused llama4_refused "(Llama 4) is not sharded yet" "$Q" generate "$M/llama4" --prompt-ids 1,2 --max-tokens 2 -tp 2
 refused expert_parallel_dense_refused "--enable-expert-parallel: LlamaForCausalLM has no MoE layers" \
   "$Q" generate "$M/llama" --prompt-ids 1,2 --max-tokens 2 -tp 2 --enable-expert-parallel
 refused pipeline_refused "--pipeline-parallel-size 2: pipeline parallelism is not implemented" \

@@ -9,7 +9,8 @@
  *    17, 64, 300 tokens (and 16400 on the first shape) routed to distinct random experts
  *    ("random"), and at m = 8 and 300 also
  *    with every token on the same top-k experts ("same") and with all tokens on top_k + 1
- *    experts, the others getting none ("few");
+ *    experts, the others getting none ("few"), and with the slots of the upper half's experts
+ *    id -1, weight 0 (another rank's under expert parallelism: skipped, "ep");
  *  - marlin runs FP8 / NVFP4 weights only (BF16 activations, activation scales ignored), so for
  *    W8A8 / W4A4 its reference is the same experts declared w8a16_fp8 / nvfp4_w4a16 with
  *    activations unquantized. Its output must also be bit-identical over two applies, and its
@@ -166,8 +167,8 @@ static bool m_runs_on(int64_t m, int shi) { return m != LONG_M || shi == 0; }
 /* the m at which "same" and "few" routings also run */
 static bool extra_routings_at(int64_t m) { return m == 8 || m == 300; }
 
-typedef enum { ROUTE_RANDOM, ROUTE_SAME, ROUTE_FEW, ROUTE_COUNT } route_mode;
-static const char *const ROUTE_NAMES[] = {"random", "same", "few"};
+typedef enum { ROUTE_RANDOM, ROUTE_SAME, ROUTE_FEW, ROUTE_EP, ROUTE_COUNT } route_mode;
+static const char *const ROUTE_NAMES[] = {"random", "same", "few", "ep"};
 
 /* The kernels under test. marlin runs W8A8 / W4A4 experts weight-only. */
 static const qs_kernel *const KERNELS[] = {&qs_kernel_marlin_moe, &qs_kernel_cublaslt_moe_bf16,
@@ -359,6 +360,11 @@ static void make_inputs(const moe_shape *sh, int64_t m, route_mode mode, uint64_
         }
         for (int j = 0; j < K; j++)
             in->w[t * K + j] /= sum;
+        for (int j = 0; mode == ROUTE_EP && j < K; j++) /* the upper half's experts: another rank's */
+            if (in->ids[t * K + j] >= E / 2) {
+                in->ids[t * K + j] = -1;
+                in->w[t * K + j] = 0.f;
+            }
     }
     free(pool);
     free(tmp);
@@ -441,7 +447,8 @@ static int host_apply(host_moe *h, const moe_inputs *in, int64_t m, float *y, qs
         for (int64_t c = 0; c < H; c++) {
             float acc = 0.f;
             for (int j = 0; j < K; j++)
-                acc += in->w[t * K + j] * slot[(t * K + j) * H + c];
+                if (in->ids[t * K + j] >= 0) /* (-1: another rank's expert, "ep") */
+                    acc += in->w[t * K + j] * slot[(t * K + j) * H + c];
             y[t * H + c] = bf16_round(acc);
         }
     free(slot);

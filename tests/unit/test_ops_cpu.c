@@ -197,7 +197,7 @@ static void moe_expert_slice(void **state)
     int32_t ids[6] = {0, 5, 3, 4, 7, 6};
     float w[6] = {0.1f, 0.2f, 0.3f, 0.4f, 0.5f, 0.6f};
     assert_int_equal(ops->moe_expert_slice(ids, w, 6, 4, 3, &e), 0); /* experts 4..7 */
-    int32_t want_ids[6] = {0, 1, 0, 0, 0, 2};
+    int32_t want_ids[6] = {-1, 1, -1, 0, -1, 2};
     float want_w[6] = {0.0f, 0.2f, 0.0f, 0.4f, 0.0f, 0.6f};
     assert_memory_equal(ids, want_ids, sizeof ids);
     assert_memory_equal(w, want_w, sizeof w);

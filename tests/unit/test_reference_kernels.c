@@ -435,6 +435,27 @@ static void moe_matches_per_token_float64(void **state)
     assert_true(qs_reference_calibration_amax("mlp.experts.0.p0") == amax);
     assert_true(qs_reference_calibration_amax("never.ran") < 0);
     qs_reference_calibration_clear();
+    /* expert parallelism, this rank holding experts 0 and 1 (ops->moe_expert_slice): the other
+     * slots are id -1, weight 0; no expert runs them, and a token with none of its experts here
+     * gets exactly 0 */
+    for (int i = 0; i < M * TOPK; i++)
+        if (ids[i] > 1) {
+            ids[i] = -1;
+            w[i] = 0;
+        }
+    for (int i = 0; i < M * H; i++)
+        y[i] = NAN;
+    qs_reference_calibration_begin();
+    assert_int_equal(k->apply_moe(st, x, ids, w, y, M, NULL, &err), 0);
+    qs_reference_calibration_end();
+    assert_true(qs_reference_calibration_amax("mlp.experts.2.p0") < 0);
+    assert_true(qs_reference_calibration_amax("mlp.experts.3.p0") < 0);
+    assert_true(qs_reference_calibration_amax("mlp.experts.0.p0") > 0);
+    for (int r = 0; r < H; r++) /* token 2 routed to experts 2 and 3 only */
+        assert_true(y[2 * H + r] == 0.0f);
+    for (int i = 0; i < M * H; i++)
+        assert_false(isnan(y[i]));
+    qs_reference_calibration_clear();
     /* out-of-range expert id: an error, not a crash */
     ids[3] = 9;
     assert_int_equal(k->apply_moe(st, x, ids, w, y, M, NULL, &err), -1);
