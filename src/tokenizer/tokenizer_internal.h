@@ -183,6 +183,7 @@ struct qs_tokenizer {
     qs_merges inner_pairs; /* (last input symbol of a merge's left side, first of its right side) */
     bool piecewise;        /* false: some merge cannot be told apart, never cut */
     size_t max_token_len;  /* bytes of the longest vocab string */
+    bool compact_merges;   /* every merge makes the concatenation of its sides (bpe_compact.c) */
 };
 
 /* Fills inner_pairs, piecewise and max_token_len once the vocab, merges and byte tables are
@@ -191,6 +192,13 @@ int qs_bpe_pieces_build(qs_tokenizer *tok, qs_err *err);
 /* End of the piece of word w that starts at start: the first boundary at or after
  * start + min_piece that no merge can cross, or len. */
 size_t qs_bpe_next_cut(const qs_tokenizer *tok, const char *w, size_t start, size_t len, size_t min_piece);
+
+/* Sets compact_merges once the vocab and merges are loaded (bpe_compact.c). */
+void qs_bpe_compact_build(qs_tokenizer *tok);
+/* Merges the n initial symbol ids of a word (a malloc'd array it takes over: freed, or made out's
+ * array) in about 5 bytes a symbol, with HF's result, and appends the final ids to out
+ * (bpe_compact.c). */
+int qs_bpe_merge_compact(const qs_tokenizer *tok, int32_t *ids, size_t n, qs_tids *out, qs_err *err);
 
 /* GPT-2 byte <-> unicode table (byte_level.c). */
 /* UTF-8 of the code point that stands for byte b (1 or 2 bytes); returns its length. */
