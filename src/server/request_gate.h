@@ -21,7 +21,8 @@ typedef enum {
 } qs_route;
 
 qs_route qs_gate_route(const char *url);
-/* 0 when the request may proceed to its body; else -1 with e filled: 404 unknown route, 405
+/* 0 when the request may proceed to its body; else -1 with e filled: 431 request line and headers
+ * over qs_header_limit, 404 unknown route, 405
  * wrong method, 401 missing key (on the /v1 routes, /tokenize, /detokenize, and /metrics with
  * --metrics-require-key), 400 conflicting Content-Length headers, 413 an announced body over the
  * cap, 415 a body that is not JSON. */
