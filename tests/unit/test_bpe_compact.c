@@ -14,6 +14,7 @@
 
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/tokenizer_internal.h" /* compact_merges, qs_bpe_merge_compact */
+#include "encode_compare.h"
 #include "util/fileio.h"
 
 static qs_tokenizer *small, *llama3, *qwen3;
@@ -142,19 +143,7 @@ static void runs_merge_as_the_reference(void **state)
  * long enough to take the compact path. */
 static void encode_equals_heap(qs_tokenizer *tok, const char *text, size_t len)
 {
-    qs_err err;
-    int32_t *a, *b;
-    size_t na, nb;
-    assert_true(tok->compact_merges);
-    assert_int_equal(qs_tokenizer_encode(tok, text, len, false, &a, &na, &err), 0);
-    tok->compact_merges = false;
-    int rc = qs_tokenizer_encode(tok, text, len, false, &b, &nb, &err);
-    tok->compact_merges = true;
-    assert_int_equal(rc, 0);
-    assert_int_equal(na, nb);
-    assert_memory_equal(a, b, na * sizeof *a);
-    free(a);
-    free(b);
+    qs_test_encode_same_without(tok, &tok->compact_merges, text, len);
 }
 
 static void long_runs_encode_as_the_heap_loop(void **state)
