@@ -27,6 +27,7 @@ typedef struct {
     size_t len, cap;
 } qs_tids;
 int qs_tids_push(qs_tids *v, int32_t id);
+int qs_tids_reserve(qs_tids *v, size_t n); /* room for n ids in all */
 int qs_tids_append(qs_tids *v, const int32_t *ids, size_t n);
 
 /* ---- vocabulary: id <-> string with an open-addressing hash map (vocab.c) ---- */
@@ -210,13 +211,14 @@ int qs_byte_level_byte(uint32_t cp);
 int qs_normalize(const qs_tokenizer *tok, const char *text, size_t len, char **out, size_t *out_len, qs_err *err);
 void qs_norm_steps_free(qs_norm_step *s, size_t n);
 
-/* Pre-tokenisation (pretokenize.c): splits text into words; may rewrite the text (Metaspace),
- * so words index into *buf which the caller frees. at_origin: the text starts the input. */
+/* Pre-tokenisation (pretokenize.c): splits text into words, which index into *base: text itself,
+ * or *buf (which the caller frees) where a step rewrites the text (Metaspace, a ByteLevel prefix
+ * space). at_origin: the text starts the input. */
 typedef struct {
     size_t start, len;
 } qs_word;
 int qs_pretokenize(const qs_tokenizer *tok, const char *text, size_t len, bool at_origin, qs_tbuf *buf,
-                   qs_word **words, size_t *n_words, qs_err *err);
+                   const char **base, qs_word **words, size_t *n_words, qs_err *err);
 pcre2_code *qs_regex_compile(const char *pattern, const char *what, qs_err *err);
 void qs_pre_steps_free(qs_pre_step *s, size_t n);
 

@@ -8,9 +8,13 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <malloc.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/tokenizer_internal.h" /* compact_merges, qs_bpe_merge_compact */
@@ -162,9 +166,88 @@ static void long_runs_encode_as_the_heap_loop(void **state)
     }
 }
 
+/* kB of the VmRSS / VmHWM (peak) line of /proc/self/status, -1 if absent. */
+static long status_kb(const char *field)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kb = -1;
+    size_t n = strlen(field);
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, field, n) && line[n] == ':')
+            kb = strtol(line + n + 1, NULL, 10);
+    if (f)
+        fclose(f);
+    return kb;
+}
+
+/* Peak memory of encoding text, per input byte, measured in a child process: free heap memory
+ * goes back to the system first (else reusing it would hide the cost) and the peak RSS is reset
+ * (clear_refs 5), so the peak above the starting RSS is what the encode needs. -1 where the peak
+ * cannot be reset. */
+static double encode_peak_per_byte(const qs_tokenizer *tok, const char *text, size_t len)
+{
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        double per_byte = -1;
+        malloc_trim(0);
+        FILE *f = fopen("/proc/self/clear_refs", "w");
+        bool reset = f && fputs("5", f) >= 0;
+        if (f)
+            reset = fclose(f) == 0 && reset;
+        long before = status_kb("VmRSS");
+        int32_t *ids;
+        size_t n;
+        qs_err err;
+        if (reset && before > 0 && qs_tokenizer_encode(tok, text, len, true, &ids, &n, &err) == 0)
+            per_byte = (double)(status_kb("VmHWM") - before) * 1024 / (double)len;
+        (void)!write(fds[1], &per_byte, sizeof per_byte);
+        _exit(0);
+    }
+    close(fds[1]);
+    double per_byte = -1;
+    assert_int_equal(read(fds[0], &per_byte, sizeof per_byte), (ssize_t)sizeof per_byte);
+    close(fds[0]);
+    int status;
+    waitpid(pid, &status, 0);
+    return per_byte;
+}
+
+/* Words that cannot be cut cost at most 8 bytes a byte to encode, the ids included (they were 12
+ * to 24 with the heap loop alone). */
+static void uncuttable_words_cost_at_most_8_bytes_a_byte(void **state)
+{
+    static const char *const units[] = {"a", " ", "é", "中"};
+    enum { LEN = 4 << 20 };
+    qs_tokenizer *toks[] = {small, llama3, qwen3};
+    const char *names[] = {"llama2-style", "llama3.1", "qwen3"};
+    for (size_t u = 0; u < sizeof units / sizeof *units; u++) {
+        size_t len = LEN - LEN % strlen(units[u]);
+        char *s = repeat(units[u], len);
+        for (size_t t = 0; t < 3; t++) {
+            if (!toks[t])
+                continue;
+            double per_byte = encode_peak_per_byte(toks[t], s, len);
+            if (per_byte < 0) {
+                printf("skip: the peak RSS cannot be reset here (/proc/self/clear_refs)\n");
+                free(s);
+                skip();
+            }
+            printf("peak: %s, a %zu-byte run of '%s': %.1f bytes a byte\n", names[t], len, units[u], per_byte);
+            assert_true(per_byte <= 8);
+        }
+        free(s);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        /* first, while the heap is as a fresh server's: the peaks are RSS */
+        cmocka_unit_test(uncuttable_words_cost_at_most_8_bytes_a_byte),
         cmocka_unit_test(runs_merge_as_the_reference),
         cmocka_unit_test(long_runs_encode_as_the_heap_loop),
     };
