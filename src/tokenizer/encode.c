@@ -101,6 +101,11 @@ int qs_tokenizer_encode(const qs_tokenizer *tok, const char *text, size_t len, b
         free(out.data);
         return rc ? -1 : qs_errf(err, "out of memory");
     }
+    if (out.cap > out.len + 64) { /* the bound was room, not need: give the rest back (in place) */
+        int32_t *fit = realloc(out.data, (out.len ? out.len : 1) * sizeof *fit);
+        if (fit)
+            out.data = fit;
+    }
     *ids = out.data;
     *n_ids = out.len;
     return 0;
