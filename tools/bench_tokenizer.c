@@ -121,7 +121,8 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < c.n; i++) {
         qs_word *w;
         size_t n;
-        if (qs_pretokenize(tok, c.doc[i], strlen(c.doc[i]), true, &buf, &w, &n, &err)) {
+        const char *base;
+        if (qs_pretokenize(tok, c.doc[i], strlen(c.doc[i]), true, &buf, &base, &w, &n, &err)) {
             fprintf(stderr, "error: %s\n", err.msg);
             return 1;
         }

@@ -13,6 +13,7 @@ const char *qs_api_error_type_for(int status)
     case 401: return "authentication_error";
     case 404: return "not_found_error";
     case 413: return "request_too_large";
+    case 431: return "request_too_large";
     case 429: return "rate_limit_error";
     case 503: return "service_unavailable";
     default: return status >= 500 ? "server_error" : "invalid_request_error";

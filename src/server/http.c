@@ -8,6 +8,7 @@
 #include "server/conn_watch.h"
 #include "server/fd_limit.h"
 #include "server/handlers.h"
+#include "server/header_limit.h"
 #include "server/request_gate.h"
 #include "server/respond.h"
 #include "server/routes.h"
@@ -262,13 +263,14 @@ int qs_server_start(const qs_server_options *opt, qs_server **out, qs_err *err)
     if (ai->ai_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     unsigned idle_timeout = (unsigned)(s->client_timeout_s > 60 ? s->client_timeout_s : 60);
-    size_t header_bytes = QS_HTTP_HEADER_BYTES + strlen(s->api_key);
+    /* header limit: libmicrohttpd's memory is 1.5 times qserve's limit, see header_limit.c */
+    size_t header_bytes = qs_header_limit(s->api_key), header_pool = qs_header_pool_bytes(header_bytes);
     s->daemon = MHD_start_daemon(
         flags, (uint16_t)opt->port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
         MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
         MHD_OPTION_NOTIFY_CONNECTION, qs_watch_notify_connection, s, MHD_OPTION_CONNECTION_TIMEOUT, idle_timeout,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)max_conn, MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_client,
-        MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_CONNECTION_MEMORY_LIMIT, header_bytes,
+        MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_CONNECTION_MEMORY_LIMIT, header_pool,
         MHD_OPTION_EXTERNAL_LOGGER, log_mhd, s, MHD_OPTION_END);
     freeaddrinfo(ai);
     if (!s->daemon) {

@@ -1,8 +1,11 @@
 /* request_gate.c — the checks made on the request line and headers before any body is read:
- * route and method, the API key on every endpoint that does work, the Content-Length (one value,
+ * the size of the request line and headers (header_limit.c), route and method, the API key on
+ * every endpoint that does work, the Content-Length (one value,
  * within the cap) and the Content-Type (JSON or none). A refused request costs no body read and
  * no parsing, so an unauthenticated client cannot make the server tokenize or buffer anything. */
 #include "server/request_gate.h"
+
+#include "server/header_limit.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +68,9 @@ static bool json_content_type(const char *ct)
 int qs_gate_check_headers(qs_server *s, struct MHD_Connection *c, const char *url, const char *method,
                           qs_api_error *e)
 {
+    size_t head = qs_request_head_bytes(c, method, url), limit = qs_header_limit(s->api_key);
+    if (head > limit)
+        return qs_api_errorf(e, 431, NULL, "The request line and headers (%zu bytes) exceed %zu bytes.", head, limit);
     const qs_route *r = qs_route_find(url);
     if (!r)
         return qs_api_errorf(e, 404, NULL, "No route for %.16s %.200s.", method, url);

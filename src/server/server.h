@@ -22,8 +22,8 @@ typedef struct qs_tokenizer qs_tokenizer;
 typedef struct qs_chat_template qs_chat_template;
 
 #define QS_MAX_BODY_BYTES (8u << 20)      /* larger request bodies get 413 */
-/* Each connection's request-line + header buffer (libmicrohttpd's connection memory limit) is this
- * plus the API key's length, so a key of any length fits; a larger header block gets 431. */
+/* A request's line and headers may take this plus the API key's length, so a key of any length
+ * fits; a larger block gets a JSON 431 (past 1.5 times that, libmicrohttpd's HTML one: header_limit.c). */
 #define QS_HTTP_HEADER_BYTES (32u << 10)
 #define QS_DEFAULT_MAX_CONNECTIONS 4096   /* also bounded by the open-file limit */
 #define QS_DEFAULT_MAX_CONN_PER_CLIENT 256

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "structured/grammar.h"
+#include "util/grow.h"
 
 #define MAX_NEST 200
 #define MAX_REPEAT 10000
@@ -74,14 +75,10 @@ static int rule_for(gp *p, const char *name, size_t len)
     for (int k = 0; k < p->n_names; k++)
         if (strlen(p->names[k].name) == len && !memcmp(p->names[k].name, name, len))
             return k;
-    if (p->n_names == p->cap_names) {
-        int cap = p->cap_names ? p->cap_names * 2 : 16;
-        named *q = realloc(p->names, sizeof *q * (size_t)cap);
-        if (!q)
-            return fail(p, "%s", "out of memory");
-        p->names = q;
-        p->cap_names = cap;
-    }
+    named *q = qs_grow(p->names, &p->cap_names, p->n_names + 1, 16, sizeof *q);
+    if (!q)
+        return fail(p, "%s", "out of memory");
+    p->names = q;
     char *copy = strndup(name, len);
     if (!copy)
         return fail(p, "%s", "out of memory");
@@ -205,15 +202,12 @@ static int parse_sequence(gp *p, qs_gseq *seq, bool nested)
                         return -1;
                     }
                 }
-                if (n == cap) {
-                    cap = cap ? cap * 2 : 8;
-                    qs_cprange *q = realloc(rg, sizeof *q * (size_t)cap);
-                    if (!q) {
-                        free(rg);
-                        return fail(p, "%s", "out of memory");
-                    }
-                    rg = q;
+                qs_cprange *q = qs_grow(rg, &cap, n + 1, 8, sizeof *q);
+                if (!q) {
+                    free(rg);
+                    return fail(p, "%s", "out of memory");
                 }
+                rg = q;
                 rg[n++] = (qs_cprange){lo, hi};
             }
             p->i++;

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "util/grow.h"
 
 void qs_gb_init(qs_gbuild *b) { memset(b, 0, sizeof *b); }
 
@@ -37,16 +38,12 @@ static void seq_push(qs_gbuild *b, qs_gseq *s, qs_gelem el)
         b->too_big = true;
         return;
     }
-    if (s->n == s->cap) {
-        int cap = s->cap ? s->cap * 2 : 8;
-        qs_gelem *p = realloc(s->e, (size_t)cap * sizeof *p);
-        if (!p) {
-            b->oom = true;
-            return;
-        }
-        s->e = p;
-        s->cap = cap;
+    qs_gelem *p = qs_grow(s->e, &s->cap, s->n + 1, 8, sizeof *p);
+    if (!p) {
+        b->oom = true;
+        return;
     }
+    s->e = p;
     s->e[s->n++] = el;
 }
 
@@ -56,16 +53,12 @@ int qs_gb_rule(qs_gbuild *b, const char *name)
 {
     if (b->oom || b->too_big)
         return 0;
-    if (b->n_rules == b->cap_rules) {
-        int cap = b->cap_rules ? b->cap_rules * 2 : 16;
-        qs_grule_b *p = realloc(b->rules, (size_t)cap * sizeof *p);
-        if (!p) {
-            b->oom = true;
-            return 0;
-        }
-        b->rules = p;
-        b->cap_rules = cap;
+    qs_grule_b *p = qs_grow(b->rules, &b->cap_rules, b->n_rules + 1, 16, sizeof *p);
+    if (!p) {
+        b->oom = true;
+        return 0;
     }
+    b->rules = p;
     if (++b->total_elems > QS_GRAMMAR_MAX_ELEMS) {
         b->too_big = true;
         return 0;
@@ -82,16 +75,12 @@ void qs_gb_add_alt(qs_gbuild *b, int rule, const qs_gseq *seq)
         return;
     qs_grule_b *r = &b->rules[rule];
     r->defined = true;
-    if (r->n_alts == r->cap_alts) {
-        int cap = r->cap_alts ? r->cap_alts * 2 : 2;
-        qs_gseq *p = realloc(r->alts, (size_t)cap * sizeof *p);
-        if (!p) {
-            b->oom = true;
-            return;
-        }
-        r->alts = p;
-        r->cap_alts = cap;
+    qs_gseq *p = qs_grow(r->alts, &r->cap_alts, r->n_alts + 1, 2, sizeof *p);
+    if (!p) {
+        b->oom = true;
+        return;
     }
+    r->alts = p;
     qs_gseq copy = {0};
     for (int i = 0; i < seq->n; i++)
         seq_push(b, &copy, seq->e[i]);
@@ -111,16 +100,12 @@ static int intern_set(qs_gbuild *b, const qs_byteset *set)
     for (int i = b->n_sets - 1; i >= 0 && i >= b->n_sets - 64; i--)
         if (!memcmp(&b->sets[i], set, sizeof *set))
             return i;
-    if (b->n_sets == b->cap_sets) {
-        int cap = b->cap_sets ? b->cap_sets * 2 : 32;
-        qs_byteset *p = realloc(b->sets, (size_t)cap * sizeof *p);
-        if (!p) {
-            b->oom = true;
-            return 0;
-        }
-        b->sets = p;
-        b->cap_sets = cap;
+    qs_byteset *p = qs_grow(b->sets, &b->cap_sets, b->n_sets + 1, 32, sizeof *p);
+    if (!p) {
+        b->oom = true;
+        return 0;
     }
+    b->sets = p;
     b->sets[b->n_sets] = *set;
     return b->n_sets++;
 }
@@ -407,15 +392,12 @@ static int check_left_recursion(const qs_gbuild *b, qs_err *err)
         for (int a = 0; a < b->rules[r].n_alts; a++) {
             const qs_gseq *s = &b->rules[r].alts[a];
             for (int i = 0; i < s->n && s->e[i].kind == QS_EL_RULE; i++) {
-                if (n_edges == cap_edges) {
-                    cap_edges = cap_edges ? cap_edges * 2 : 64;
-                    lr_edge *p = realloc(edges, sizeof *p * (size_t)cap_edges);
-                    if (!p) {
-                        rc = qs_errf(err, "out of memory checking the grammar");
-                        goto out;
-                    }
-                    edges = p;
+                lr_edge *p = qs_grow(edges, &cap_edges, n_edges + 1, 64, sizeof *p);
+                if (!p) {
+                    rc = qs_errf(err, "out of memory checking the grammar");
+                    goto out;
                 }
+                edges = p;
                 edges[n_edges++] = (lr_edge){r, (int)s->e[i].arg, i == s->n - 1};
                 if (!nullable[s->e[i].arg])
                     break;

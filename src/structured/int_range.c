@@ -8,29 +8,26 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "util/grow.h"
 
 typedef struct sbuf {
     char *p;
-    size_t n, cap;
+    int n, cap;
     bool oom;
 } sbuf;
 
 static void put(sbuf *s, const char *t)
 {
-    size_t l = strlen(t);
+    int l = (int)strlen(t);
     if (s->oom)
         return;
-    if (s->n + l + 1 > s->cap) {
-        size_t c = (s->cap ? s->cap * 2 : 128) + l;
-        char *q = realloc(s->p, c);
-        if (!q) {
-            s->oom = true;
-            return;
-        }
-        s->p = q;
-        s->cap = c;
+    char *q = qs_grow(s->p, &s->cap, s->n + l + 1, 128, 1);
+    if (!q) {
+        s->oom = true;
+        return;
     }
-    memcpy(s->p + s->n, t, l + 1);
+    s->p = q;
+    memcpy(s->p + s->n, t, (size_t)l + 1);
     s->n += l;
 }
 

@@ -17,6 +17,7 @@
 
 #include "structured/grammar.h"
 #include "structured/int_range.h"
+#include "util/grow.h"
 
 #define DEFAULT_WS "(?:\\n {0,16}| {0,2})"
 #define MAX_SCHEMA_DEPTH 64
@@ -235,14 +236,10 @@ static int ref_rule(js *j, const char *ref)
     for (int i = 0; i < j->n_refs; i++)
         if (j->refs[i].target == target)
             return j->refs[i].rule;
-    if (j->n_refs == j->cap_refs) {
-        int cap = j->cap_refs ? j->cap_refs * 2 : 8;
-        ref_memo *p = realloc(j->refs, sizeof *p * (size_t)cap);
-        if (!p)
-            return fail(j, "%s", "out of memory");
-        j->refs = p;
-        j->cap_refs = cap;
-    }
+    ref_memo *p = qs_grow(j->refs, &j->cap_refs, j->n_refs + 1, 8, sizeof *p);
+    if (!p)
+        return fail(j, "%s", "out of memory");
+    j->refs = p;
     int r = qs_gb_rule(j->b, ref);
     j->refs[j->n_refs++] = (ref_memo){target, r};
     int body = schema_rule(j, target);
@@ -689,16 +686,12 @@ static int all_of(js *j, const cJSON *o, const cJSON *all)
             }
         }
     }
-    if (j->n_owned == j->cap_owned) {
-        int cap = j->cap_owned ? j->cap_owned * 2 : 4;
-        cJSON **p = realloc(j->owned, sizeof *p * (size_t)cap);
-        if (!p) {
-            cJSON_Delete(merged);
-            return fail(j, "%s", "out of memory");
-        }
-        j->owned = p;
-        j->cap_owned = cap;
+    cJSON **p = qs_grow(j->owned, &j->cap_owned, j->n_owned + 1, 4, sizeof *p);
+    if (!p) {
+        cJSON_Delete(merged);
+        return fail(j, "%s", "out of memory");
     }
+    j->owned = p;
     j->owned[j->n_owned++] = merged;
     return object_schema(j, merged);
 }

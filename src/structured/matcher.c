@@ -17,6 +17,7 @@
 
 #include "structured/grammar.h"
 #include "structured/vocab_trie.h"
+#include "util/grow.h"
 
 #define EMPTY_STACK (-1)
 #define EMPTY_HASH 0x9e3779b97f4a7c15ULL
@@ -104,16 +105,12 @@ static uint64_t stack_hash(const qs_matcher *m, int32_t node) { return node == E
 
 static int32_t new_node(qs_matcher *m, int32_t elem, int32_t parent)
 {
-    if (m->ar->n == m->ar->cap) {
-        int cap = m->ar->cap ? m->ar->cap * 2 : 1024;
-        snode *p = realloc(m->ar->nodes, sizeof *p * (size_t)cap);
-        if (!p) {
-            m->oom = true;
-            return EMPTY_STACK;
-        }
-        m->ar->nodes = p;
-        m->ar->cap = cap;
+    snode *p = qs_grow(m->ar->nodes, &m->ar->cap, m->ar->n + 1, 1024, sizeof *p);
+    if (!p) {
+        m->oom = true;
+        return EMPTY_STACK;
     }
+    m->ar->nodes = p;
     snode *n = &m->ar->nodes[m->ar->n];
     n->elem = elem;
     n->parent = parent;
@@ -127,9 +124,7 @@ static bool grow_stack_pair(int32_t **stacks, uint64_t **hashes, int *cap, int n
 {
     if (need <= *cap)
         return true;
-    int n = *cap ? *cap : first;
-    while (n < need)
-        n *= 2;
+    int n = qs_grown_cap(*cap, need, first);
     int32_t *a = realloc(*stacks, sizeof *a * (size_t)n);
     if (a)
         *stacks = a;
@@ -177,7 +172,7 @@ static bool seen_insert(qs_matcher *m, uint64_t h)
     if (!h)
         h = 1;
     if (2 * (m->seen_n + 1) > m->seen_cap) {
-        int cap = m->seen_cap ? m->seen_cap * 2 : 64;
+        int cap = qs_grown_cap(m->seen_cap, 2 * (m->seen_n + 1), 64);
         uint64_t *p = calloc((size_t)cap, sizeof *p);
         if (!p) {
             m->oom = true;
@@ -579,7 +574,7 @@ static int dfa_state(walk_dfa *d, const int32_t *tops, const uint64_t *h, int n)
 {
     uint64_t key = set_key(h, n);
     if (2 * (d->n + 1) > d->slot_cap) {
-        int cap = d->slot_cap ? d->slot_cap * 2 : 256;
+        int cap = qs_grown_cap(d->slot_cap, 2 * (d->n + 1), 256);
         int32_t *sl = malloc(sizeof *sl * (size_t)cap);
         if (!sl)
             return -1;
@@ -602,7 +597,7 @@ static int dfa_state(walk_dfa *d, const int32_t *tops, const uint64_t *h, int n)
         j = (j + 1) & (d->slot_cap - 1);
     }
     if (d->n == d->cap) {
-        int cap = d->cap ? d->cap * 2 : 64;
+        int cap = qs_grown_cap(d->cap, d->n + 1, 64);
         int *f = realloc(d->first, sizeof *f * (size_t)cap);
         if (f)
             d->first = f;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "structured/grammar.h"
+#include "util/grow.h"
 
 #define MAX_REPEAT 10000
 #define MAX_DEPTH 200
@@ -72,16 +73,12 @@ typedef struct cpset {
 
 static void cp_add(rx *r, cpset *s, uint32_t lo, uint32_t hi)
 {
-    if (s->n == s->cap) {
-        int cap = s->cap ? s->cap * 2 : 8;
-        qs_cprange *p = realloc(s->r, sizeof *p * (size_t)cap);
-        if (!p) {
-            r->b->oom = true;
-            return;
-        }
-        s->r = p;
-        s->cap = cap;
+    qs_cprange *p = qs_grow(s->r, &s->cap, s->n + 1, 8, sizeof *p);
+    if (!p) {
+        r->b->oom = true;
+        return;
     }
+    s->r = p;
     s->r[s->n++] = (qs_cprange){lo, hi};
 }
 

@@ -3,7 +3,8 @@
  * taken lowest rank first, leftmost on ties, from a binary heap of candidate pairs with stale
  * entries skipped. A word cache (raw word bytes -> ids, behind a mutex so one tokenizer serves
  * many threads) makes repeated words cost one hash lookup. A long word is merged piece by piece
- * between boundaries no merge can cross (bpe_pieces.c), so its memory is bounded by a piece. */
+ * between boundaries no merge can cross (bpe_pieces.c), so its memory is bounded by a piece; a
+ * long piece that cannot be cut merges in bpe_compact.c's smaller records. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistr.h>
@@ -162,11 +163,13 @@ static cand heap_pop(cand_heap *hp)
     return top;
 }
 
-/* Initial symbols of a word into sym (room for n entries: one per byte at most). */
-static int initial_symbols(const qs_tokenizer *tok, const char *w, size_t n, symbol *sym, size_t *n_sym, qs_err *err)
+/* Initial symbol ids of a word into the records sym, or (sym NULL) into bpe_compact.c's plain
+ * array ids; room for n either way (one symbol per byte at most). */
+static int initial_symbols(const qs_tokenizer *tok, const char *w, size_t n, symbol *sym, int32_t *ids,
+                           size_t *n_sym, qs_err *err)
 {
     size_t k = 0;
-#define ADD(id_) (sym[k] = (symbol){(id_), (int32_t)k - 1, (int32_t)k + 1}, k++)
+#define ADD(id_) (sym ? (void)(sym[k].id = (id_)) : (void)(ids[k] = (id_)), k++)
     if (tok->byte_level) {
         for (size_t i = 0; i < n; i++) {
             int32_t id = tok->byte_ids[(uint8_t)w[i]];
@@ -217,6 +220,10 @@ static int initial_symbols(const qs_tokenizer *tok, const char *w, size_t n, sym
  * pair still merges into what it made when pushed, as HF tokenizers checks. */
 static int merge_word(const qs_tokenizer *tok, symbol *s, size_t n, qs_err *err)
 {
+    for (size_t i = 0; i < n; i++) {
+        s[i].prev = (int32_t)i - 1;
+        s[i].next = (int32_t)i + 1;
+    }
     if (n < 2)
         return 0;
     cand_heap hp = {0};
@@ -274,6 +281,10 @@ static int32_t whole_word_id(const qs_tokenizer *tok, const char *w, size_t n)
     return id;
 }
 
+/* Pieces longer than this (only words with no safe cut come out so long) merge in bpe_compact.c's
+ * small records; shorter ones take the faster heap loop above. */
+enum { BPE_COMPACT_MIN = 16384 };
+
 /* One piece of a word (or a whole word): the word cache, then initial symbols and merges. */
 static int bpe_piece(const qs_tokenizer *tok, const char *word, size_t len, qs_tids *out, qs_err *err)
 {
@@ -284,12 +295,22 @@ static int bpe_piece(const qs_tokenizer *tok, const char *word, size_t len, qs_t
         if (cache_get(tok->cache, word, len, h, out))
             return 0;
     }
-    size_t start = out->len;
+    size_t start = out->len, n = 0;
+    if (len > BPE_COMPACT_MIN && tok->compact_merges) {
+        int32_t *ids = malloc(len * sizeof *ids);
+        if (!ids)
+            return qs_errf(err, "BPE: out of memory");
+        if (initial_symbols(tok, word, len, NULL, ids, &n, err)) {
+            free(ids);
+            return -1;
+        }
+        return qs_bpe_merge_compact(tok, ids, n, out, err); /* takes ids over */
+    }
     symbol *sym = malloc(len * sizeof *sym);
-    size_t n = 0;
     if (!sym)
         return qs_errf(err, "BPE: out of memory");
-    if (initial_symbols(tok, word, len, sym, &n, err) || merge_word(tok, sym, n, err)) {
+    if (initial_symbols(tok, word, len, sym, NULL, &n, err) ||
+        merge_word(tok, sym, n, err)) {
         free(sym);
         return -1;
     }

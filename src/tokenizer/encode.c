@@ -20,10 +20,11 @@ static int encode_words(encode_ctx *c, const char *text, size_t len, bool at_ori
         return qs_bpe_word(c->tok, text, len, c->ids, c->err);
     qs_word *words;
     size_t n;
-    if (qs_pretokenize(c->tok, text, len, at_origin, &c->pre_buf, &words, &n, c->err))
+    const char *base;
+    if (qs_pretokenize(c->tok, text, len, at_origin, &c->pre_buf, &base, &words, &n, c->err))
         return -1;
     for (size_t i = 0; i < n; i++)
-        if (qs_bpe_word(c->tok, c->pre_buf.data + words[i].start, words[i].len, c->ids, c->err)) {
+        if (qs_bpe_word(c->tok, base + words[i].start, words[i].len, c->ids, c->err)) {
             free(words);
             return -1;
         }
@@ -74,7 +75,10 @@ int qs_tokenizer_encode(const qs_tokenizer *tok, const char *text, size_t len, b
                        *bad);
     qs_tids out = {0};
     encode_ctx c = {tok, &out, {0}, err};
-    int rc = 0;
+    /* Every token covers at least one byte, so this never grows: growing by doubling would hold
+     * the old and the new array at once, 12 bytes a token at the last step instead of 4; and
+     * pages of it that no id reaches are never touched. */
+    int rc = qs_tids_reserve(&out, len + tok->n_post_prefix + tok->n_post_suffix + 1) ? qs_errf(err, "out of memory") : 0;
     if (add_special_tokens && qs_tids_append(&out, tok->post_prefix, tok->n_post_prefix))
         rc = qs_errf(err, "out of memory");
     qs_segment *segs = NULL;
@@ -96,6 +100,11 @@ int qs_tokenizer_encode(const qs_tokenizer *tok, const char *text, size_t len, b
     if (rc || !out.data) {
         free(out.data);
         return rc ? -1 : qs_errf(err, "out of memory");
+    }
+    if (out.cap > out.len + 64) { /* the bound was room, not need: give the rest back (in place) */
+        int32_t *fit = realloc(out.data, (out.len ? out.len : 1) * sizeof *fit);
+        if (fit)
+            out.data = fit;
     }
     *ids = out.data;
     *n_ids = out.len;

@@ -31,26 +31,40 @@ static int normal_form(uninorm_t nf, qs_tbuf *cur, qs_err *err)
     return rc ? qs_errf(err, "normalizer: out of memory") : 0;
 }
 
+/* In place, so that a long prompt is never held twice: a longer replacement first moves the text to
+ * the end of the grown buffer and writes from the start, which never overtakes the reading. */
 static int replace_all(qs_tbuf *cur, const char *pat, const char *with, qs_err *err)
 {
     size_t pl = strlen(pat), wl = strlen(with);
     if (!pl || !cur->len)
         return 0;
-    qs_tbuf out = {0};
-    const char *p = cur->data, *end = cur->data + cur->len;
-    while (p < end) {
-        const char *hit = memmem(p, (size_t)(end - p), pat, pl);
-        size_t keep = hit ? (size_t)(hit - p) : (size_t)(end - p);
-        if (qs_tbuf_append(&out, p, keep) || (hit && qs_tbuf_append(&out, with, wl))) {
-            qs_tbuf_free(&out);
+    size_t hits = 0;
+    for (const char *q = cur->data; (q = memmem(q, (size_t)(cur->data + cur->len - q), pat, pl)); q += pl)
+        hits++;
+    if (!hits)
+        return 0;
+    size_t new_len = cur->len - hits * pl + hits * wl, shift = wl > pl ? new_len - cur->len : 0;
+    if (shift) {
+        if (qs_tbuf_reserve(cur, shift))
             return qs_errf(err, "normalizer: out of memory");
-        }
-        p += keep + (hit ? pl : 0);
+        memmove(cur->data + shift, cur->data, cur->len);
     }
-    if (!out.data && qs_tbuf_append(&out, "", 0))
-        return qs_errf(err, "normalizer: out of memory");
-    qs_tbuf_free(cur);
-    *cur = out;
+    char *w = cur->data;
+    const char *r = cur->data + shift, *end = cur->data + shift + cur->len;
+    while (r < end) {
+        const char *hit = memmem(r, (size_t)(end - r), pat, pl);
+        size_t keep = hit ? (size_t)(hit - r) : (size_t)(end - r);
+        memmove(w, r, keep);
+        w += keep;
+        r += keep;
+        if (hit) {
+            memcpy(w, with, wl);
+            w += wl;
+            r += pl;
+        }
+    }
+    cur->len = new_len;
+    cur->data[new_len] = '\0';
     return 0;
 }
 
@@ -84,10 +98,29 @@ static void strip(qs_tbuf *cur, bool left, bool right)
     cur->data[cur->len] = '\0';
 }
 
+/* Room for what the Prepend and Replace steps can make of len bytes (at most 4 times len), taken
+ * at once: a buffer grown later is copied and can leave the old one resident beside it, so a long
+ * prompt would be held twice. */
+static size_t room_for(const qs_tokenizer *tok, size_t len)
+{
+    size_t room = len;
+    for (size_t i = 0; i < tok->n_norm; i++) {
+        const qs_norm_step *st = &tok->norm[i];
+        size_t pl = st->pattern ? strlen(st->pattern) : 0, wl = st->content ? strlen(st->content) : 0;
+        if (st->kind == QS_NORM_PREPEND)
+            room += wl;
+        else if (st->kind == QS_NORM_REPLACE && pl && wl > pl)
+            room += room / pl * (wl - pl);
+        if (room > 4 * len + 64)
+            return 4 * len + 64;
+    }
+    return room;
+}
+
 int qs_normalize(const qs_tokenizer *tok, const char *text, size_t len, char **out, size_t *out_len, qs_err *err)
 {
     qs_tbuf cur = {0};
-    if (qs_tbuf_append(&cur, text, len))
+    if (qs_tbuf_reserve(&cur, room_for(tok, len)) || qs_tbuf_append(&cur, text, len))
         return qs_errf(err, "normalizer: out of memory");
     for (size_t i = 0; i < tok->n_norm; i++) {
         const qs_norm_step *st = &tok->norm[i];
@@ -100,13 +133,13 @@ int qs_normalize(const qs_tokenizer *tok, const char *text, size_t len, char **o
         case QS_NORM_REPLACE: rc = replace_all(&cur, st->pattern, st->content, err); break;
         case QS_NORM_PREPEND:
             if (cur.len) {
-                qs_tbuf n = {0};
-                if (qs_tbuf_append(&n, st->content, strlen(st->content)) || qs_tbuf_append(&n, cur.data, cur.len)) {
-                    qs_tbuf_free(&n);
+                size_t cl = strlen(st->content); /* in place, in the room taken at the start */
+                if (qs_tbuf_reserve(&cur, cl)) {
                     rc = qs_errf(err, "normalizer: out of memory");
                 } else {
-                    qs_tbuf_free(&cur);
-                    cur = n;
+                    memmove(cur.data + cl, cur.data, cur.len + 1);
+                    memcpy(cur.data, st->content, cl);
+                    cur.len += cl;
                 }
             }
             break;

@@ -156,17 +156,17 @@ static int run_split(const char *buf, piece_list *pieces, pcre2_code *re, qs_spl
     return rc;
 }
 
-/* Rewrites every piece into a new buffer: prefix (if want_prefix says so) then the piece with
- * ' ' replaced by rep (rep NULL: unchanged). */
-static int rewrite(qs_tbuf *buf, piece_list *pieces, const char *prefix, int prefix_mode, const char *rep,
-                   qs_err *err)
+/* Rewrites every piece of *src into a new buffer, which becomes buf and *src: prefix (if
+ * want_prefix says so) then the piece with ' ' replaced by rep (rep NULL: unchanged). */
+static int rewrite(const char **src, qs_tbuf *buf, piece_list *pieces, const char *prefix, int prefix_mode,
+                   const char *rep, qs_err *err)
 {
     qs_tbuf nb = {0};
     size_t pl = strlen(prefix), rl = rep ? strlen(rep) : 0;
     int rc = 0;
     for (size_t i = 0; i < pieces->n && !rc; i++) {
         piece *pc = &pieces->p[i];
-        const char *s = buf->data + pc->start;
+        const char *s = *src + pc->start;
         size_t start = nb.len;
         /* prefix_mode: 0 never, 1 always, 2 only at the origin; skipped if the piece already
          * starts with the prefix (or with a space that becomes it). */
@@ -189,17 +189,18 @@ static int rewrite(qs_tbuf *buf, piece_list *pieces, const char *prefix, int pre
     }
     qs_tbuf_free(buf);
     *buf = nb;
+    *src = buf->data ? buf->data : "";
     return 0;
 }
 
 /* Metaspace split: a new piece starts at every replacement char (MergedWithNext). */
-static int split_on_replacement(const qs_tbuf *buf, piece_list *pieces, const char *rep, qs_err *err)
+static int split_on_replacement(const char *src, piece_list *pieces, const char *rep, qs_err *err)
 {
     piece_list out = {0};
     size_t rl = strlen(rep);
     for (size_t i = 0; i < pieces->n; i++) {
         const piece *pc = &pieces->p[i];
-        const char *s = buf->data + pc->start;
+        const char *s = src + pc->start;
         size_t last = 0;
         for (size_t j = 1; j + rl <= pc->len; j++) {
             if (!memcmp(s + j, rep, rl)) {
@@ -220,33 +221,34 @@ oom:
 }
 
 int qs_pretokenize(const qs_tokenizer *tok, const char *text, size_t len, bool at_origin, qs_tbuf *buf,
-                   qs_word **words, size_t *n_words, qs_err *err)
+                   const char **base, qs_word **words, size_t *n_words, qs_err *err)
 {
     piece_list pieces = {0};
+    const char *src = text; /* copied only where a step rewrites it: a long prompt is held once */
     buf->len = 0;
-    if (qs_tbuf_append(buf, text, len) || push_piece(&pieces, 0, len, at_origin)) {
-        free(pieces.p);
+    if (push_piece(&pieces, 0, len, at_origin))
         return qs_errf(err, "pre-tokenizer: out of memory");
-    }
     int rc = 0;
     for (size_t i = 0; i < tok->n_pre && !rc; i++) {
         const qs_pre_step *st = &tok->pre[i];
         switch (st->kind) {
-        case QS_PRE_SPLIT: rc = run_split(buf->data, &pieces, st->re, st->behavior, st->invert, err); break;
+        case QS_PRE_SPLIT: rc = run_split(src, &pieces, st->re, st->behavior, st->invert, err); break;
         case QS_PRE_BYTE_LEVEL:
             if (st->add_prefix_space)
-                rc = rewrite(buf, &pieces, " ", 1, NULL, err);
+                rc = rewrite(&src, buf, &pieces, " ", 1, NULL, err);
             if (!rc && st->re)
-                rc = run_split(buf->data, &pieces, st->re, QS_SPLIT_ISOLATED, false, err);
+                rc = run_split(src, &pieces, st->re, QS_SPLIT_ISOLATED, false, err);
             break;
         case QS_PRE_METASPACE:
-            rc = rewrite(buf, &pieces, st->replacement, st->prepend == QS_PREPEND_ALWAYS ? 1 : st->prepend == QS_PREPEND_FIRST ? 2 : 0,
-                         st->replacement, err);
+            rc = rewrite(&src, buf, &pieces, st->replacement,
+                         st->prepend == QS_PREPEND_ALWAYS ? 1 : st->prepend == QS_PREPEND_FIRST ? 2 : 0, st->replacement,
+                         err);
             if (!rc && st->split)
-                rc = split_on_replacement(buf, &pieces, st->replacement, err);
+                rc = split_on_replacement(src, &pieces, st->replacement, err);
             break;
         }
     }
+    *base = src;
     if (rc) {
         free(pieces.p);
         return -1;

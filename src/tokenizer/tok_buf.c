@@ -37,6 +37,18 @@ void qs_tbuf_free(qs_tbuf *b)
     b->len = b->cap = 0;
 }
 
+int qs_tids_reserve(qs_tids *v, size_t n)
+{
+    if (n <= v->cap)
+        return 0;
+    int32_t *d = realloc(v->data, n * sizeof *d);
+    if (!d)
+        return -1;
+    v->data = d;
+    v->cap = n;
+    return 0;
+}
+
 int qs_tids_append(qs_tids *v, const int32_t *ids, size_t n)
 {
     if (v->len + n > v->cap) {

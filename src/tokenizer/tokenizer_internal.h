@@ -27,6 +27,7 @@ typedef struct {
     size_t len, cap;
 } qs_tids;
 int qs_tids_push(qs_tids *v, int32_t id);
+int qs_tids_reserve(qs_tids *v, size_t n); /* room for n ids in all */
 int qs_tids_append(qs_tids *v, const int32_t *ids, size_t n);
 
 /* ---- vocabulary: id <-> string with an open-addressing hash map (vocab.c) ---- */
@@ -183,6 +184,7 @@ struct qs_tokenizer {
     qs_merges inner_pairs; /* (last input symbol of a merge's left side, first of its right side) */
     bool piecewise;        /* false: some merge cannot be told apart, never cut */
     size_t max_token_len;  /* bytes of the longest vocab string */
+    bool compact_merges;   /* every merge makes the concatenation of its sides (bpe_compact.c) */
 };
 
 /* Fills inner_pairs, piecewise and max_token_len once the vocab, merges and byte tables are
@@ -191,6 +193,13 @@ int qs_bpe_pieces_build(qs_tokenizer *tok, qs_err *err);
 /* End of the piece of word w that starts at start: the first boundary at or after
  * start + min_piece that no merge can cross, or len. */
 size_t qs_bpe_next_cut(const qs_tokenizer *tok, const char *w, size_t start, size_t len, size_t min_piece);
+
+/* Sets compact_merges once the vocab and merges are loaded (bpe_compact.c). */
+void qs_bpe_compact_build(qs_tokenizer *tok);
+/* Merges the n initial symbol ids of a word (a malloc'd array it takes over: freed, or made out's
+ * array) in about 5 bytes a symbol, with HF's result, and appends the final ids to out
+ * (bpe_compact.c). */
+int qs_bpe_merge_compact(const qs_tokenizer *tok, int32_t *ids, size_t n, qs_tids *out, qs_err *err);
 
 /* GPT-2 byte <-> unicode table (byte_level.c). */
 /* UTF-8 of the code point that stands for byte b (1 or 2 bytes); returns its length. */
@@ -202,13 +211,14 @@ int qs_byte_level_byte(uint32_t cp);
 int qs_normalize(const qs_tokenizer *tok, const char *text, size_t len, char **out, size_t *out_len, qs_err *err);
 void qs_norm_steps_free(qs_norm_step *s, size_t n);
 
-/* Pre-tokenisation (pretokenize.c): splits text into words; may rewrite the text (Metaspace),
- * so words index into *buf which the caller frees. at_origin: the text starts the input. */
+/* Pre-tokenisation (pretokenize.c): splits text into words, which index into *base: text itself,
+ * or *buf (which the caller frees) where a step rewrites the text (Metaspace, a ByteLevel prefix
+ * space). at_origin: the text starts the input. */
 typedef struct {
     size_t start, len;
 } qs_word;
 int qs_pretokenize(const qs_tokenizer *tok, const char *text, size_t len, bool at_origin, qs_tbuf *buf,
-                   qs_word **words, size_t *n_words, qs_err *err);
+                   const char **base, qs_word **words, size_t *n_words, qs_err *err);
 pcre2_code *qs_regex_compile(const char *pattern, const char *what, qs_err *err);
 void qs_pre_steps_free(qs_pre_step *s, size_t n);
 

@@ -516,6 +516,7 @@ static int load_json(qs_tokenizer *tok, const char *path, qs_err *err)
         load_decoder(tok, cJSON_GetObjectItemCaseSensitive(root, "decoder"), err) || finish_tables(tok, err) ||
         qs_bpe_pieces_build(tok, err))
         goto done;
+    qs_bpe_compact_build(tok);
     for (size_t i = 0; i < prefix.len + suffix.len; i++) {
         int32_t id = i < prefix.len ? prefix.data[i] : suffix.data[i - prefix.len];
         if (id < 0 || (size_t)id >= tok->vocab.n_ids || !tok->vocab.str[id]) {

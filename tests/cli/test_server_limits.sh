@@ -8,8 +8,9 @@
 #     429 carries Retry-After
 #  6. temperatures between 0 and 1e-5 are greedy (text equal to temperature 0, no -9999 logprobs)
 #  7. QSERVE_API_KEY longer than 255 characters works whole (its prefix is refused); a 100,000-byte
-#     key works whole through the flag too (no cap; the header buffer grows with the key) and a
-#     header block beyond that buffer is a 431, not a crash
+#     key works whole through the flag too (no cap; the header limit grows with the key); a header
+#     block over the limit is a 431 with an OpenAI error body, and one far beyond libmicrohttpd's
+#     buffer its HTML 431, never a crash
 #  8. a NUL character (\u0000) in a prompt or a chat message is tokenized as its byte (never a
 #     silently cut prompt); generated, echoed and detokenized NULs come back as \u0000; a stop
 #     string of one stops; an object key holding one is a 400
@@ -178,14 +179,21 @@ LONG=$(head -c 100000 /dev/zero | tr '\0' 'k')
 if start_server "$MODEL" --threads 1 --api-key "$LONG"; then
   printf 'Authorization: Bearer %s\r\n' "$LONG" >"$TMP/hdr_long"
   printf 'Authorization: Bearer %s\r\n' "${LONG:1}" >"$TMP/hdr_short"
-  printf 'Authorization: Bearer %s\r\n' "$LONG$LONG" >"$TMP/hdr_huge"
+  printf 'Authorization: Bearer %s\r\n' "$LONG$LONG$LONG" >"$TMP/hdr_huge"
   c1=$(command curl -s -o "$TMP/b1" -w '%{http_code}' -H @"$TMP/hdr_long" "$URL/v1/models")
   c2=$(command curl -s -o "$TMP/b2" -w '%{http_code}' -H @"$TMP/hdr_short" "$URL/v1/models")
   c3=$(command curl -s -o "$TMP/b3" -w '%{http_code}' -H @"$TMP/hdr_huge" "$URL/v1/models")
   c4=$(command curl -s -o /dev/null -w '%{http_code}' "$URL/health")
   [ "$c1" = 200 ] && [ "$c2" = 401 ] && [ "$c3" = 431 ] && [ "$c4" = 200 ] &&
     grep -q "bytes of request line and headers" "$TMP/server.log"
-  check key_of_100000_bytes_works_whole $? "whole $c1, one byte short $c2, 200 kB header $c3, health $c4"
+  check key_of_100000_bytes_works_whole $? "whole $c1, one byte short $c2, 300 kB header $c3, health $c4"
+  # Over qserve's limit (32 KiB + the key) but within libmicrohttpd's memory (1.5 times that):
+  # qserve's own 431 with an OpenAI error body. Past that memory, libmicrohttpd's HTML 431.
+  { cat "$TMP/hdr_long"; printf 'X-Pad: %s\r\n' "$(head -c 40000 /dev/zero | tr '\0' p)"; } >"$TMP/hdr_over"
+  c5=$(command curl -s -o "$TMP/b5" -w '%{http_code}' -H @"$TMP/hdr_over" "$URL/v1/models")
+  [ "$c5" = 431 ] && [ "$(json .error.type <"$TMP/b5")" = request_too_large ] &&
+    grep -q "exceed 132768 bytes" "$TMP/b5" && grep -q "<html>" "$TMP/b3"
+  check header_block_over_limit_gets_json_431 $? "over the limit: $c5 $(head -c 200 "$TMP/b5"); far over: $(head -c 80 "$TMP/b3")"
 else
   notok key_of_100000_bytes_works_whole "$(tail -c 500 "$TMP/server.log")"
 fi

@@ -52,7 +52,7 @@ check stdin_roundtrip_small $?
 # prompt is one word) costs at most 8x its size above a tiny prompt's peak RSS — the ids alone are
 # 4 bytes a character here. BPE merges it piece by piece (src/tokenizer/bpe_pieces.c).
 python3 -c 'import random, sys; random.seed(5); sys.stdout.write("".join(random.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(8 << 20)))' >"$tmp/word"
-peak_kb() { python3 - "$BIN" "$SMALL" "$1" <<'PY'
+peak_kb() { python3 - "$BIN" "${2:-$SMALL}" "$1" <<'PY'
 import resource, subprocess, sys
 with open(sys.argv[3], "rb") as f:
     rc = subprocess.run([sys.argv[1], "tokenize", sys.argv[2]], stdin=f, stdout=subprocess.DEVNULL).returncode
@@ -66,6 +66,25 @@ base=$(peak_kb "$tmp/tiny"); big=$(peak_kb "$tmp/word")
 echo "# peak RSS: tiny prompt $base kB, 8 MiB word $big kB ($(awk -v a="$base" -v b="$big" 'BEGIN{printf "%.1f", (b-a)/8192}')x)"
 [ "$base" -gt 0 ] && [ "$big" -gt 0 ] && [ $(( big - base )) -le $(( 8 * 8192 )) ]
 check one_word_8mib_memory_within_8x $?
+
+# Words with no safe cut merge whole, in bpe_compact.c's small records: a run of one character
+# outside this vocabulary (byte fallback: never cut), and with Llama-3.1 runs of one letter and of
+# spaces (one pre-token each, and "a a" merges everywhere). Each costs at most 8x as well.
+within_8x() { # name, file, [tokenizer]
+  local b0 b1
+  b0=$(peak_kb "$tmp/tiny" "${3:-}"); b1=$(peak_kb "$2" "${3:-}")
+  echo "# peak RSS: $1: $(awk -v a="$b0" -v b="$b1" -v n="$(stat -c %s "$2")" 'BEGIN{printf "%.1f", (b-a)*1024/n}')x"
+  [ "$b0" -gt 0 ] && [ "$b1" -gt 0 ] && [ $(( (b1 - b0) * 1024 )) -le $(( 8 * $(stat -c %s "$2") )) ]
+  check "$1" $?
+}
+python3 -c 'import sys; sys.stdout.write("é" * (4 << 20))' >"$tmp/run"
+within_8x e_acute_run_8mib_memory_within_8x "$tmp/run"
+if [ -f "$DATA/tokenizers/llama3_1/tokenizer.json" ]; then
+  python3 -c 'import sys; sys.stdout.write("a" * (8 << 20))' >"$tmp/run"
+  within_8x llama3_letter_run_8mib_memory_within_8x "$tmp/run" "$DATA/tokenizers/llama3_1"
+  python3 -c 'import sys; sys.stdout.write(" " * (8 << 20))' >"$tmp/run"
+  within_8x llama3_space_run_8mib_memory_within_8x "$tmp/run" "$DATA/tokenizers/llama3_1"
+fi
 
 # The real tokenizers (their full behaviour is covered by the unit suites; these check the CLI).
 if [ ! -f "$DATA/tokenizers/qwen3/tokenizer.json" ]; then

@@ -19,6 +19,7 @@
 
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/tokenizer_internal.h" /* piecewise, to compare pieces with whole words */
+#include "encode_compare.h"
 #include "util/fileio.h"
 
 static qs_tokenizer *qwen3, *llama3;
@@ -365,21 +366,10 @@ static void random_strings_roundtrip(void **state)
 
 /* ---- long words merged piece by piece (bpe_pieces.c) give the whole word's ids ---- */
 
+/* the whole word in one merge loop, as HF tokenizers runs it */
 static void pieces_equal_whole(qs_tokenizer *tok, const char *text, size_t len)
 {
-    qs_err err;
-    int32_t *a, *b;
-    size_t na, nb;
-    assert_true(tok->piecewise);
-    assert_int_equal(qs_tokenizer_encode(tok, text, len, true, &a, &na, &err), 0);
-    tok->piecewise = false; /* the whole word in one merge loop, as HF tokenizers runs it */
-    int rc = qs_tokenizer_encode(tok, text, len, true, &b, &nb, &err);
-    tok->piecewise = true;
-    assert_int_equal(rc, 0);
-    assert_int_equal(na, nb);
-    assert_memory_equal(a, b, na * sizeof *a);
-    free(a);
-    free(b);
+    qs_test_encode_same_without(tok, &tok->piecewise, text, len);
 }
 
 static void long_words_in_pieces_equal_whole(void **state)
