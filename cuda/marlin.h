@@ -18,6 +18,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "lab_knob.h"
+
 extern "C" {
 #include "ops/act_order.h"
 #include "quant/scheme.h"
@@ -71,19 +73,9 @@ struct Runtime {
     bool sm90;    // compute capability 9.0 and an sm_90a build: the wgmma kernel runs
 };
 int runtime(Runtime *rt, qs_err *err);
-// A measurement knob: `shipped`, the value the product runs. Only a dev build (make dev:
-// -DQS_DEV_KNOBS) reads the environment variable `name` (QSERVE_MARLIN_*, dev/README.md) in its
-// place, so the lab can force a kernel or a setting; the product reads no QSERVE_MARLIN_* variable.
-inline int knob(const char *name, int shipped)
-{
-#ifdef QS_DEV_KNOBS
-    const char *e = getenv(name);
-    return e && *e ? atoi(e) : shipped;
-#else
-    (void)name;
-    return shipped;
-#endif
-}
+// A measurement knob (QSERVE_MARLIN_*, dev/README.md): `shipped` in the product, the variable in
+// a dev build (lab_knob.h).
+inline int knob(const char *name, int shipped) { return qs_lab_knob(name, shipped); }
 // CTAs of `kernel` resident per SM at `threads` threads and `smem` bytes of dynamic shared memory
 // (the occupancy API, asked once per kernel; raises the kernel's shared-memory limit to smem).
 int ctas_per_sm(const void *kernel, int threads, size_t smem, qs_err *err);

@@ -1,6 +1,6 @@
 /* model_internal.h — the parts of a loaded model shared by the loader (model_load.c,
- * model_weights.c), the forward pass (forward.c) and the step scratch (model_scratch.c). Each
- * linear layer keeps its checkpoint description, the kernel the registry chose and that kernel's
+ * model_weights.c), the forward pass (forward.c, driven by model_step.c) and the step scratch
+ * (model_scratch.c). Each linear layer keeps its checkpoint description, the kernel the registry chose and that kernel's
  * prepared state; norms, embeddings and biases are device buffers made by ops->upload_tensor. */
 #ifndef QS_MODEL_MODEL_INTERNAL_H
 #define QS_MODEL_MODEL_INTERNAL_H
