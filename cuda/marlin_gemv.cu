@@ -32,9 +32,9 @@ template <bool FP4, int OCC> constexpr int kBatch = (FP4 ? 4 : 8) / (OCC == 3 ? 
 // 128 registers without spilling: those are built for one CTA per SM.
 template <int MT, int ST> constexpr int kOccupancy = MT * ST >= 8 ? 1 : 2;
 constexpr int kBlockTokens = 32;  // tokens per CTA (four n8 tiles); more tokens: more token blocks
-// The most tokens the kernel takes (QSERVE_MARLIN_GEMV lowers it): at 64 it measured faster per
-// decoder layer than the pipelined kernel (docs/marlin.md).
-constexpr int kMaxGemvM = 64;
+// The most tokens the kernel takes is the plan's (marlin_plan.h: at 64 it measured faster per
+// decoder layer than the pipelined kernel, docs/marlin.md): two token blocks.
+static_assert(QS_MARLIN_SMALL_M_MAX_TOKENS == 2 * kBlockTokens, "the small-M kernel runs up to two token blocks");
 constexpr int kMinUnitsPerWarp = 8;
 
 // Weights are read once: no L1 allocation, non-coherent path.
@@ -364,14 +364,6 @@ int split_by_waves(int64_t ctas, int64_t wave, int64_t most)
         }
     }
     return best;
-}
-
-// FP8 with per-tensor or per-channel scales and NVFP4; 128x128-block FP8 stays on the GEMM.
-// QSERVE_MARLIN_GEMV=N caps the tokens it takes (0 turns it off; for measurements).
-int64_t gemv_max_m(const Layer &l)
-{
-    static const int64_t cap = std::min<int64_t>(std::max(0, knob("QSERVE_MARLIN_GEMV", kMaxGemvM)), kMaxGemvM);
-    return l.block ? 0 : cap;
 }
 
 namespace {

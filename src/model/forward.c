@@ -21,13 +21,13 @@
 #include "engine/kv_cache.h"
 #include "model/model_internal.h"
 
-/* The kernel that runs l for a step of `rows` (per-step dispatch: its small-step kernel up to
- * small_max_rows), and its state. */
+/* The kernel that runs l for a step of `rows` (the row of its plan, registry/step_plan.h), and its
+ * state. */
 static const qs_kernel *kernel_for(const qs_linear *l, int64_t rows, const void **state)
 {
-    bool small = l->small_kernel && rows <= l->small_max_rows;
-    *state = small ? l->small_state : l->state;
-    return small ? l->small_kernel : l->kernel;
+    const qs_plan_row *r = qs_plan_row_for(&l->plan, rows);
+    *state = r->state;
+    return r->kernel;
 }
 
 qs_act_order qs_linear_order(const qs_model *m, const qs_linear *l, int64_t rows)

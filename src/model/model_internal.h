@@ -14,6 +14,7 @@
 #include "quant/linear_shard.h"
 #include "quant/quant_config.h"
 #include "registry/registry.h"
+#include "registry/step_plan.h"
 
 typedef struct qs_linear {
     qs_linear_desc desc;
@@ -23,10 +24,9 @@ typedef struct qs_linear {
     qs_online_fp8 *online;      /* --quantization fp8: the quantized weights desc points at */
     qs_fused_linear *fused;     /* qkv_proj / gate_up_proj: the concatenated tensors desc points at */
     qs_linear_shard *shard;     /* tensor parallelism: this rank's part of the tensors desc points at */
-    /* Per-step dispatch (step_dispatch.c): steps of at most small_max_rows tokens run here. */
-    const qs_kernel *small_kernel;
-    void *small_state;
-    int64_t small_max_rows;
+    /* The kernel for a step of m tokens (registry/step_plan.h; made by step_dispatch.c): rows by
+     * token count, the last one `kernel` and `state`; the others own their prepared states. */
+    qs_plan plan;
 } qs_linear;
 
 typedef struct qs_moe_layer {

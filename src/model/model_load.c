@@ -531,8 +531,9 @@ static void free_linear(const qs_ops *ops, qs_linear *l)
 {
     if (l->kernel && l->state)
         l->kernel->release(l->state);
-    if (l->small_kernel && l->small_state)
-        l->small_kernel->release(l->small_state);
+    for (int i = 0; i < l->plan.n_rows; i++) /* the rows' own prepared copies */
+        if (l->plan.rows[i].state && l->plan.rows[i].state != l->state)
+            l->plan.rows[i].kernel->release(l->plan.rows[i].state);
     if (ops && l->bias)
         ops->free(l->bias);
     qs_online_fp8_free(l->online);
