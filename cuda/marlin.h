@@ -73,7 +73,7 @@ int gemm(const Layer &l, const __nv_bfloat16 *x, __nv_bfloat16 *y, int64_t m, cu
 // it (plan_stream), else natural. gemm(..., ordered = true) takes x in that order (an error where it is natural).
 qs_act_order input_order(const Layer &l, int64_t m);
 // What the two kernels share on the host: marlin_gemm.cu keeps the device facts and the split-K
-// workspace (one per process), marlin_gemv.cu runs steps of few tokens.
+// workspace (one per process), marlin_small_m.cu runs steps of few tokens.
 struct Params; // marlin_device.cuh
 struct Runtime {
     int sms;      // multiprocessors
@@ -89,12 +89,12 @@ inline int knob(const char *name, int shipped) { return qs_lab_knob(name, shippe
 int ctas_per_sm(const void *kernel, int threads, size_t smem, qs_err *err);
 // Makes the workspace hold `floats` partial sums and `counters` tickets; fills p.ws and p.cnt.
 int split_workspace(size_t floats, size_t counters, Params &p, qs_err *err);
-// The small-M kernel (marlin_gemv.cu): the workspace it needs at m tokens, and the launch (p
+// The small-M kernel (marlin_small_m.cu): the workspace it needs at m tokens, and the launch (p
 // filled by gemm(), activations padded; rt: the device facts gemm() read once).
-int gemv_workspace(const Layer &l, int64_t m, int sms, size_t *floats, size_t *counters, qs_err *err);
-int gemv(const Layer &l, Params &p, const Runtime &rt, cudaStream_t s, qs_err *err);
+int small_m_workspace(const Layer &l, int64_t m, int sms, size_t *floats, size_t *counters, qs_err *err);
+int small_m(const Layer &l, Params &p, const Runtime &rt, cudaStream_t s, qs_err *err);
 // k slices for `ctas` CTAs on `wave` resident CTA slots: the count in 1..most (at most 16) with
-// the fewest waves per slice, the smallest on ties (marlin_gemv.cu).
+// the fewest waves per slice, the smallest on ties (marlin_small_m.cu).
 int split_by_waves(int64_t ctas, int64_t wave, int64_t most);
 // The wgmma kernel (marlin_wgmma.cu, sm_90): the workspace it needs (split-K partials, tickets,
 // permuted activations), and the launch (p filled by gemm(), strips / units_k / ksteps included;

@@ -580,7 +580,7 @@ int reserve_workspace(const Layer &l, int64_t m_max, qs_err *err)
                 return -1;
             permuted = std::max(permuted, pa);
         } else if (row.unaligned == QS_MARLIN_SMALL_M) {
-            if (gemv_workspace(l, mm, rt.sms, &f, &c, err))
+            if (small_m_workspace(l, mm, rt.sms, &f, &c, err))
                 return -1;
         } else if (mm <= kMaxSplitM) {
             Plan pl = make_plan(l, mm);
@@ -653,7 +653,7 @@ int gemm(const Layer &l, const __nv_bfloat16 *x, __nv_bfloat16 *y, int64_t m, cu
         p.XS = (int)l.k_pad;
     }
     if (path == QS_MARLIN_SMALL_M)
-        return gemv(l, p, rt, s, err);
+        return small_m(l, p, rt, s, err);
     Plan pl = make_plan(l, m);
     if (pl.splits > 1 && split_workspace((size_t)pl.splits * m * l.n_pad, (size_t)pl.mblocks * pl.tiles_n, p, err))
         return -1;

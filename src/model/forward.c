@@ -6,7 +6,7 @@
  *              write k,v to the paged cache; attention over each sequence's block table;
  *              x += o_proj(attn); h = norm(x); x += mlp(h)  (SwiGLU, or routed experts)
  *   logits = lm_head(norm(x)) for the last token of each sequence that wants them.
- * Where the loader fused them (model_fuse.c), q/k/v come from one qkv_proj GEMM whose output is
+ * Where the loader fused them (projection_fusion_load.c), q/k/v come from one qkv_proj GEMM whose output is
  * split by columns, and SwiGLU reads gate and up straight from one gate_up_proj output.
  * The residual add is fused into the following RMSNorm (ops->add_rmsnorm), which, like the SwiGLU
  * before down_proj and the attention before o_proj, writes its output in the order the next

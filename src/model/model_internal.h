@@ -48,7 +48,7 @@ typedef struct qs_layer {
     void *attn_norm, *mlp_norm;
     void *q_norm, *k_norm;      /* Qwen3: per-head RMSNorm weights [head_dim] */
     qs_linear q, k, v, o;
-    bool qkv_fused;             /* q, k, v run as the one layer qkv (model_fuse.c); q, k, v are unused */
+    bool qkv_fused;             /* q, k, v run as the one layer qkv (projection_fusion_load.c); q, k, v are unused */
     qs_linear qkv;
     bool is_moe;
     qs_linear gate, up, down;   /* dense MLP */

@@ -1,5 +1,5 @@
 /* model_load.c — qs_model_load: config.json, the checkpoint, every layer's tensors (shapes checked
- * against the config), online quantization, the fusion of q/k/v and gate/up (model_fuse.c),
+ * against the config), online quantization, the fusion of q/k/v and gate/up (projection_fusion_load.c),
  * kernel selection through the registry once per (layer kind, scheme) with one log line each, and
  * weight preparation by the chosen kernels. Norms, embeddings and biases are uploaded through the
  * ops of the device the config picks. Llama 4's feed-forward blocks (router, shared expert, fused or
