@@ -211,7 +211,7 @@ if run model_fp8_cpu_marlin 0 "$BIN" backends "$TMP/llama-fp8" --device cpu --li
     "-> reference" "plan (tokens per step): 1+ reference"
 fi
 
-# H200, auto: cublaslt, plus marlin for steps of <= 64 tokens (per-step dispatch, model/step_dispatch.c);
+# H200, auto: cublaslt, plus marlin for steps of <= 64 tokens (the per-step table, src/registry/step_plan.c);
 # an explicit backend or QSERVE_SMALL_STEP_TOKENS=0 keeps one kernel, a bad value fails like serve
 if "$BIN" backends --device cpu | grep -q "^  marlin     cuda     linear"; then
   "$BIN" backends "$TMP/llama-fp8" --assume-compute-capability 9.0 >"$TMP/out" 2>"$TMP/err"
