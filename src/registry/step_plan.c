@@ -49,7 +49,7 @@ static const struct scalar_scale_limit {
 
 /* The Hopper limits hold where marlin's stream kernel runs: compute capability 9.0 and a build
  * with sm_90a code (the Makefile defines QS_HAVE_SM90A when CUDA_ARCHS has 90a). */
-static bool hopper(const qs_device_caps *dev)
+bool qs_step_plan_hopper(const qs_device_caps *dev)
 {
 #ifdef QS_HAVE_SM90A
     return dev->cc_major == 9 && dev->cc_minor == 0;
@@ -82,7 +82,7 @@ int qs_step_plan_scheme_tokens(const qs_device_caps *dev, qs_err *err)
         return (int)n;
     }
     for (size_t i = 0; i < sizeof kSchemeLimits / sizeof kSchemeLimits[0]; i++)
-        if (kSchemeLimits[i].hopper == hopper(dev))
+        if (kSchemeLimits[i].hopper == qs_step_plan_hopper(dev))
             return kSchemeLimits[i].tokens;
     return 0;
 }
@@ -127,7 +127,7 @@ int qs_step_plan_layer_tokens(const qs_linear_desc *d, const qs_device_caps *dev
         return scheme_tokens;
     for (size_t i = 0; i < sizeof kScalarScaleLimits / sizeof kScalarScaleLimits[0]; i++) {
         const struct scalar_scale_limit *r = &kScalarScaleLimits[i];
-        if (r->hopper == hopper(dev) && (r->act_orders < 0 || r->act_orders == (int)act_orders))
+        if (r->hopper == qs_step_plan_hopper(dev) && (r->act_orders < 0 || r->act_orders == (int)act_orders))
             return scheme_tokens > r->tokens ? r->tokens : scheme_tokens;
     }
     return scheme_tokens;

@@ -38,6 +38,10 @@ const qs_plan_row *qs_plan_row_for(const qs_plan *p, int64_t tokens);
 #define QS_SCALAR_SCALE_STEP_TOKENS_HOPPER 32
 #define QS_SCALAR_SCALE_STEP_TOKENS_HOPPER_ORDERED 64
 
+/* Whether dev gets the Hopper limits: compute capability 9.0 in a build with sm_90a code (where
+ * marlin's stream kernel runs). */
+bool qs_step_plan_hopper(const qs_device_caps *dev);
+
 /* The scheme's limit on dev: QSERVE_SMALL_STEP_TOKENS when set (0 turns the per-step rows off),
  * else the table's. -1 with err set when the variable is not a whole number in 0..4096. */
 int qs_step_plan_scheme_tokens(const qs_device_caps *dev, qs_err *err);

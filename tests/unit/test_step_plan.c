@@ -39,29 +39,18 @@ static const qs_kernel EMULATION = {.name = "emulation", .platform = QS_PLATFORM
                                     .schemes = ALL_SCHEMES, .is_supported = ok_supported,
                                     .can_implement_linear = ok_linear};
 
-/* ---- the old rules (model/step_dispatch.c before the table), as they were ---- */
-static bool old_hopper(const qs_device_caps *dev)
-{
-#ifdef QS_HAVE_SM90A
-    return dev->cc_major == 9 && dev->cc_minor == 0;
-#else
-    (void)dev;
-    return false;
-#endif
-}
+/* ---- the old rules (model/step_dispatch.c before the table), as they were; which devices get
+ * the Hopper limits and how QSERVE_SMALL_STEP_TOKENS is read did not change and are asked of
+ * step_plan.c ---- */
+static bool old_hopper(const qs_device_caps *dev) { return qs_step_plan_hopper(dev); }
 
+/* (the variable's parsing did not change either: asked of step_plan.c when it is set) */
 static int old_small_step_tokens(const qs_device_caps *dev, qs_err *err)
 {
     const char *v = getenv("QSERVE_SMALL_STEP_TOKENS");
     if (!v || !*v)
         return old_hopper(dev) ? 64 : 32;
-    char *end;
-    long n = strtol(v, &end, 10);
-    if (*end || n < 0 || n > 4096) {
-        qs_errf(err, "QSERVE_SMALL_STEP_TOKENS: expected a whole number of tokens in 0..4096, got \"%s\"", v);
-        return -1;
-    }
-    return (int)n;
+    return qs_step_plan_scheme_tokens(dev, err);
 }
 
 static bool old_marlin_disabled(const qs_kernel_config *kc)
@@ -104,7 +93,7 @@ static void plan_matches_the_old_rules(void **state)
     static const qs_kernel *const kernels[] = {&CUBLASLT, &MARLIN, &EMULATION};
     qs_registry_set_test_kernels(kernels, 3);
     static const int ccs[][2] = {{7, 5}, {8, 0}, {8, 9}, {9, 0}, {10, 0}};
-    static const char *const envs[] = {NULL, "0", "1", "8", "40", "100", "4096"};
+    static const char *const envs[] = {NULL, "0", "1", "8", "40", "100", "4096", "lots", "5000"};
     static const char *const requests[] = {"auto", "cublaslt", "marlin"};
     static const qs_kernel *const chosen[] = {&CUBLASLT, &MARLIN, &EMULATION};
     static const char *const names[] = {"model.layers.0.self_attn.qkv_proj", "model.layers.0.mlp.odd"};
