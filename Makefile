@@ -53,7 +53,7 @@ ifneq ($(NVCC),)
   CUDA_OBJ   := $(CUDA_SRC:%.cu=$(BUILD)/%.o)
   DEFS       += -DQS_HAVE_CUDA=1
   # marlin's Hopper kernels (wgmma, the stream kernel) exist only in builds with sm_90a code; the
-  # per-step dispatch's Hopper thresholds (model/step_dispatch.c) were measured with them
+  # per-step table's Hopper limits (src/registry/step_plan.c) were measured with them
   ifneq ($(filter 90a,$(CUDA_ARCHS)),)
     DEFS     += -DQS_HAVE_SM90A=1
   endif

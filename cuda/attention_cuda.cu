@@ -6,11 +6,11 @@
 // (running max, sum and weighted V in FP32, one dimension slice per lane); the warps' results are
 // merged in shared memory. Where the query heads group evenly over the KV heads (GQA, 1/2/4/8 a
 // KV head) a grouped kernel serves a KV head's query heads from one K/V load instead
-// (QSERVE_ATTN_GROUPED=0: not). When there are too few CTAs to fill the GPU — decode of a few
+// (a dev build's QSERVE_ATTN_GROUPED=0: not). When there are too few CTAs to fill the GPU — decode of a few
 // sequences — the positions are split across CTAs (split-KV) and a second kernel merges the
 // splits' softmax states. Output rows go in the order o_proj's kernel reads (ops/act_order.h).
 // Runs of >= 16 tokens of one sequence (prefill chunks) go to the tensor-core kernel of
-// attention_prefill.cu instead (QSERVE_ATTN_PREFILL=0: not) when the cache is bf16; an FP8 cache's
+// attention_prefill.cu instead (a dev build's QSERVE_ATTN_PREFILL=0: not) when the cache is bf16; an FP8 cache's
 // prefill runs here. KV writes skip negative slots: the dummy rows that pad a decode batch up to
 // its graph's size, and quantize for an FP8 cache.
 #include <cuda_bf16.h>
@@ -22,6 +22,7 @@
 #include "cuda_check.h"
 #include "kv_codec.cuh"
 #include "kv_layout.cuh"
+#include "lab_knob.h"
 #include "launch_pdl.cuh"
 #include "cuda_stream.h"
 #include "scratch.h"
@@ -369,11 +370,11 @@ static int attention_cuda_cores_as(void *out, const void *q, const void *k_cache
     if (sm_count <= 0)
         sm_count = 80;
     int64_t pairs = b->n_tokens * n_heads;
-    // QSERVE_ATTN_GROUPED=0: one CTA per query head (attention_kernel) even where the grouped
-    // kernel serves the head grouping (read at every call, so a test can switch).
-    const char *grouped_env = getenv("QSERVE_ATTN_GROUPED");
+    // QSERVE_ATTN_GROUPED=0 (a lab switch, dev builds only: lab_knob.h): one CTA per query head
+    // (attention_kernel) even where the grouped kernel serves the head grouping (read at every
+    // call, so a test can switch).
     const int group = n_heads / n_kv_heads;
-    const bool grouped = !(grouped_env && !strcmp(grouped_env, "0")) &&
+    const bool grouped = qs_lab_knob("QSERVE_ATTN_GROUPED", 1) != 0 &&
                          (group == 1 || group == 2 || group == 4 || group == 8) && head_dim % 4 == 0;
     const int chunks = head_dim <= 128 ? 1 : 2, warps = grouped ? grouped_warps(group, chunks) : kWarps;
     // (token, head) CTAs before splits, and their warps: split the positions until ~16 warps an SM

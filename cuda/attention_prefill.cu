@@ -23,6 +23,7 @@
 #include "attention_prefill.h"
 #include "cuda_check.h"
 #include "kv_layout.cuh"
+#include "lab_knob.h"
 #include "cuda_stream.h"
 #include "scratch.h"
 
@@ -413,8 +414,7 @@ bool aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
 extern "C" bool qs_cuda_attn_prefill_wanted(const void *out, const void *q, const void *k_cache, const void *v_cache,
                                             const qs_attn_batch *b, int n_heads, int n_kv_heads, int head_dim)
 {
-    const char *env = getenv("QSERVE_ATTN_PREFILL");
-    if (env && !strcmp(env, "0"))
+    if (qs_lab_knob("QSERVE_ATTN_PREFILL", 1) == 0) // a lab switch (dev builds only: lab_knob.h)
         return false;
     if (head_dim != 64 && head_dim != 128)
         return false;

@@ -39,8 +39,8 @@ typedef struct qs_attn_prefill_plan {
     const int32_t *rest_pos;
 } qs_attn_prefill_plan;
 
-/* Whether the tensor-core kernel may serve this batch and shape: QSERVE_ATTN_PREFILL is not "0"
- * (read at every call, so a test can switch), head_dim is 64 or 128, the query heads group over
+/* Whether the tensor-core kernel may serve this batch and shape: a dev build's lab switch
+ * QSERVE_ATTN_PREFILL is not "0" (read at every call, so a test can switch; lab_knob.h), head_dim is 64 or 128, the query heads group over
  * the kv heads, the buffers are 16-byte aligned (cp.async), and the batch could hold a run of
  * QS_ATTN_PREFILL_MIN_RUN tokens. */
 bool qs_cuda_attn_prefill_wanted(const void *out, const void *q, const void *k_cache, const void *v_cache,

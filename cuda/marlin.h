@@ -18,6 +18,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "lab_knob.h"
+#include "marlin_plan.h"
+
 extern "C" {
 #include "ops/act_order.h"
 #include "quant/scheme.h"
@@ -46,6 +49,7 @@ struct Layer {
     float *blockscale;       // FP8 block: [ceil(n/128), k/128]
     float post1, post2;      // multiplied into every output (NVFP4: 2^84 and the global scale)
     __nv_bfloat16 *bias;     // [n] or NULL
+    qs_marlin_plan plan;     // which kernel runs a step of m tokens (marlin_plan.h; made by plan_paths)
 };
 
 // Host-side repacking (marlin_pack.cu). dst sizes: n*k bytes (FP8), n*k/2 (NVFP4 weights),
@@ -55,15 +59,21 @@ void pack_nvfp4(const uint8_t *w, const uint8_t *scale_e4m3, int64_t n, int64_t 
 // The E5M3 code of an E4M3 magnitude byte (1..0x7E); see marlin_pack.cu.
 uint8_t e5m3_code(uint8_t e4m3_magnitude);
 
-// Launches y = x W^T (+ bias) on stream s (marlin_gemm.cu).
+// Fills l.plan from the layer's shape, the device and the knobs (marlin_gemm.cu); prepare calls it
+// once, before reserve_workspace, and every launch reads the plan's row for its step.
+int plan_paths(Layer &l, qs_err *err);
+// The knobs the plan reads: QS_MARLIN_SHIPPED in the product, the QSERVE_MARLIN_* variables in a
+// dev build.
+const qs_marlin_knobs &path_knobs();
+// Launches y = x W^T (+ bias) on stream s (marlin_gemm.cu): the kernel of l.plan's row for m.
 int gemm(const Layer &l, const __nv_bfloat16 *x, __nv_bfloat16 *y, int64_t m, cudaStream_t s, qs_err *err,
          bool ordered = false);
 // The order (ops/act_order.h) the layer wants x in at m tokens: the stream kernel's packed k order
-// where its rewrite-free path takes the step with x given in that order (plan_stream), else
-// natural. gemm(..., ordered = true) takes x in that order (an error where it is natural).
+// where the plan's row gives the step to it with x in that order and its rewrite-free path takes
+// it (plan_stream), else natural. gemm(..., ordered = true) takes x in that order (an error where it is natural).
 qs_act_order input_order(const Layer &l, int64_t m);
 // What the two kernels share on the host: marlin_gemm.cu keeps the device facts and the split-K
-// workspace (one per process), marlin_gemv.cu runs steps of few tokens.
+// workspace (one per process), marlin_small_m.cu runs steps of few tokens.
 struct Params; // marlin_device.cuh
 struct Runtime {
     int sms;      // multiprocessors
@@ -71,37 +81,24 @@ struct Runtime {
     bool sm90;    // compute capability 9.0 and an sm_90a build: the wgmma kernel runs
 };
 int runtime(Runtime *rt, qs_err *err);
-// A measurement knob: `shipped`, the value the product runs. Only a dev build (make dev:
-// -DQS_DEV_KNOBS) reads the environment variable `name` (QSERVE_MARLIN_*, dev/README.md) in its
-// place, so the lab can force a kernel or a setting; the product reads no QSERVE_MARLIN_* variable.
-inline int knob(const char *name, int shipped)
-{
-#ifdef QS_DEV_KNOBS
-    const char *e = getenv(name);
-    return e && *e ? atoi(e) : shipped;
-#else
-    (void)name;
-    return shipped;
-#endif
-}
+// A measurement knob (QSERVE_MARLIN_*, dev/README.md): `shipped` in the product, the variable in
+// a dev build (lab_knob.h).
+inline int knob(const char *name, int shipped) { return qs_lab_knob(name, shipped); }
 // CTAs of `kernel` resident per SM at `threads` threads and `smem` bytes of dynamic shared memory
 // (the occupancy API, asked once per kernel; raises the kernel's shared-memory limit to smem).
 int ctas_per_sm(const void *kernel, int threads, size_t smem, qs_err *err);
 // Makes the workspace hold `floats` partial sums and `counters` tickets; fills p.ws and p.cnt.
 int split_workspace(size_t floats, size_t counters, Params &p, qs_err *err);
-// The small-M kernel (marlin_gemv.cu): the most tokens it takes for this layer (0: none), the
-// workspace it needs at m tokens, and the launch (p filled by gemm(), activations padded; rt: the
-// device facts gemm() read once).
-int64_t gemv_max_m(const Layer &l);
-int gemv_workspace(const Layer &l, int64_t m, int sms, size_t *floats, size_t *counters, qs_err *err);
-int gemv(const Layer &l, Params &p, const Runtime &rt, cudaStream_t s, qs_err *err);
+// The small-M kernel (marlin_small_m.cu): the workspace it needs at m tokens, and the launch (p
+// filled by gemm(), activations padded; rt: the device facts gemm() read once).
+int small_m_workspace(const Layer &l, int64_t m, int sms, size_t *floats, size_t *counters, qs_err *err);
+int small_m(const Layer &l, Params &p, const Runtime &rt, cudaStream_t s, qs_err *err);
 // k slices for `ctas` CTAs on `wave` resident CTA slots: the count in 1..most (at most 16) with
-// the fewest waves per slice, the smallest on ties (marlin_gemv.cu).
+// the fewest waves per slice, the smallest on ties (marlin_small_m.cu).
 int split_by_waves(int64_t ctas, int64_t wave, int64_t most);
-// The wgmma kernel (marlin_wgmma.cu, sm_90): whether it takes a step of m tokens, the workspace
-// it needs (split-K partials, tickets, permuted activations), and the launch (p filled by gemm(),
-// strips / units_k / ksteps included; x: the unpadded activations, row stride xs).
-bool wgmma_takes(const Layer &l, int64_t m, const Runtime &rt);
+// The wgmma kernel (marlin_wgmma.cu, sm_90): the workspace it needs (split-K partials, tickets,
+// permuted activations), and the launch (p filled by gemm(), strips / units_k / ksteps included;
+// x: the unpadded activations, row stride xs).
 // x (m rows, stride xs) copied into xp (m x k_pad) in the packer's k order (zeros past k), the order
 // the wgmma kernel and the stream kernel's rewrite-free path read B in (marlin_permute.cu).
 int permute_activations(const Layer &l, const __nv_bfloat16 *x, int64_t xs, int64_t m, __nv_bfloat16 *xp,
@@ -112,14 +109,11 @@ int wgmma_workspace(const Layer &l, int64_t m, int sms, size_t *floats, size_t *
                     qs_err *err);
 int wgmma(const Layer &l, Params &p, const __nv_bfloat16 *x, int64_t xs, const Runtime &rt, cudaStream_t s,
           qs_err *err);
-// The stream kernel (marlin_stream.cu, sm_90): the same three, for steps of up to 64 tokens
+// The stream kernel (marlin_stream.cu, sm_90): the same two, for steps of up to 64 tokens
 // (stream_workspace's permuted: the activation copy in the packer's k order its rewrite-free path
 // reads, 0 where that path is not taken). stream_fits: the activations' address suits its tensor
 // map and the output's its 16-byte stores, both 16-byte aligned; checked per call. stream(...,
 // ordered): x already in the packed order, only where input_order said so (gemm checks it).
-// stream_takes(..., ordered): whether it takes the step, with x in the packed order or not (it
-// takes a few more steps when no permute is needed).
-bool stream_takes(const Layer &l, int64_t m, const Runtime &rt, bool ordered = false);
 bool stream_fits(const __nv_bfloat16 *x, const __nv_bfloat16 *y);
 void stream_workspace(const Layer &l, int64_t m, int sms, size_t *floats, size_t *counters, size_t *permuted);
 int stream(const Layer &l, Params &p, const __nv_bfloat16 *x, int64_t xs, const Runtime &rt, cudaStream_t s,

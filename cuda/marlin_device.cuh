@@ -1,5 +1,5 @@
 // marlin_device.cuh — the pieces both marlin kernels use (marlin_gemm.cu: the pipelined GEMM;
-// marlin_gemv.cu: the small-M kernel): their launch parameters and launch, async copies,
+// marlin_small_m.cu: the small-M kernel): their launch parameters and launch, async copies,
 // programmatic dependent launch, the BF16 mma, and the split-K epilogue (the in-register FP8 / NVFP4
 // expansion is in marlin_layout.h, shared with the packer).
 #ifndef QS_CUDA_MARLIN_DEVICE_CUH
@@ -31,7 +31,7 @@ struct Params {
     int NP, XS;      // NP: outputs rounded up to 16 (packed rows); XS: activation row stride
     int tiles_n, mblocks, splits, ksteps;
     int rotate; // start each CTA's k walk at a different step (spreads the activation reads over L2)
-    int units_k, strips; // the small-M kernel (marlin_gemv.cu): packed units per strip, 16-row strips
+    int units_k, strips; // the small-M kernel (marlin_small_m.cu): packed units per strip, 16-row strips
     int ring;            // the stream kernel (marlin_stream.cu): weight stages in its shared-memory ring
     int x_rows;          // and the token rows of each activation copy (its tile, or fewer)
 };

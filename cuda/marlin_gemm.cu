@@ -528,6 +528,31 @@ int split_workspace(size_t floats, size_t counters, Params &p, qs_err *err)
     return 0;
 }
 
+const qs_marlin_knobs &path_knobs()
+{
+    static const qs_marlin_knobs k = {
+        knob("QSERVE_MARLIN_STREAM", 1),
+        knob("QSERVE_MARLIN_STREAM_MIN", 1),
+        std::min(knob("QSERVE_MARLIN_STREAM_MAX", QS_MARLIN_STREAM_MAX_TOKENS), QS_MARLIN_STREAM_MAX_TOKENS),
+        knob("QSERVE_MARLIN_WGMMA", 1),
+        knob("QSERVE_MARLIN_WGMMA_MIN", 17),
+        std::min(knob("QSERVE_MARLIN_WGMMA_MAX", QS_MARLIN_WGMMA_MAX_TOKENS), QS_MARLIN_PLAN_LAST_RULE_TOKENS),
+        std::min(std::max(0, knob("QSERVE_MARLIN_GEMV", QS_MARLIN_SMALL_M_MAX_TOKENS)), QS_MARLIN_SMALL_M_MAX_TOKENS),
+    };
+    return k;
+}
+
+int plan_paths(Layer &l, qs_err *err)
+{
+    Runtime rt;
+    if (runtime(&rt, err))
+        return -1;
+    const qs_marlin_shape shape = {l.fp4, l.block, l.n, l.k, l.n_pad, l.k_pad};
+    const qs_marlin_device dev = {rt.sms, rt.sm90};
+    qs_marlin_plan_make(&shape, &dev, &path_knobs(), &l.plan);
+    return 0;
+}
+
 int reserve_workspace(const Layer &l, int64_t m_max, qs_err *err)
 {
     Runtime rt;
@@ -538,7 +563,8 @@ int reserve_workspace(const Layer &l, int64_t m_max, qs_err *err)
     // 8th size missed the ends of the ranges (64 tokens needs more than the 57 sampled).
     for (int64_t mm = 1; mm <= m_max; mm++) {
         size_t f = 0, c = 0;
-        if (stream_takes(l, mm, rt, true)) { // (ordered: the steps it takes either way, and more)
+        const qs_marlin_plan_row &row = *qs_marlin_plan_row_for(&l.plan, mm);
+        if (row.ordered == QS_MARLIN_STREAM) { // (ordered: the steps it takes either way, and more)
             // its workspace, and (below) that of the kernel a step falls back to when its
             // activations do not suit the stream kernel's tensor map
             size_t pa;
@@ -548,13 +574,13 @@ int reserve_workspace(const Layer &l, int64_t m_max, qs_err *err)
             permuted = std::max(permuted, pa);
             f = c = 0;
         }
-        if (wgmma_takes(l, mm, rt)) {
+        if (row.unaligned == QS_MARLIN_WGMMA) {
             size_t pa;
             if (wgmma_workspace(l, mm, rt.sms, &f, &c, &pa, err))
                 return -1;
             permuted = std::max(permuted, pa);
-        } else if (mm <= gemv_max_m(l)) {
-            if (gemv_workspace(l, mm, rt.sms, &f, &c, err))
+        } else if (row.unaligned == QS_MARLIN_SMALL_M) {
+            if (small_m_workspace(l, mm, rt.sms, &f, &c, err))
                 return -1;
         } else if (mm <= kMaxSplitM) {
             Plan pl = make_plan(l, mm);
@@ -575,8 +601,8 @@ qs_act_order input_order(const Layer &l, int64_t m)
     qs_err ignored;
     // (the packed order needs whole 128-k stages: k_pad == k; a device whose facts cannot be read
     // gets natural order, and gemm reports the error)
-    if (m <= 0 || l.k_pad != l.k || l.k % 128 != 0 || runtime(&rt, &ignored) || !stream_takes(l, m, rt, true) ||
-        !stream_permutes(l, m, rt.sms, true))
+    if (m <= 0 || l.k_pad != l.k || l.k % 128 != 0 || runtime(&rt, &ignored) ||
+        qs_marlin_plan_row_for(&l.plan, m)->ordered != QS_MARLIN_STREAM || !stream_permutes(l, m, rt.sms, true))
         return QS_ACT_NATURAL;
     return l.fp4 ? QS_ACT_MARLIN_FP4 : QS_ACT_MARLIN_FP8;
 }
@@ -611,9 +637,11 @@ int gemm(const Layer &l, const __nv_bfloat16 *x, __nv_bfloat16 *y, int64_t m, cu
     if (ordered && (input_order(l, m) == QS_ACT_NATURAL || !stream_fits(x, y)))
         return qs_errf(err, "marlin: activations given in the packed order, which only the stream kernel reads "
                             "(and not at %lld tokens, or not from these addresses)", (long long)m);
-    if (stream_takes(l, m, rt, ordered) && stream_fits(x, y)) // its tensor map reads x as it is
+    const qs_marlin_plan_row &row = *qs_marlin_plan_row_for(&l.plan, m);
+    const qs_marlin_path path = !stream_fits(x, y) ? row.unaligned : ordered ? row.ordered : row.natural;
+    if (path == QS_MARLIN_STREAM) // its tensor map reads x as it is
         return stream(l, p, x, l.k, rt, s, err, ordered);
-    if (wgmma_takes(l, m, rt)) // its activation copy pads k too
+    if (path == QS_MARLIN_WGMMA) // its activation copy pads k too
         return wgmma(l, p, x, l.k, rt, s, err);
     if (l.k_pad != l.k) {
         // The kernel reads whole 16-byte chunks of k steps: give it a zero-padded copy.
@@ -624,8 +652,8 @@ int gemm(const Layer &l, const __nv_bfloat16 *x, __nv_bfloat16 *y, int64_t m, cu
         p.x = g_xpad.p;
         p.XS = (int)l.k_pad;
     }
-    if (m <= gemv_max_m(l))
-        return gemv(l, p, rt, s, err);
+    if (path == QS_MARLIN_SMALL_M)
+        return small_m(l, p, rt, s, err);
     Plan pl = make_plan(l, m);
     if (pl.splits > 1 && split_workspace((size_t)pl.splits * m * l.n_pad, (size_t)pl.mblocks * pl.tiles_n, p, err))
         return -1;

@@ -165,7 +165,7 @@ int prepare_inner(const qs_linear_desc *d, Layer *l, qs_err *err)
     if (d->bias && qs_upload_as_bf16(d->bias, &l->bias, err))
         return -1;
     // the largest step any marlin kernel splits k for (the wgmma kernel: 128 tokens)
-    return qs_marlin::reserve_workspace(*l, 128, err);
+    return qs_marlin::plan_paths(*l, err) || qs_marlin::reserve_workspace(*l, 128, err) ? -1 : 0;
 }
 
 int mar_prepare(const qs_linear_desc *d, void **state, qs_err *err)

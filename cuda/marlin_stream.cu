@@ -29,8 +29,8 @@
 // of their shares; with at most one CTA per SM and CTAs dispatched in index order, the wait cannot
 // deadlock even when fewer SMs than CTAs are free.
 //
-// When it runs: stream_takes (measured rule). Measurements and the variants measured against it:
-// docs/decisions.md.
+// When it runs: the rows of marlin_plan.h's table (kMarlinRules) that name it. Measurements and the
+// variants measured against it: docs/decisions.md.
 #include <algorithm>
 #include <cudaTypedefs.h> // CUtensorMap, PFN_cuTensorMapEncodeTiled
 
@@ -55,7 +55,6 @@ constexpr int kSmemBytes = 227 * 1024;          // the most dynamic shared memor
 constexpr int kAlign = 1024;                    // the 128-byte swizzle's period: the staging ring's alignment
 constexpr int kBarrierBytes = 1024;             // the mbarriers, then the rings
 constexpr int kMaxWeightStages = 24;         // mbarrier slots reserved (the ring depth is a launch parameter)
-constexpr int kMaxTokens = 64;
 constexpr int kConsumerBarrier = 1;                                     // named barriers (0: __syncthreads)
 constexpr int kPublishBarrier = 2, kPublishThreads = kConsumers + 32; // consumers + warp 15
 
@@ -555,7 +554,9 @@ struct StreamPlan {
 // 28672x4096 54 for Llama-3.1-8B on the H200.
 int64_t stages_per_sm(const Layer &l, int sms)
 {
-    return (l.n_pad / 16 + kStrips - 1) / kStrips * (l.k_pad / kStageK) / sms;
+    const qs_marlin_shape shape = {l.fp4, l.block, l.n, l.k, l.n_pad, l.k_pad};
+    static_assert(kStrips == 8 && kStageK == QS_MARLIN_STAGE_K, "marlin_plan.h counts stages of 128 rows x 128 k");
+    return qs_marlin_stages_per_sm(&shape, sms);
 }
 
 // Steps of 9-16 tokens the stream kernel takes only with x already in the packed order: NVFP4
@@ -623,34 +624,6 @@ StreamPlan plan_stream(const Layer &l, int64_t m, int sms, bool ordered = false)
 }
 
 } // namespace
-
-// QSERVE_MARLIN_STREAM=0 turns it off, =2 takes every step from QSERVE_MARLIN_STREAM_MIN (1) to
-// QSERVE_MARLIN_STREAM_MAX (64) tokens, whatever the layer (for measurements).
-bool stream_takes(const Layer &l, int64_t m, const Runtime &rt, bool ordered)
-{
-    static const int mode = knob("QSERVE_MARLIN_STREAM", 1);
-    static const int lo = knob("QSERVE_MARLIN_STREAM_MIN", 1);
-    static const int hi = std::min(knob("QSERVE_MARLIN_STREAM_MAX", kMaxTokens), kMaxTokens);
-    // The activations' tensor map needs rows at a multiple of 16 bytes; the 16-byte output stores,
-    // output rows of a multiple of 8.
-    if (!mode || !rt.sm90 || l.block || m > kMaxTokens || l.k_pad % kStageK != 0 || l.k % 8 != 0 || l.n % 8 != 0)
-        return false;
-    if (mode == 2)
-        return m >= lo && m <= hi;
-    // The measured rule (docs/decisions.md; stages of work per SM: 4096x4096 8,
-    // 6144x4096 12, 4096x14336 27, 28672x4096 54 on the H200). From 17 tokens it beats the
-    // small-M kernel on every Llama-3.1-8B layer but NVFP4's smallest up to 32 tokens (4096x4096
-    // NVFP4 at 17 / 32 tokens: 7.7 / 8.2 against 7.0 / 7.4 us; from 33, where the small-M kernel
-    // runs two token blocks, 9.5-11.1 against 11.5-11.7: session 16 call 1, with the tiles of
-    // every multiple of 8); at 9-16 tokens only on FP8 layers of 20+ stages per SM
-    // (28672x4096 33.7 against 38.1 us, 4096x14336 19.6 / 21.3; NVFP4 and the smaller layers lose);
-    // up to 8 tokens nowhere (its fixed cost, ~4 us a call, is the small-M kernel's whole time).
-    // With x in the packed order (ordered), also ordered_small_step's NVFP4 steps.
-    const int64_t per_sm = stages_per_sm(l, rt.sms);
-    if (m >= 17)
-        return !(l.fp4 && per_sm < 10 && m <= 32);
-    return m >= 9 && ((!l.fp4 && per_sm >= 20) || (ordered && ordered_small_step(l, m, rt.sms)));
-}
 
 bool stream_fits(const __nv_bfloat16 *x, const __nv_bfloat16 *y) { return (((uintptr_t)x | (uintptr_t)y) & 15) == 0; }
 

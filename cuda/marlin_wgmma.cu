@@ -14,7 +14,8 @@
 // a few hundred KB).
 // Partial k slices meet as in the other kernels (marlin_device.cuh), deterministically.
 //
-// When it runs: wgmma_takes (measured rule).
+// When it runs: the rows of marlin_plan.h's table (kMarlinRules) that name it (measured:
+// docs/decisions.md).
 #include <algorithm>
 #include <stdlib.h>
 
@@ -32,7 +33,6 @@ constexpr int kStageK = 128;  // k per shared-memory stage (4 FP8 units, 2 NVFP4
 constexpr int kStages = 4;    // ring depth
 constexpr int kAhead = 2;     // stages requested ahead: one spare buffer, because the wgmma
                               // reading a stage may still run while the next stage starts
-constexpr int kWgMaxTokens = 128;
 
 // A warp's packed weights of one stage (and, NVFP4, the scale codes of each unit).
 template <bool FP4> struct StageWeights {
@@ -276,28 +276,6 @@ int plan_wgmma(const Layer &l, int64_t m, int sms, WgmmaPlan *g, qs_err *err)
 
 
 } // namespace
-
-// Measured (docs/decisions.md): faster than the small-M kernel from 17 tokens on
-// layers whose 128-row groups fill the SMs without k slices (28672x4096 at 32 tokens: 50 against
-// 64 us; at 64: 81 against 107), slower on smaller layers (they need k slices of a few stages each);
-// faster than the pipelined kernel at 65..128 tokens on every Llama-3.1-8B shape (so taken there
-// for layers of at least that size). sm_90 only; FP8
-// with per-tensor or per-channel scales and NVFP4. QSERVE_MARLIN_WGMMA=0 turns it off, =2 takes
-// every step from QSERVE_MARLIN_WGMMA_MIN (17) to QSERVE_MARLIN_WGMMA_MAX (128) tokens (for
-// measurements).
-bool wgmma_takes(const Layer &l, int64_t m, const Runtime &rt)
-{
-    static const int mode = knob("QSERVE_MARLIN_WGMMA", 1);
-    static const int lo = knob("QSERVE_MARLIN_WGMMA_MIN", 17);
-    static const int hi = std::min(knob("QSERVE_MARLIN_WGMMA_MAX", kWgMaxTokens), 256);
-    if (!mode || !rt.sm90 || l.block || m < lo || m > hi || l.k_pad % kStageK != 0)
-        return false;
-    if (mode == 2 || l.n_pad / (16 * kWarps) >= rt.sms)
-        return true;
-    // above 64 tokens: measured on layers of 4096+ rows and k (the Llama-3.1-8B shapes) only;
-    // smaller ones (MoE experts) keep the pipelined kernel
-    return m > 64 && l.n_pad >= 4096 && l.k_pad >= 4096;
-}
 
 int wgmma_built(bool *built, qs_err *err)
 {

@@ -13,6 +13,7 @@
 
 #include "cuda_check.h"
 #include "cuda_stream.h"
+#include "lab_knob.h"
 #include "launch_pdl.cuh"
 #include "qs_cuda_ops.h"
 #include "rope_pair.cuh"
@@ -502,10 +503,9 @@ bool qs_ops_pdl()
 {
     static const bool on = [] {
         int dev = 0, major = 0;
-        const char *env = getenv("QSERVE_OPS_PDL");
         return cudaGetDevice(&dev) == cudaSuccess &&
                cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess && major >= 9 &&
-               !(env && !strcmp(env, "0"));
+               qs_lab_knob("QSERVE_OPS_PDL", 1) != 0;
     }();
     return on;
 }

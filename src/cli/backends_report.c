@@ -84,13 +84,28 @@ static void print_row(FILE *out, const qs_backends_report *r, const qs_backends_
         else
             fprintf(out, "  %d. %-10s %s\n", i + 1, c->name, qs_candidate_status_name(c->status));
     }
-    if (row->failed)
+    if (row->failed) {
         fprintf(out, "  -> no kernel: %s\n", row->error);
-    else if (row->small_step_tokens)
-        fprintf(out, "  -> %s; steps of at most %d tokens on marlin (per-step dispatch, a second weight copy)\n",
-                s->kernel->name, row->small_step_tokens);
+        return;
+    }
+    const qs_plan *p = &row->plan;
+    if (p->n_rows > 1)
+        fprintf(out, "  -> %s; steps of at most %lld tokens on %s (per-step dispatch, a second weight copy)\n",
+                s->kernel->name, (long long)p->rows[0].max_tokens, p->rows[0].kernel->name);
     else
         fprintf(out, "  -> %s\n", s->kernel->name);
+    fprintf(out, "  plan (tokens per step):");
+    for (int i = 0; i < p->n_rows; i++) {
+        long long from = i ? p->rows[i - 1].max_tokens + 1 : 1;
+        if (p->rows[i].max_tokens == INT64_MAX)
+            fprintf(out, "%s %lld+ %s", i ? "," : "", from, p->rows[i].kernel->name);
+        else
+            fprintf(out, "%s %lld-%lld %s", i ? "," : "", from, (long long)p->rows[i].max_tokens, p->rows[i].kernel->name);
+    }
+    if (p->n_rows > 1 && row->fewest_small_tokens && row->fewest_small_tokens < p->rows[0].max_tokens)
+        fprintf(out, " (layers with one weight and one input scale: %s up to %d)", p->rows[0].kernel->name,
+                row->fewest_small_tokens);
+    fprintf(out, "\n");
 }
 
 void qs_backends_print_text(FILE *out, const qs_backends_report *r)
@@ -226,8 +241,19 @@ static cJSON *row_json(const qs_backends_report *r, const qs_backends_row *row)
         cJSON_AddStringToObject(o, "error", row->error);
     } else {
         cJSON_AddStringToObject(o, "chosen", s->kernel->name);
-        if (row->small_step_tokens)
-            cJSON_AddNumberToObject(o, "marlin_up_to_tokens", row->small_step_tokens);
+        const qs_plan *p = &row->plan;
+        if (p->n_rows > 1 && !strcmp(p->rows[0].kernel->name, "marlin"))
+            cJSON_AddNumberToObject(o, "marlin_up_to_tokens", (double)p->rows[0].max_tokens);
+        cJSON *plan = cJSON_AddArrayToObject(o, "plan");
+        for (int i = 0; i < p->n_rows; i++) {
+            cJSON *pr = cJSON_CreateObject();
+            if (p->rows[i].max_tokens == INT64_MAX)
+                cJSON_AddNullToObject(pr, "max_tokens");
+            else
+                cJSON_AddNumberToObject(pr, "max_tokens", (double)p->rows[i].max_tokens);
+            cJSON_AddStringToObject(pr, "kernel", p->rows[i].kernel->name);
+            cJSON_AddItemToArray(plan, pr);
+        }
     }
     cJSON *w = cJSON_AddArrayToObject(o, "warnings");
     for (int i = 0; i < s->n_warnings; i++)

@@ -8,13 +8,15 @@
 #include "config/config.h"
 #include "model/projection_fusion.h"
 #include "registry/registry.h"
+#include "registry/step_plan.h"
 
 typedef struct qs_backends_row {
     qs_selection sel;
     int n_layers;               /* layers of this kind and scheme in the model; 0 without a model */
     int n_fused;                /* of them, fused q/k/v or gate/up layers */
     char first_layer[160];      /* one of them, for the reader */
-    int small_step_tokens;      /* > 0: steps of up to this many tokens run on marlin (step_dispatch.h) */
+    qs_plan plan;               /* the kernel by tokens per step (registry/step_plan.h; without states) */
+    int fewest_small_tokens;    /* with a model: the smallest limit of a layer's small-step row (0: none) */
     int failed;                 /* selection failed: error holds why */
     char error[QS_ERR_MSG_MAX];
 } qs_backends_row;

@@ -16,7 +16,8 @@
 #include "cli/model_source.h"
 #include "cli/commands.h"
 #include "device/device.h"
-#include "model/step_dispatch.h"
+#include "model/model.h"
+#include "registry/step_plan.h"
 
 /* The serve options this command also understands; they go through the serve option table. */
 static const char *const KERNEL_FLAGS[] = {"linear-backend", "moe-backend", "kernel-config", "batch-invariant",
@@ -150,27 +151,38 @@ static void select_row(const backends_args *a, const qs_device_caps *dev, qs_lay
         snprintf(row->error, sizeof row->error, "%s", e.msg);
         return;
     }
-    /* what serve would add on top of the choice (model/step_dispatch.c); a bad variable fails like serve */
-    int tokens = kind == QS_KIND_LINEAR ? qs_step_dispatch_tokens(&a->cfg.kernels, dev, &row->sel, scheme, &e) : 0;
+    /* the plan by tokens per step serve would give these layers (registry/step_plan.h); a bad
+     * variable fails like serve */
+    row->plan = (qs_plan){1, {{INT64_MAX, row->sel.kernel, NULL}}};
+    const qs_kernel *small = NULL;
+    int tokens = kind == QS_KIND_LINEAR ? qs_step_plan_small_kernel(&a->cfg.kernels, dev, &row->sel, scheme, &small, &e)
+                                        : 0;
     if (tokens < 0) {
         row->failed = 1;
         snprintf(row->error, sizeof row->error, "%s", e.msg);
     }
-    if (n > 0 && kind == QS_KIND_LINEAR && tokens > 0) { /* with a model: the largest per-layer limit */
-        bool orders;
-        if (qs_act_orders_from_env(&orders, &e)) {
-            row->failed = 1;
-            snprintf(row->error, sizeof row->error, "%s", e.msg);
-            return;
-        }
-        int most = 0;
-        for (int i = 0; i < n; i++) {
-            int t = qs_step_dispatch_layer_tokens(lin[i], dev, tokens, orders);
-            most = t > most ? t : most;
-        }
-        tokens = most;
+    if (tokens <= 0)
+        return;
+    if (n == 0) { /* the registry alone: the scheme's limit */
+        row->plan = (qs_plan){2, {{tokens, small, NULL}, {INT64_MAX, row->sel.kernel, NULL}}};
+        return;
     }
-    row->small_step_tokens = tokens > 0 ? tokens : 0;
+    bool orders;
+    if (qs_act_orders_from_env(&orders, &e)) {
+        row->failed = 1;
+        snprintf(row->error, sizeof row->error, "%s", e.msg);
+        return;
+    }
+    /* with a model: the plan of the layer with the largest small-step limit, and the smallest limit */
+    for (int i = 0; i < n; i++) {
+        qs_plan p;
+        if (qs_step_plan_for_layer(&a->cfg.kernels, dev, &row->sel, lin[i], orders, &p, &e) || p.n_rows < 2)
+            continue;
+        if (row->plan.n_rows < 2 || p.rows[0].max_tokens > row->plan.rows[0].max_tokens)
+            row->plan = p;
+        if (!row->fewest_small_tokens || p.rows[0].max_tokens < row->fewest_small_tokens)
+            row->fewest_small_tokens = (int)p.rows[0].max_tokens;
+    }
 }
 
 /* One row per (kind, scheme) present in the model, linear first, in scheme order. */

@@ -1,6 +1,6 @@
 /* model_internal.h — the parts of a loaded model shared by the loader (model_load.c,
- * model_weights.c), the forward pass (forward.c) and the step scratch (model_scratch.c). Each
- * linear layer keeps its checkpoint description, the kernel the registry chose and that kernel's
+ * model_weights.c), the forward pass (forward.c, driven by model_step.c) and the step scratch
+ * (model_scratch.c). Each linear layer keeps its checkpoint description, the kernel the registry chose and that kernel's
  * prepared state; norms, embeddings and biases are device buffers made by ops->upload_tensor. */
 #ifndef QS_MODEL_MODEL_INTERNAL_H
 #define QS_MODEL_MODEL_INTERNAL_H
@@ -14,6 +14,7 @@
 #include "quant/linear_shard.h"
 #include "quant/quant_config.h"
 #include "registry/registry.h"
+#include "registry/step_plan.h"
 
 typedef struct qs_linear {
     qs_linear_desc desc;
@@ -23,10 +24,9 @@ typedef struct qs_linear {
     qs_online_fp8 *online;      /* --quantization fp8: the quantized weights desc points at */
     qs_fused_linear *fused;     /* qkv_proj / gate_up_proj: the concatenated tensors desc points at */
     qs_linear_shard *shard;     /* tensor parallelism: this rank's part of the tensors desc points at */
-    /* Per-step dispatch (step_dispatch.c): steps of at most small_max_rows tokens run here. */
-    const qs_kernel *small_kernel;
-    void *small_state;
-    int64_t small_max_rows;
+    /* The kernel for a step of m tokens (registry/step_plan.h; made by step_dispatch.c): rows by
+     * token count, the last one `kernel` and `state`; the others own their prepared states. */
+    qs_plan plan;
 } qs_linear;
 
 typedef struct qs_moe_layer {
@@ -48,7 +48,7 @@ typedef struct qs_layer {
     void *attn_norm, *mlp_norm;
     void *q_norm, *k_norm;      /* Qwen3: per-head RMSNorm weights [head_dim] */
     qs_linear q, k, v, o;
-    bool qkv_fused;             /* q, k, v run as the one layer qkv (model_fuse.c); q, k, v are unused */
+    bool qkv_fused;             /* q, k, v run as the one layer qkv (projection_fusion_load.c); q, k, v are unused */
     qs_linear qkv;
     bool is_moe;
     qs_linear gate, up, down;   /* dense MLP */

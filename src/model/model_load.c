@@ -1,5 +1,5 @@
 /* model_load.c — qs_model_load: config.json, the checkpoint, every layer's tensors (shapes checked
- * against the config), online quantization, the fusion of q/k/v and gate/up (model_fuse.c),
+ * against the config), online quantization, the fusion of q/k/v and gate/up (projection_fusion_load.c),
  * kernel selection through the registry once per (layer kind, scheme) with one log line each, and
  * weight preparation by the chosen kernels. Norms, embeddings and biases are uploaded through the
  * ops of the device the config picks. Llama 4's feed-forward blocks (router, shared expert, fused or
@@ -528,8 +528,9 @@ static void free_linear(const qs_ops *ops, qs_linear *l)
 {
     if (l->kernel && l->state)
         l->kernel->release(l->state);
-    if (l->small_kernel && l->small_state)
-        l->small_kernel->release(l->small_state);
+    for (int i = 0; i < l->plan.n_rows; i++) /* the rows' own prepared copies */
+        if (l->plan.rows[i].state && l->plan.rows[i].state != l->state)
+            l->plan.rows[i].kernel->release(l->plan.rows[i].state);
     if (ops && l->bias)
         ops->free(l->bias);
     qs_online_fp8_free(l->online);

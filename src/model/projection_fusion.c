@@ -1,5 +1,5 @@
 /* projection_fusion.c — the fusion plan shared by the model loader and `qserve backends` (see
- * projection_fusion.h): the exact-fusion rules of quant/linear_fuse.c, checked against every
+ * projection_fusion.h): the exact-fusion rules of quant/projection_fusion_exact.c, checked against every
  * linear kernel the registry holds, and the summary both of them print. */
 #include "model/projection_fusion.h"
 

@@ -1,11 +1,13 @@
 /* projection_fusion.h — which projections of a decoder layer run as one linear layer: q/k/v as
  * `self_attn.qkv_proj` and a dense MLP's gate/up as `mlp.gate_up_proj` (vLLM's names), so a decode
  * step runs one GEMM of q+k+v rows and one of 2 x intermediate rows instead of five. MoE experts
- * are never fused here. Exactness is quant/linear_fuse.h's business; on top of it the registry is
- * asked: a fusion is made only if no kernel of the device's platform built into this binary that
+ * are never fused here. Projection fusion is three files of one name: this plan
+ * (projection_fusion.c), the loader's fusing (projection_fusion_load.c) and exactness with the
+ * building of the fused tensors (quant/projection_fusion_exact.h). On top of exactness the registry
+ * is asked: a fusion is made only if no kernel of the device's platform built into this binary that
  * can run all the parts refuses the fused layer (per-tensor FP8 scales spread into a per-channel
  * vector included), so fusing never takes a kernel away from a layer. The model loader
- * (model_fuse.c) and `qserve backends` plan through here, so they agree for a device.
+ * (projection_fusion_load.c) and `qserve backends` plan through here, so they agree for a device.
  * QSERVE_NO_FUSE=1 turns fusion off. */
 #ifndef QS_MODEL_PROJECTION_FUSION_H
 #define QS_MODEL_PROJECTION_FUSION_H
@@ -13,7 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "quant/linear_fuse.h"
+#include "quant/projection_fusion_exact.h"
 #include "registry/kernel.h"
 
 typedef enum { QS_FUSION_QKV, QS_FUSION_GATE_UP, QS_FUSION_KINDS } qs_fusion_kind;

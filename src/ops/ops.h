@@ -143,7 +143,7 @@ typedef struct qs_ops {
     /* out[i, :] = x[rows[i], :] for i < n (rows of d): picks the positions that want logits. */
     int (*gather_rows)(void *out, const void *x, const int32_t *rows, int64_t n, int64_t d, qs_err *err);
 
-    /* Fused projections (src/model/model_fuse.c). Last in the table so that a device table written
+    /* Fused projections (src/model/projection_fusion_load.c). Last in the table so that a device table written
      * positionally before them still compiles; where a table leaves them NULL the loader keeps the
      * projections separate. */
     /* Splits x [rows, n0 + n1 + n2] by columns into out0 [rows, n0], out1 [rows, n1] and out2

@@ -208,18 +208,22 @@ if run model_fp8_cpu_marlin 0 "$BIN" backends "$TMP/llama-fp8" --device cpu --li
   block "$TMP/out" "linear fp8_w8a8" >"$TMP/blk"
   check model_fp8_cpu_marlin "$TMP/blk" "backend marlin from --linear-backend" \
     "warning: --linear-backend=marlin has no kernel for fp8_w8a8 linear layers on cpu; using automatic selection" \
-    "-> reference"
+    "-> reference" "plan (tokens per step): 1+ reference"
 fi
 
-# H200, auto: cublaslt, plus marlin for steps of <= 64 tokens (per-step dispatch, model/step_dispatch.c);
+# H200, auto: cublaslt, plus marlin for steps of <= 64 tokens (the per-step table, src/registry/step_plan.c);
 # an explicit backend or QSERVE_SMALL_STEP_TOKENS=0 keeps one kernel, a bad value fails like serve
 if "$BIN" backends --device cpu | grep -q "^  marlin     cuda     linear"; then
   "$BIN" backends "$TMP/llama-fp8" --assume-compute-capability 9.0 >"$TMP/out" 2>"$TMP/err"
   block "$TMP/out" "linear fp8_w8a8" >"$TMP/blk"
   check model_fp8_h200_step_dispatch "$TMP/blk" "1. cublaslt   chosen" \
-    "-> cublaslt; steps of at most 64 tokens on marlin (per-step dispatch, a second weight copy)"
+    "-> cublaslt; steps of at most 64 tokens on marlin (per-step dispatch, a second weight copy)" \
+    "plan (tokens per step): 1-64 marlin, 65+ cublaslt"
+  block "$TMP/out" "linear bf16" >"$TMP/blk"
+  check model_fp8_h200_bf16_one_row "$TMP/blk" "plan (tokens per step): 1+ cublaslt"
   QSERVE_SMALL_STEP_TOKENS=8 "$BIN" backends "$TMP/llama-fp8" --assume-compute-capability 9.0 --json >"$TMP/out" 2>"$TMP/err"
-  check model_fp8_h200_step_dispatch_json "$TMP/out" '"marlin_up_to_tokens":	8'
+  check model_fp8_h200_step_dispatch_json "$TMP/out" '"marlin_up_to_tokens":	8' \
+    '"max_tokens":	8,' '"kernel":	"marlin"' '"max_tokens":	null,' '"kernel":	"cublaslt"'
   for v in "QSERVE_SMALL_STEP_TOKENS=0" "--linear-backend cublaslt"; do
     if [ "${v#--}" != "$v" ]; then "$BIN" backends "$TMP/llama-fp8" --assume-compute-capability 9.0 $v >"$TMP/out" 2>&1
     else env "$v" "$BIN" backends "$TMP/llama-fp8" --assume-compute-capability 9.0 >"$TMP/out" 2>&1; fi
@@ -242,7 +246,8 @@ if "$BIN" backends --device cpu | grep -q "^  marlin     cuda     linear"; then
   "$BIN" backends "$TMP/llama-fp8t" --assume-compute-capability 8.9 >"$TMP/out" 2>&1
   block "$TMP/out" "linear fp8_w8a8" >"$TMP/blk"
   check model_fp8_tensor_sm89_dispatch_8 "$TMP/blk" "1. cublaslt   chosen" \
-    "-> cublaslt; steps of at most 8 tokens on marlin (per-step dispatch, a second weight copy)"
+    "-> cublaslt; steps of at most 8 tokens on marlin (per-step dispatch, a second weight copy)" \
+    "plan (tokens per step): 1-8 marlin, 9+ cublaslt"
   "$BIN" backends "$TMP/llama-fp8" --assume-compute-capability 8.9 >"$TMP/out" 2>&1
   block "$TMP/out" "linear fp8_w8a8" >"$TMP/blk"
   check model_fp8_sm89_dispatch_32 "$TMP/blk" "1. cublaslt   chosen" \

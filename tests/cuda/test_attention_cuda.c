@@ -5,7 +5,10 @@
  * over shuffled block tables, on fresh random BF16-rounded q / k / v, against the CPU op. Four
  * checks a case: the op as dispatched, the op with QSERVE_ATTN_PREFILL=0 (CUDA cores only: the
  * GQA-grouped decode kernel), the same with QSERVE_ATTN_GROUPED=0 (one CTA per query head), and
- * the prefill kernel alone (its rows against the CPU, every other row still the NaN poison).
+ * the prefill kernel alone (its rows against the CPU, every other row still the NaN poison). The
+ * two switches are lab switches that only a dev build reads (cuda/lab_knob.h): the product build
+ * of this test runs the first and last check, and the dev build (`make dev`) all four and the
+ * timing tables that compare the kernels.
  * Passes when every output is finite and ||gpu - cpu|| / ||cpu|| <= 2e-2. The mixed batches and
  * the decode-only ones run again with the output rows in each marlin activation order (what o_proj
  * reads; ops/act_order.h), against the CPU op in the same order. Then a timing table
@@ -39,6 +42,12 @@ static float g_k_scale = 1, g_v_scale = 1; /* its FP8 scales */
 static size_t kv_elem(const qs_ops *ops) { return g_kv == QS_KV_FP8_E4M3 ? 1 : ops->act_size; }
 
 #define MAX_SEQS 56
+/* whether the library reads the QSERVE_ATTN_* lab switches (a dev build's -DQS_DEV_KNOBS) */
+#ifdef QS_DEV_KNOBS
+#define LAB_SWITCHES 1
+#else
+#define LAB_SWITCHES 0
+#endif
 #define TOL 2e-2
 
 typedef struct {
@@ -290,7 +299,7 @@ static void run_case(const attn_case *c)
     }
     /* 1. as dispatched (tensor cores for the long runs); 2. CUDA cores only (the grouped kernel
      * where the head grouping has one); 3. CUDA cores, one CTA per query head. */
-    for (int pass = 0; pass < 3; pass++) {
+    for (int pass = 0; pass < (LAB_SWITCHES ? 3 : 1); pass++) {
         static const char *const whats[] = {"dispatch", "cuda-core", "per-head"};
         const char *what = whats[pass];
         if (pass)
@@ -487,7 +496,7 @@ int main(int argc, char **argv)
                 run_case(&cases[i]);
             }
     g_chunk = 0;
-    if (!g_self_check) {
+    if (!g_self_check && LAB_SWITCHES) {
         printf("\ntiming (mean of 20 / 5 calls, CUDA events)     tc us  TFLOP/s    cores us  TFLOP/s  speedup\n");
         static const attn_case t1 = {32, 8, 128, 0, 1, {{0, 2048}}};
         timing_row("prefill 1x2048 h32/kv8 d128", &t1);

@@ -1,5 +1,5 @@
 /* test_fuse_projections.c — q/k/v and gate/up fusion at load (model/projection_fusion.h,
- * quant/linear_fuse.h, model_fuse.c).
+ * quant/projection_fusion_exact.h, projection_fusion_load.c).
  *  - The rules, on hand-made layer descriptions: what fuses, what stays separate and why, and that
  *    the fused tensors are the parts' bytes and scales one after the other; a kernel that refuses
  *    per-channel scales keeps per-tensor scales that differ apart.
@@ -28,7 +28,7 @@
 #include "model/model.h"
 #include "model/projection_fusion.h"
 #include "model/safetensors_writer.h"
-#include "quant/linear_fuse.h"
+#include "quant/projection_fusion_exact.h"
 #include "quantize/quantize_checkpoint.h"
 #include "registry/registry.h"
 #include "util/fileio.h"

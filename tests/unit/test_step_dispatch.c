@@ -1,4 +1,5 @@
-/* test_step_dispatch.c — the per-step kernel choice (model/step_dispatch.c) with stand-in kernels
+/* test_step_dispatch.c — the per-step kernel choice (the plan of registry/step_plan.c, made real
+ * by model/step_dispatch.c) with stand-in kernels
  * named like the real ones: under `auto`, W8A8 FP8 layers that selection gave to cublaslt also get
  * marlin, and qs_linear_apply takes marlin up to QSERVE_SMALL_STEP_TOKENS tokens and cublaslt
  * above (default 64 on a Hopper, 32 elsewhere; layers with scalar weight and input scales up to
@@ -112,8 +113,8 @@ static void teardown_fixture(fixture *f)
 {
     for (int i = 0; i < 3; i++) {
         release(f->lin[i].state);
-        if (f->lin[i].small_state)
-            release(f->lin[i].small_state);
+        if (f->lin[i].plan.n_rows == 2)
+            release(f->lin[i].plan.rows[0].state);
     }
     qs_registry_set_test_kernels(NULL, 0);
 }
@@ -131,8 +132,11 @@ static void test_small_steps_take_marlin(void **st)
     setup_fixture(&f, QS_SCHEME_FP8_W8A8);
     assert_int_equal(prepare(&f, QS_SCHEME_FP8_W8A8), 0);
     assert_int_equal(g_prepared_marlin, 2); /* not the layer marlin refuses */
-    assert_ptr_equal(f.lin[0].small_kernel, &MARLIN);
-    assert_null(f.lin[2].small_kernel);
+    assert_int_equal(f.lin[0].plan.n_rows, 2);
+    assert_ptr_equal(f.lin[0].plan.rows[0].kernel, &MARLIN);
+    assert_int_equal(f.lin[2].plan.n_rows, 1);
+    assert_ptr_equal(f.lin[2].plan.rows[0].kernel, &CUBLASLT);
+    assert_ptr_equal(f.lin[2].plan.rows[0].state, f.lin[2].state);
     qs_err err = {{0}};
     /* the fixture's device is a Hopper: marlin up to HOPPER_STEP_TOKENS (64 with sm_90a code) */
     int64_t steps[] = {1, 16, HOPPER_STEP_TOKENS, HOPPER_STEP_TOKENS + 1, 512};
@@ -167,10 +171,10 @@ static void test_scalar_scale_layers_join_for_fewer_tokens(void **st)
         const int scalar = cc == 9 ? (orders ? HOPPER_SCALAR_ORDERED_TOKENS : HOPPER_SCALAR_TOKENS)
                                    : QS_SCALAR_SCALE_STEP_TOKENS;
         const int scheme = cc == 9 ? HOPPER_STEP_TOKENS : QS_SMALL_STEP_TOKENS;
-        assert_ptr_equal(f.lin[0].small_kernel, &MARLIN);
-        assert_int_equal(f.lin[0].small_max_rows, scalar);
-        assert_ptr_equal(f.lin[1].small_kernel, &MARLIN);
-        assert_int_equal(f.lin[1].small_max_rows, scheme);
+        assert_ptr_equal(f.lin[0].plan.rows[0].kernel, &MARLIN);
+        assert_int_equal(f.lin[0].plan.rows[0].max_tokens, scalar);
+        assert_ptr_equal(f.lin[1].plan.rows[0].kernel, &MARLIN);
+        assert_int_equal(f.lin[1].plan.rows[0].max_tokens, scheme);
         assert_int_equal(g_prepared_marlin, 2);
         qs_err err;
         assert_int_equal(qs_linear_apply(&f.model, &f.lin[0], NULL, NULL, scalar, QS_ACT_NATURAL, &err), 0);
@@ -178,8 +182,8 @@ static void test_scalar_scale_layers_join_for_fewer_tokens(void **st)
         assert_int_equal(g_calls_marlin, 1);
         assert_int_equal(g_calls_cublaslt, 1);
         /* a lower QSERVE_SMALL_STEP_TOKENS still caps them */
-        assert_int_equal(qs_step_dispatch_layer_tokens(&f.lin[0].desc, &f.model.dev, 4, orders), 4);
-        assert_int_equal(qs_step_dispatch_layer_tokens(&f.lin[1].desc, &f.model.dev, 4, orders), 4);
+        assert_int_equal(qs_step_plan_layer_tokens(&f.lin[0].desc, &f.model.dev, 4, orders), 4);
+        assert_int_equal(qs_step_plan_layer_tokens(&f.lin[1].desc, &f.model.dev, 4, orders), 4);
         teardown_fixture(&f);
     }
 }
@@ -190,7 +194,7 @@ static void test_threshold_from_environment(void **st)
     setup_fixture(&f, QS_SCHEME_FP8_BLOCK_W8A8);
     setenv("QSERVE_SMALL_STEP_TOKENS", "8", 1);
     assert_int_equal(prepare(&f, QS_SCHEME_FP8_BLOCK_W8A8), 0);
-    assert_int_equal(f.lin[1].small_max_rows, 8);
+    assert_int_equal(f.lin[1].plan.rows[0].max_tokens, 8);
     teardown_fixture(&f);
 
     setup_fixture(&f, QS_SCHEME_FP8_W8A8);

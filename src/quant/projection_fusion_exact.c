@@ -1,10 +1,10 @@
-/* linear_fuse.c — planning and building fused linear layers (see linear_fuse.h). Planning only
- * reads descriptions and, when present, the scalar scales; building copies the parts' weight rows,
- * scales and biases one after the other. Scales that are concatenated (per-channel, per-block,
- * biases) are written as F32 from the values every kernel reads (qs_scale_get /
- * qs_tensor_get_f32), so no kernel sees a different number; NVFP4 E4M3 block scales and all
- * weights are copied byte for byte. */
-#include "quant/linear_fuse.h"
+/* projection_fusion_exact.c — planning and building fused linear layers (see
+ * projection_fusion_exact.h). Planning only reads descriptions and, when present, the scalar
+ * scales; building copies the parts' weight rows, scales and biases one after the other.
+ * Scales that are concatenated (per-channel, per-block, biases) are written as F32 from the values
+ * every kernel reads (qs_scale_get / qs_tensor_get_f32), so no kernel sees a different number;
+ * NVFP4 E4M3 block scales and all weights are copied byte for byte. */
+#include "quant/projection_fusion_exact.h"
 
 #include <stdarg.h>
 #include <stdio.h>

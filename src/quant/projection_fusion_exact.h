@@ -1,4 +1,4 @@
-/* linear_fuse.h — one linear layer out of several that read the same input (q/k/v, gate/up), as
+/* projection_fusion_exact.h — one linear layer out of several that read the same input (q/k/v, gate/up), as
  * vLLM's QKVParallelLinear and MergedColumnParallelLinear do: the fused weight is the parts'
  * weight rows stacked in order, so output column block i of the fused layer is part i's output.
  * Only exact fusions are made, those where every output row is computed from exactly the same
@@ -18,8 +18,8 @@
  *
  * Planning works on headers-only descriptions too (`qserve backends`): a condition that needs a
  * scalar value the description does not hold yields QS_FUSE_IF_SCALES_AGREE. */
-#ifndef QS_QUANT_LINEAR_FUSE_H
-#define QS_QUANT_LINEAR_FUSE_H
+#ifndef QS_QUANT_PROJECTION_FUSION_EXACT_H
+#define QS_QUANT_PROJECTION_FUSION_EXACT_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,4 +1,4 @@
-/* model_fuse.c — fuses a loaded model's projections (qs_model_fuse_projections, see
+/* projection_fusion_load.c — fuses a loaded model's projections (qs_model_fuse_projections, see
  * model_internal.h and projection_fusion.h): for each decoder layer, q/k/v become qkv_proj and a
  * dense MLP's gate/up become gate_up_proj when the plan says the result is exact. The fused layer
  * owns its concatenated tensors until its kernel has prepared them (model_load.c drops them then);

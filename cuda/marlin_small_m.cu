@@ -1,4 +1,4 @@
-// marlin_gemv.cu — the `marlin` small-M kernel: steps of up to 64 tokens (decode), where the
+// marlin_small_m.cu — the `marlin` small-M kernel: steps of up to 64 tokens (decode), where the
 // GEMM is nearly a matrix-vector product bound by reading the weights once.
 //
 // The pipelined kernel (marlin_gemm.cu) stages a CTA's weights through shared memory behind
@@ -20,8 +20,8 @@
 namespace qs_marlin {
 namespace {
 
-constexpr int kGemvWarps = 8;
-constexpr int kGemvThreads = kGemvWarps * 32;
+constexpr int kSmallMWarps = 8;
+constexpr int kSmallMThreads = kSmallMWarps * 32;
 // OCC: CTAs per SM the kernel is built for (__launch_bounds__), 2 or 3. Units per batch, two
 // batches in flight per warp: 8 KB (FP8) / 4 KB (NVFP4, whose expansion needs more registers)
 // per warp at OCC 2, half that at OCC 3 (fewer registers). (A variant streaming through per-warp
@@ -32,9 +32,9 @@ template <bool FP4, int OCC> constexpr int kBatch = (FP4 ? 4 : 8) / (OCC == 3 ? 
 // 128 registers without spilling: those are built for one CTA per SM.
 template <int MT, int ST> constexpr int kOccupancy = MT * ST >= 8 ? 1 : 2;
 constexpr int kBlockTokens = 32;  // tokens per CTA (four n8 tiles); more tokens: more token blocks
-// The most tokens the kernel takes (QSERVE_MARLIN_GEMV lowers it): at 64 it measured faster per
-// decoder layer than the pipelined kernel (docs/marlin.md).
-constexpr int kMaxGemvM = 64;
+// The most tokens the kernel takes is the plan's (marlin_plan.h: at 64 it measured faster per
+// decoder layer than the pipelined kernel, docs/marlin.md): two token blocks.
+static_assert(QS_MARLIN_SMALL_M_MAX_TOKENS == 2 * kBlockTokens, "the small-M kernel runs up to two token blocks");
 constexpr int kMinUnitsPerWarp = 8;
 
 // Weights are read once: no L1 allocation, non-coherent path.
@@ -59,14 +59,14 @@ template <bool FP4, int ST, int B> struct Batch {
 // ST strips' mma (above 8 tokens the activations, re-read per strip from L2, cost more than the
 // weights: docs/marlin.md).
 template <bool FP4, int MT, int ST, int OCC>
-__global__ void __launch_bounds__(kGemvThreads, OCC) marlin_gemv_kernel(const Params p)
+__global__ void __launch_bounds__(kSmallMThreads, OCC) marlin_small_m_kernel(const Params p)
 {
     constexpr int B = kBatch<FP4, OCC> / ST > 0 ? kBatch<FP4, OCC> / ST : 1;
     constexpr int UNIT_K = FP4 ? kFp4UnitK : kFp8UnitK;
     constexpr int TILE_SLOTS = MT * 4;         // accumulators per lane and strip
     constexpr int SLOTS = ST * TILE_SLOTS;     // accumulators per lane
     constexpr int RED = SLOTS < 16 ? SLOTS : 16; // slots summed across warps per round
-    __shared__ float red[kGemvWarps][RED][32];
+    __shared__ float red[kSmallMWarps][RED][32];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, r = lane >> 2, c = lane & 3;
     // Grid: x = the token block (the blocks of one strip group run side by side and share its
     // weights in L2), y = the group of ST strips, z = the k slice. 32-bit index arithmetic only:
@@ -74,7 +74,7 @@ __global__ void __launch_bounds__(kGemvThreads, OCC) marlin_gemv_kernel(const Pa
     const int mb = blockIdx.x, group = blockIdx.y, split = blockIdx.z, m0 = mb * kBlockTokens;
     const int cta_u0 = split * p.units_k / p.splits;
     const int cta_n = (split + 1) * p.units_k / p.splits - cta_u0;
-    const int u0 = cta_u0 + warp * cta_n / kGemvWarps, u1 = cta_u0 + (warp + 1) * cta_n / kGemvWarps;
+    const int u0 = cta_u0 + warp * cta_n / kSmallMWarps, u1 = cta_u0 + (warp + 1) * cta_n / kSmallMWarps;
     // A group past the last strip reads the last one again; its outputs are never stored.
     const uint8_t *wp[ST];
     const uint8_t *scp[ST];
@@ -206,7 +206,7 @@ __global__ void __launch_bounds__(kGemvThreads, OCC) marlin_gemv_kernel(const Pa
 
     // Sum the warps, RED slots per round: in each round warp w owns slots w and w + 8 of every
     // lane. Slot q of the CTA is strip q / TILE_SLOTS, tile (q / 4) % MT, accumulator q % 4.
-    constexpr int OWNED = (RED + kGemvWarps - 1) / kGemvWarps;
+    constexpr int OWNED = (RED + kSmallMWarps - 1) / kSmallMWarps;
 #pragma unroll
     for (int q0 = 0; q0 < SLOTS; q0 += RED) {
         if (q0 > 0)
@@ -220,7 +220,7 @@ __global__ void __launch_bounds__(kGemvThreads, OCC) marlin_gemv_kernel(const Pa
         bool owner[OWNED];
 #pragma unroll
         for (int o = 0; o < OWNED; o++) {
-            const int q = warp + o * kGemvWarps, slot = q0 + q, e = slot & 3;
+            const int q = warp + o * kSmallMWarps, slot = q0 + q, e = slot & 3;
             const int strip = group * ST + slot / TILE_SLOTS;
             m[o] = m0 + ((slot / 4) % MT) * 8 + 2 * c + (e & 1);
             n[o] = strip * 16 + r + (e >> 1) * 8;
@@ -228,7 +228,7 @@ __global__ void __launch_bounds__(kGemvThreads, OCC) marlin_gemv_kernel(const Pa
             v[o] = 0.f;
             if (q < RED)
 #pragma unroll
-                for (int w = 0; w < kGemvWarps; w++)
+                for (int w = 0; w < kSmallMWarps; w++)
                     v[o] += red[w][q][lane];
         }
         if (p.splits > 1) {
@@ -246,7 +246,7 @@ __global__ void __launch_bounds__(kGemvThreads, OCC) marlin_gemv_kernel(const Pa
     if (p.splits == 1 || !last_of_tile(p, group * p.mblocks + mb))
         return;
     // The last k slice of this tile: sum every slice's partials, in slice order.
-    for (int q = threadIdx.x; q < SLOTS * 32; q += kGemvThreads) {
+    for (int q = threadIdx.x; q < SLOTS * 32; q += kSmallMThreads) {
         const int slot = q / 32, ln = q % 32, e = slot & 3, strip = group * ST + slot / TILE_SLOTS;
         const int m = m0 + ((slot / 4) % MT) * 8 + 2 * (ln & 3) + (e & 1), n = strip * 16 + (ln >> 2) + (e >> 1) * 8;
         if (m < p.M && strip < p.strips)
@@ -264,11 +264,11 @@ int64_t clamp_splits(int64_t n) { return std::max<int64_t>(1, std::min<int64_t>(
 // 1024-row k/v projections of a GQA model split).
 // QSERVE_MARLIN_GEMV_SPLITS=N forces N slices where k has room for them (for measurements; more
 // slices than the rule's measured slower on every Llama-3.1-8B shape, session 13).
-int gemv_splits(const Layer &l, int64_t ctas, int sms, int resident)
+int small_m_splits(const Layer &l, int64_t ctas, int sms, int resident)
 {
     static const int forced = std::max(0, knob("QSERVE_MARLIN_GEMV_SPLITS", 0));
     const int64_t units_k = l.k_pad / (l.fp4 ? kFp4UnitK : kFp8UnitK);
-    const int64_t most = units_k / (kGemvWarps * kMinUnitsPerWarp);
+    const int64_t most = units_k / (kSmallMWarps * kMinUnitsPerWarp);
     if (forced)
         return (int)clamp_splits(std::min<int64_t>(forced, most));
     return split_by_waves(ctas, (int64_t)sms * resident, most);
@@ -319,32 +319,32 @@ void workspace_for(const Layer &l, int splits, int64_t m, size_t *floats, size_t
     *counters = splits > 1 ? (size_t)(l.n_pad / 16 * token_blocks(m)) : 0;
 }
 
-using GemvKernel = void (*)(const Params);
+using SmallMKernel = void (*)(const Params);
 
 // The kernel instance for a step: token tiles from M, strips per CTA, CTAs per SM built for.
-template <bool FP4, int MT, int ST> GemvKernel kernel_for_occupancy(int occ)
+template <bool FP4, int MT, int ST> SmallMKernel kernel_for_occupancy(int occ)
 {
     if constexpr (MT <= 2 && ST == 1)
         if (occ == 3)
-            return marlin_gemv_kernel<FP4, MT, ST, 3>;
-    return marlin_gemv_kernel<FP4, MT, ST, kOccupancy<MT, ST>>;
+            return marlin_small_m_kernel<FP4, MT, ST, 3>;
+    return marlin_small_m_kernel<FP4, MT, ST, kOccupancy<MT, ST>>;
 }
 
-template <bool FP4, int MT> GemvKernel kernel_for_strips(int st, int occ)
+template <bool FP4, int MT> SmallMKernel kernel_for_strips(int st, int occ)
 {
     return st == 4 ? kernel_for_occupancy<FP4, MT, 4>(occ)
          : st == 2 ? kernel_for_occupancy<FP4, MT, 2>(occ)
                    : kernel_for_occupancy<FP4, MT, 1>(occ);
 }
 
-template <bool FP4> GemvKernel kernel_for_tokens(int64_t m, int st, int occ)
+template <bool FP4> SmallMKernel kernel_for_tokens(int64_t m, int st, int occ)
 {
     return m <= 8 ? kernel_for_strips<FP4, 1>(st, occ)
          : m <= 16 ? kernel_for_strips<FP4, 2>(st, occ)
                    : kernel_for_strips<FP4, 4>(st, occ);
 }
 
-GemvKernel gemv_kernel(bool fp4, int64_t m, int st, int occ)
+SmallMKernel small_m_kernel(bool fp4, int64_t m, int st, int occ)
 {
     return fp4 ? kernel_for_tokens<true>(m, st, occ) : kernel_for_tokens<false>(m, st, occ);
 }
@@ -366,50 +366,42 @@ int split_by_waves(int64_t ctas, int64_t wave, int64_t most)
     return best;
 }
 
-// FP8 with per-tensor or per-channel scales and NVFP4; 128x128-block FP8 stays on the GEMM.
-// QSERVE_MARLIN_GEMV=N caps the tokens it takes (0 turns it off; for measurements).
-int64_t gemv_max_m(const Layer &l)
-{
-    static const int64_t cap = std::min<int64_t>(std::max(0, knob("QSERVE_MARLIN_GEMV", kMaxGemvM)), kMaxGemvM);
-    return l.block ? 0 : cap;
-}
-
 namespace {
 // How a step of m tokens runs: token blocks, strips per CTA, the kernel instance, k slices.
-struct GemvPlan {
+struct SmallMPlan {
     int mblocks, st, groups, splits;
-    GemvKernel kernel;
+    SmallMKernel kernel;
 };
-int plan_gemv(const Layer &l, int64_t m, int sms, GemvPlan *g, qs_err *err)
+int plan_small_m(const Layer &l, int64_t m, int sms, SmallMPlan *g, qs_err *err)
 {
     g->mblocks = (int)token_blocks(m);
     g->st = strips_for(l.fp4, m);
     g->groups = (int)((l.n_pad / 16 + g->st - 1) / g->st);
     const int64_t ctas = (int64_t)g->groups * g->mblocks;
-    g->kernel = gemv_kernel(l.fp4, m, g->st, occupancy_for(m, g->st, ctas, sms));
+    g->kernel = small_m_kernel(l.fp4, m, g->st, occupancy_for(m, g->st, ctas, sms));
     // The slots of a wave are what the built kernel really gets (builds for one CTA per SM use
     // more than 128 registers), not what occupancy_for chose between.
-    const int resident = ctas_per_sm((const void *)g->kernel, kGemvThreads, 0, err);
+    const int resident = ctas_per_sm((const void *)g->kernel, kSmallMThreads, 0, err);
     if (resident < 0)
         return -1;
-    g->splits = gemv_splits(l, ctas, sms, resident);
+    g->splits = small_m_splits(l, ctas, sms, resident);
     return 0;
 }
 } // namespace
 
-int gemv_workspace(const Layer &l, int64_t m, int sms, size_t *floats, size_t *counters, qs_err *err)
+int small_m_workspace(const Layer &l, int64_t m, int sms, size_t *floats, size_t *counters, qs_err *err)
 {
-    GemvPlan g;
-    if (plan_gemv(l, m, sms, &g, err))
+    SmallMPlan g;
+    if (plan_small_m(l, m, sms, &g, err))
         return -1;
     workspace_for(l, g.splits, m, floats, counters);
     return 0;
 }
 
-int gemv(const Layer &l, Params &p, const Runtime &rt, cudaStream_t s, qs_err *err)
+int small_m(const Layer &l, Params &p, const Runtime &rt, cudaStream_t s, qs_err *err)
 {
-    GemvPlan g;
-    if (plan_gemv(l, p.M, rt.sms, &g, err))
+    SmallMPlan g;
+    if (plan_small_m(l, p.M, rt.sms, &g, err))
         return -1;
     p.mblocks = g.mblocks;
     p.splits = g.splits;
@@ -421,7 +413,7 @@ int gemv(const Layer &l, Params &p, const Runtime &rt, cudaStream_t s, qs_err *e
         return qs_errf(err, "marlin: %lld output rows are more than the small-M kernel's grid takes (%d)",
                        (long long)l.n, 65535 * 16 * g.st);
     const dim3 grid((unsigned)p.mblocks, (unsigned)g.groups, (unsigned)p.splits);
-    return launch_kernel(g.kernel, grid, kGemvThreads, 0, rt.pdl, s, p, err);
+    return launch_kernel(g.kernel, grid, kSmallMThreads, 0, rt.pdl, s, p, err);
 }
 
 } // namespace qs_marlin
