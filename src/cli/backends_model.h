@@ -10,7 +10,7 @@
 
 #include "model/model_config.h"
 #include "model/projection_fusion.h"
-#include "model/safetensors.h"
+#include "io/safetensors.h"
 #include "quant/quant_config.h"
 #include "registry/kernel.h"
 #include "util/error.h"

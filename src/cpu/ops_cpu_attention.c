@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "engine/kv_cache.h"
-#include "model/safetensors.h"
+#include "core/tensor.h"
 #include "quant/fp8.h"
 #include "util/parallel.h"
 

@@ -9,7 +9,7 @@
 #include "model/model_tp.h"
 #include "model/online_quant.h"
 #include "model/projection_fusion.h"
-#include "model/safetensors.h"
+#include "io/safetensors.h"
 #include "ops/ops.h"
 #include "quant/linear_shard.h"
 #include "quant/quant_config.h"

@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "model/safetensors.h"
+#include "io/safetensors.h"
 #include "ops/ops.h"
 #include "quant/quant_config.h"
 #include "quant/scheme.h"

@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-#include "model/safetensors.h"
+#include "core/tensor.h"
 #include "quant/scheme.h"
 #include "util/error.h"
 

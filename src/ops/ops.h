@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "model/safetensors.h"
+#include "core/tensor.h"
 #include "ops/act_order.h"
 #include "ops/sample.h"
 #include "registry/kernel.h"

@@ -8,7 +8,7 @@
 #ifndef QS_QUANT_LINEAR_DESC_H
 #define QS_QUANT_LINEAR_DESC_H
 
-#include "model/safetensors.h"
+#include "io/safetensors.h"
 #include "quant/quant_config.h"
 #include "quant/scheme.h"
 #include "registry/kernel.h"

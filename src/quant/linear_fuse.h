@@ -24,7 +24,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "model/safetensors.h"
+#include "core/tensor.h"
 #include "quant/scheme.h"
 #include "util/error.h"
 

@@ -4,7 +4,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "model/safetensors.h"
+#include "core/tensor.h"
 #include "quant/fp4.h"
 #include "quant/fp8.h"
 #include "util/parallel.h"

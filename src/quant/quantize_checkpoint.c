@@ -24,8 +24,8 @@
 #include <unistd.h>
 
 #include "cpu/reference_kernels.h"
-#include "model/safetensors.h"
-#include "model/safetensors_writer.h"
+#include "io/safetensors.h"
+#include "io/safetensors_writer.h"
 #include "quant/calibrate.h"
 #include "quant/fp4.h"
 #include "quant/fp8.h"

@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "model/safetensors.h"
+#include "core/tensor.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -22,7 +22,7 @@
 #include "attention_prefill.h"
 #include "cuda_test_util.h"
 #include "engine/kv_cache.h"
-#include "model/safetensors.h"
+#include "core/tensor.h"
 #include "ops/ops.h"
 #include "qs_cuda.h"
 #include "qs_cuda_mem.h"

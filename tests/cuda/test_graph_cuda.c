@@ -20,7 +20,7 @@
 
 #include "cuda_test_util.h"
 #include "engine/kv_cache.h"
-#include "model/safetensors.h"
+#include "core/tensor.h"
 #include "ops/ops.h"
 #include "qs_cuda.h"
 #include "qs_cuda_kernels.h"

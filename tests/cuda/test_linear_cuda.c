@@ -13,7 +13,7 @@
 #include "cpu/reference_kernels.h"
 #include "ops/act_order.h"
 #include "cuda_test_util.h"
-#include "model/safetensors.h"
+#include "core/tensor.h"
 #include "qs_cuda.h"
 #include "qs_cuda_kernels.h"
 #include "qs_cuda_mem.h"

@@ -33,7 +33,7 @@
 
 #include "cpu/reference_kernels.h"
 #include "cuda_test_util.h"
-#include "model/safetensors.h"
+#include "core/tensor.h"
 #include "ops/ops.h"
 #include "qs_cuda.h"
 #include "qs_cuda_kernels.h"

@@ -12,7 +12,7 @@
 #include "cuda_test_util.h"
 #include "ops_pair.h"
 #include "engine/kv_cache.h"
-#include "model/safetensors.h"
+#include "core/tensor.h"
 #include "ops/ops.h"
 #include "qs_cuda.h"
 #include "qs_cuda_ops.h"

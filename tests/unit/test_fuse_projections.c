@@ -27,7 +27,7 @@
 #include "engine/kv_cache.h"
 #include "model/model.h"
 #include "model/projection_fusion.h"
-#include "model/safetensors_writer.h"
+#include "io/safetensors_writer.h"
 #include "quant/linear_fuse.h"
 #include "quant/quantize_checkpoint.h"
 #include "registry/registry.h"

@@ -15,7 +15,7 @@
 
 #include "cli/init_model.h"
 #include "model/model_config.h"
-#include "model/safetensors.h"
+#include "io/safetensors.h"
 #include "test_helpers.h"
 #include "tokenizer/tokenizer.h"
 

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "cpu/reference_kernels.h"
-#include "model/safetensors.h"
+#include "core/tensor.h"
 #include "quant/fp4.h"
 #include "quant/fp8.h"
 

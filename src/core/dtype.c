@@ -1,8 +1,8 @@
-/* dtype.c — the safetensors dtypes (names, widths) and element conversions to and from float:
+/* dtype.c — the tensor dtypes of core/tensor.h (names, widths) and element conversions to and from float:
  * bf16 and f16 with round-to-nearest-even, the three FP8 formats a checkpoint may hold, and
  * qs_tensor_get_f32 for reading one element of any tensor. Conversions go through memcpy, never
  * pointer casts: tensor data in a mmapped file is only as aligned as its offset happens to be. */
-#include "model/safetensors.h"
+#include "core/tensor.h"
 
 #include <math.h>
 #include <string.h>
