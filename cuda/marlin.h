@@ -20,7 +20,7 @@
 
 extern "C" {
 #include "ops/act_order.h"
-#include "quant/scheme.h"
+#include "core/scheme.h"
 #include "util/error.h"
 }
 

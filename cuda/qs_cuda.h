@@ -9,7 +9,7 @@
 extern "C" {
 #endif
 
-#include "registry/kernel.h"
+#include "core/kernel.h"
 #include "util/error.h"
 
 /* Number of CUDA devices usable by this process; 0 when there is no driver, no GPU, or the driver

@@ -7,7 +7,7 @@
 #ifndef QS_CUDA_KERNELS_H
 #define QS_CUDA_KERNELS_H
 
-#include "registry/kernel.h"
+#include "core/kernel.h"
 
 #ifdef __cplusplus
 extern "C" {

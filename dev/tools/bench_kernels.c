@@ -23,8 +23,8 @@
 #include "qs_cuda_ops.h"
 #include "read_probe.h"
 #include "ring_probe.h"
-#include "quant/fp4.h"
-#include "quant/fp8.h"
+#include "core/fp4.h"
+#include "core/fp8.h"
 #include "registry/registry.h"
 
 typedef struct {

@@ -12,7 +12,7 @@
 #include "model/projection_fusion.h"
 #include "io/safetensors.h"
 #include "quant/quant_config.h"
-#include "registry/kernel.h"
+#include "core/kernel.h"
 #include "util/error.h"
 
 typedef struct qs_backends_model {

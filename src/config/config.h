@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "quant/scheme.h"
+#include "core/scheme.h"
 #include "util/error.h"
 
 #define QS_NAME_MAX 64

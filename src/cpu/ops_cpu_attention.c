@@ -15,7 +15,7 @@
 
 #include "engine/kv_cache.h"
 #include "core/tensor.h"
-#include "quant/fp8.h"
+#include "core/fp8.h"
 #include "util/parallel.h"
 
 static inline int64_t cache_offset(int32_t block, int kv_head, int slot, int n_kv_heads, int head_dim)

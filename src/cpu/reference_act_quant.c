@@ -12,8 +12,8 @@
 #include <string.h>
 
 #include "cpu/reference_linear_impl.h"
-#include "quant/fp4.h"
-#include "quant/fp8.h"
+#include "core/fp4.h"
+#include "core/fp8.h"
 #include "quant/quantize.h"
 
 /* out = e4m3(x / s) * s over n values; s <= 0 (all-zero input) gives zeros. */

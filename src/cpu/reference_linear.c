@@ -12,8 +12,8 @@
 
 #include "cpu/reference_kernels.h"
 #include "cpu/reference_linear_impl.h"
-#include "quant/fp4.h"
-#include "quant/fp8.h"
+#include "core/fp4.h"
+#include "core/fp8.h"
 #include "quant/linear_desc.h"
 #include "util/parallel.h"
 

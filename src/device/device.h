@@ -6,7 +6,7 @@
 #define QS_DEVICE_DEVICE_H
 
 #include "config/config.h"
-#include "registry/kernel.h"
+#include "core/platform.h"
 #include "util/error.h"
 
 int qs_device_detect(qs_device_choice want, qs_device_caps *caps, qs_err *err);

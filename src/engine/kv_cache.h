@@ -12,7 +12,7 @@
 
 #include "model/model_config.h"
 #include "ops/ops.h"
-#include "registry/kernel.h"
+#include "core/kernel.h"
 #include "util/error.h"
 
 #ifdef __cplusplus

@@ -12,7 +12,7 @@
 #include "model/model_config.h"
 #include "model/projection_fusion.h"
 #include "ops/sample.h"
-#include "registry/kernel.h"
+#include "core/kernel.h"
 #include "util/error.h"
 
 typedef struct qs_model qs_model;

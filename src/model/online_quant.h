@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "core/tensor.h"
-#include "quant/scheme.h"
+#include "core/scheme.h"
 #include "util/error.h"
 
 typedef struct qs_online_fp8 {

@@ -14,7 +14,7 @@
 #include <stddef.h>
 
 #include "quant/linear_fuse.h"
-#include "registry/kernel.h"
+#include "core/kernel.h"
 
 typedef enum { QS_FUSION_QKV, QS_FUSION_GATE_UP, QS_FUSION_KINDS } qs_fusion_kind;
 

@@ -26,7 +26,7 @@
 #include "core/tensor.h"
 #include "ops/act_order.h"
 #include "ops/sample.h"
-#include "registry/kernel.h"
+#include "core/kernel.h"
 #include "util/error.h"
 
 #ifdef __cplusplus

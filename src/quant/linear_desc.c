@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "quant/fp8.h"
+#include "core/fp8.h"
 #include "util/log.h"
 
 float qs_scale_get(const qs_tensor *t, int64_t i)

@@ -10,8 +10,8 @@
 
 #include "io/safetensors.h"
 #include "quant/quant_config.h"
-#include "quant/scheme.h"
-#include "registry/kernel.h"
+#include "core/scheme.h"
+#include "core/kernel.h"
 #include "util/error.h"
 
 /* prefix: "model.layers.0.self_attn.q_proj", "model.layers.1.mlp.experts.3.gate_proj",

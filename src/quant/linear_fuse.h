@@ -25,7 +25,7 @@
 #include <stddef.h>
 
 #include "core/tensor.h"
-#include "quant/scheme.h"
+#include "core/scheme.h"
 #include "util/error.h"
 
 #define QS_FUSE_MAX_PARTS 4

@@ -5,8 +5,8 @@
 #include <string.h>
 
 #include "core/tensor.h"
-#include "quant/fp4.h"
-#include "quant/fp8.h"
+#include "core/fp4.h"
+#include "core/fp8.h"
 #include "util/parallel.h"
 
 float qs_scale_round_f32(float s) { return s; }

@@ -25,7 +25,7 @@
 #include "qs_cuda.h"
 #include "qs_cuda_kernels.h"
 #include "qs_cuda_ops.h"
-#include "quant/fp8.h"
+#include "core/fp8.h"
 
 static int g_passed, g_failed, g_skipped;
 static uint64_t g_rng = 0x2545F4914F6CDD1Dull;

@@ -19,8 +19,8 @@
 #include "qs_cuda.h"
 #include "qs_cuda_kernels.h"
 #include "qs_cuda_mem.h"
-#include "quant/fp4.h"
-#include "quant/fp8.h"
+#include "core/fp4.h"
+#include "core/fp8.h"
 
 static uint64_t g_rng = 0x2545F4914F6CDD1Dull;
 

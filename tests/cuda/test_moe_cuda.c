@@ -39,7 +39,7 @@
 #include "qs_cuda_kernels.h"
 #include "qs_cuda_mem.h"
 #include "qs_cuda_ops.h"
-#include "quant/fp8.h"
+#include "core/fp8.h"
 
 /* Tolerances of ||y - ref|| / ||ref||. With BF16 activations throughout (bf16 and weight-only
  * schemes, and marlin on every scheme) the device differs from the reference only by BF16

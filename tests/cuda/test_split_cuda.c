@@ -23,7 +23,7 @@
 #include "engine/kv_cache.h"
 #include "core/tensor.h"
 #include "ops/ops.h"
-#include "quant/fp8.h"
+#include "core/fp8.h"
 #include "qs_cuda.h"
 #include "qs_cuda_ops.h"
 

@@ -26,7 +26,7 @@
 #include "core/tensor.h"
 #include "io/safetensors_writer.h"
 #include "ops/ops.h"
-#include "quant/fp8.h"
+#include "core/fp8.h"
 #include "util/fileio.h"
 
 #include "test_helpers.h"

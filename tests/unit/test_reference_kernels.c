@@ -14,8 +14,8 @@
 
 #include "cpu/reference_kernels.h"
 #include "core/tensor.h"
-#include "quant/fp4.h"
-#include "quant/fp8.h"
+#include "core/fp4.h"
+#include "core/fp8.h"
 
 /* ---- helpers ---------------------------------------------------------------------------------- */
 

@@ -16,7 +16,7 @@
 #include "qs_cuda.h"
 #include "qs_cuda_mem.h"
 #include "read_probe.h"
-#include "registry/kernel.h"
+#include "core/kernel.h"
 #include "ring_probe.h"
 
 static int g_passed, g_failed, g_skipped;

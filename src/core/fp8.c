@@ -1,7 +1,7 @@
 /* fp8.c — E4M3 / E5M2 / UE8M0 encode and decode (see fp8.h). Decoding is a bit formula (and a
  * 256-entry table for E4M3, the hot path of the reference kernels); encoding goes through one
  * generic round-to-nearest-even minifloat encoder so FP8 and FP4 share the same rounding. */
-#include "quant/fp8.h"
+#include "core/fp8.h"
 
 #include <math.h>
 #include <pthread.h>

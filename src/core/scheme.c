@@ -1,5 +1,5 @@
 /* scheme.c — scheme names as users and logs spell them (BACKENDS.md "Schemes"). */
-#include "quant/scheme.h"
+#include "core/scheme.h"
 
 #include <string.h>
 

@@ -3,8 +3,8 @@
  * Encoders round to nearest, ties to even, and saturate to the largest finite value (every
  * producer clamps to ±448 before casting); NaN encodes to the format's NaN.
  * See ../shared/reference/checkpoint-formats.md §5.2–5.4. */
-#ifndef QS_QUANT_FP8_H
-#define QS_QUANT_FP8_H
+#ifndef QS_CORE_FP8_H
+#define QS_CORE_FP8_H
 
 #include <stdint.h>
 
