@@ -29,7 +29,7 @@
 #include "qs_cuda_ops.h"
 
 extern "C" {
-#include "engine/kv_cache.h"
+#include "core/kv_layout.h"
 }
 
 namespace {

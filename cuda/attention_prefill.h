@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "ops/ops.h"
+#include "core/ops.h"
 #include "util/error.h"
 
 #ifdef __cplusplus

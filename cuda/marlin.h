@@ -19,7 +19,7 @@
 #include <stdlib.h>
 
 extern "C" {
-#include "ops/act_order.h"
+#include "core/act_order.h"
 #include "core/scheme.h"
 #include "util/error.h"
 }

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "marlin_stream_check.h"
-#include "ops/act_order.h"
+#include "core/act_order.h"
 #include "marlin_stream_plan.h"
 #include "marlin_stream_rewrite.h"
 

@@ -4,7 +4,7 @@
 #ifndef QS_CUDA_OPS_H
 #define QS_CUDA_OPS_H
 
-#include "ops/ops.h"
+#include "core/ops.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -19,7 +19,7 @@
 #include "config/config.h"
 #include "engine/kv_cache.h"
 #include "model/model.h"
-#include "ops/sample.h"
+#include "core/sample.h"
 
 #define WARMUP_STEPS 3
 

@@ -1,6 +1,6 @@
 /* ops_cpu_attention.c — paged KV writes and causal GQA attention over block tables on the CPU
  * (with a sliding window, or Llama 4's chunks: blocks before the chunk are never read).
- * The cache layout is per layer [block][kv_head][slot][head_dim] (src/engine/kv_cache.h), its
+ * The cache layout is per layer [block][kv_head][slot][head_dim] (core/kv_layout.h), its
  * elements float32, bf16 (rounded to nearest even on write) or FP8 E4M3: x / scale rounded and
  * saturated on write, code * scale on read, with the layer's K and V scales (the reference the
  * CUDA kernels are tested against). Each
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/kv_cache.h"
+#include "core/kv_layout.h"
 #include "core/tensor.h"
 #include "core/fp8.h"
 #include "util/parallel.h"

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops/ops.h"
+#include "core/ops.h"
 
 struct qs_kv_cache {
     const qs_ops *ops;

@@ -15,7 +15,7 @@
  * PRNG: asking for logprobs (or a zero logit_bias) never changes a seeded request's text. */
 #include "engine/sampler.h"
 
-#include "ops/ops.h"
+#include "core/ops.h"
 
 #include <math.h>
 #include <stdlib.h>

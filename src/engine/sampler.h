@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "ops/sample.h"
+#include "core/sample.h"
 
 #define QS_MAX_LOGPROBS 20
 /* Temperatures below this are greedy (as vLLM's _SAMPLING_EPS): dividing logits by a tiny

@@ -11,7 +11,7 @@
 #include "config/config.h"
 #include "model/model_config.h"
 #include "model/projection_fusion.h"
-#include "ops/sample.h"
+#include "core/sample.h"
 #include "core/kernel.h"
 #include "util/error.h"
 

@@ -10,7 +10,7 @@
 #include "model/online_quant.h"
 #include "model/projection_fusion.h"
 #include "io/safetensors.h"
-#include "ops/ops.h"
+#include "core/ops.h"
 #include "quant/linear_shard.h"
 #include "quant/quant_config.h"
 #include "registry/registry.h"

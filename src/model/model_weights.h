@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 #include "io/safetensors.h"
-#include "ops/ops.h"
+#include "core/ops.h"
 #include "quant/quant_config.h"
 #include "core/scheme.h"
 #include "util/error.h"

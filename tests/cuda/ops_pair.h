@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops/ops.h"
+#include "core/ops.h"
 #include "qs_cuda.h"
 #include "qs_cuda_ops.h"
 

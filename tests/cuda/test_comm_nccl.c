@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "comm_nccl.h"
-#include "ops/ops.h"
+#include "core/ops.h"
 #include "parallel/comm.h"
 #include "parallel/launch.h"
 #include "qs_cuda.h"

@@ -21,7 +21,7 @@
 #include "cuda_test_util.h"
 #include "engine/kv_cache.h"
 #include "core/tensor.h"
-#include "ops/ops.h"
+#include "core/ops.h"
 #include "qs_cuda.h"
 #include "qs_cuda_kernels.h"
 #include "qs_cuda_ops.h"

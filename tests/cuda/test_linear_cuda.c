@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "cpu/reference_kernels.h"
-#include "ops/act_order.h"
+#include "core/act_order.h"
 #include "cuda_test_util.h"
 #include "core/tensor.h"
 #include "qs_cuda.h"

@@ -18,7 +18,7 @@
 #include "config/config.h"
 #include "engine/kv_cache.h"
 #include "model/model.h"
-#include "ops/ops.h"
+#include "core/ops.h"
 #include <unistd.h>
 
 static int g_passed, g_failed;

@@ -34,7 +34,7 @@
 #include "cpu/reference_kernels.h"
 #include "cuda_test_util.h"
 #include "core/tensor.h"
-#include "ops/ops.h"
+#include "core/ops.h"
 #include "qs_cuda.h"
 #include "qs_cuda_kernels.h"
 #include "qs_cuda_mem.h"

@@ -13,7 +13,7 @@
 #include "ops_pair.h"
 #include "engine/kv_cache.h"
 #include "core/tensor.h"
-#include "ops/ops.h"
+#include "core/ops.h"
 #include "qs_cuda.h"
 #include "qs_cuda_ops.h"
 

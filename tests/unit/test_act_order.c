@@ -20,7 +20,7 @@
 #include "cpu/reference_kernels.h"
 #include "engine/kv_cache.h"
 #include "model/model.h"
-#include "ops/act_order.h"
+#include "core/act_order.h"
 #include "registry/registry.h"
 #include "test_helpers.h"
 

@@ -25,7 +25,7 @@
 #include "model/model.h"
 #include "core/tensor.h"
 #include "io/safetensors_writer.h"
-#include "ops/ops.h"
+#include "core/ops.h"
 #include "core/fp8.h"
 #include "util/fileio.h"
 

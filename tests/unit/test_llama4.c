@@ -34,7 +34,7 @@
 #include "model/model_config.h"
 #include "io/safetensors.h"
 #include "io/safetensors_writer.h"
-#include "ops/ops.h"
+#include "core/ops.h"
 #include "quant/quantize_checkpoint.h"
 #include "test_helpers.h"
 #include "tokenizer/chat_template.h"

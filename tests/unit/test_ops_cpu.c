@@ -14,7 +14,7 @@
 
 #include "engine/kv_cache.h"
 #include "model/model_internal.h"
-#include "ops/ops.h"
+#include "core/ops.h"
 
 static const qs_ops *ops;
 

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops/ops.h"
+#include "core/ops.h"
 
 static const float *g_z; /* for the sort comparator */
 

@@ -12,32 +12,27 @@
  *    converts any float checkpoint dtype into the device's weight format (float32 on CPU).
  *  - Every op returns 0, or -1 with err filled (a CUDA launch failure, say). Shapes are trusted:
  *    the forward pass validates them at load.
- *  - The KV cache layout is the one of src/engine/kv_cache.h: per layer K and V as
+ *  - The KV cache layout is the one of core/kv_layout.h: per layer K and V as
  *    [block][kv_head][slot][head_dim] with QS_KV_BLOCK_SIZE slots a block.
  *  - A device may run the ops on a stream of its own (graph->set_stream below); they are then
  *    queued in call order on it, and only the copies to the host wait for them. */
-#ifndef QS_OPS_OPS_H
-#define QS_OPS_OPS_H
+#ifndef QS_CORE_OPS_H
+#define QS_CORE_OPS_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "core/tensor.h"
-#include "ops/act_order.h"
-#include "ops/sample.h"
+#include "core/act_order.h"
+#include "core/kv_layout.h"
+#include "core/sample.h"
 #include "core/kernel.h"
 #include "util/error.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* What the KV cache stores (src/engine/kv_cache.h). QS_KV_ACT: the device's activation format
- * (float32 on CPU, bf16 on CUDA). QS_KV_BF16: bf16 (CUDA: the same as QS_KV_ACT). QS_KV_FP8_E4M3:
- * one byte an element, x / scale rounded to OCP E4M3 (saturating at ±448) on write, code * scale
- * on read, with one scale for K and one for V per layer (vLLM's --kv-cache-dtype fp8). */
-typedef enum { QS_KV_ACT = 0, QS_KV_BF16 = 1, QS_KV_FP8_E4M3 = 2 } qs_kv_dtype;
 
 /* One forward step's attention layout, all arrays in device memory except the scalars. Token t
  * belongs to sequence tok_seq[t] and sits at absolute position tok_pos[t]; it attends causally to
