@@ -28,4 +28,7 @@ const float *qs_e4m3_table(void);
 uint8_t qs_minifloat_encode(float x, int ebits, int mbits, int bias, int max_field, int max_mant,
                             uint8_t nan_code);
 
+/* max |x[i]| over n elements: what FP8 and NVFP4 scales are computed from. */
+float qs_amax(const float *x, int64_t n);
+
 #endif

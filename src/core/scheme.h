@@ -68,6 +68,8 @@ typedef struct qs_moe_desc {
     const qs_linear_desc *gate, *up, *down;
 } qs_moe_desc;
 
+/* Element i of a scale tensor as float: F32, F16, BF16, F64, F8_E4M3 or F8_E8M0. */
+float qs_scale_get(const qs_tensor *t, int64_t i);
 const char *qs_scheme_name(qs_scheme s);          /* "fp8_w8a8" */
 int qs_scheme_from_name(const char *name);        /* -1 if unknown */
 bool qs_scheme_is_weight_only(qs_scheme s);       /* w8a16_fp8, nvfp4_w4a16 */

@@ -14,7 +14,7 @@
 #include "cpu/reference_linear_impl.h"
 #include "core/fp4.h"
 #include "core/fp8.h"
-#include "quant/linear_desc.h"
+#include "core/scheme.h"
 #include "util/parallel.h"
 
 #define TILE_ROWS 4

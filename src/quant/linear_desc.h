@@ -27,8 +27,6 @@ int qs_moe_desc_build(const qs_checkpoint *ck, const qs_quant_config *qc, const 
                       qs_moe_desc *out, qs_err *err);
 void qs_moe_desc_free(qs_moe_desc *d);
 
-/* Element i of a scale tensor as float: F32, F16, BF16, F64, F8_E4M3 or F8_E8M0. */
-float qs_scale_get(const qs_tensor *t, int64_t i);
 /* One-line summary for logs: "fp8_w8a8 [4096x4096] weights per-channel, activations dynamic per-token". */
 void qs_linear_desc_describe(const qs_linear_desc *d, char *buf, size_t cap);
 
