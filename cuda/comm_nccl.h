@@ -1,4 +1,4 @@
-// comm_nccl.h — the NCCL communicator: the collectives of parallel/comm.h on GPU buffers, for
+// comm_nccl.h — the NCCL communicator: the collectives of core/comm.h on GPU buffers, for
 // tensor parallelism with one GPU per rank. NCCL is not packaged for Debian, so libnccl.so.2 is
 // loaded on first use with dlopen (as cuBLASLt is, cublaslt_dyn.h), from declarations written
 // after NCCL's public API; its unique id travels over the host communicator (MPI). Collectives run
@@ -11,7 +11,7 @@
 extern "C" {
 #endif
 
-#include "parallel/comm.h"
+#include "core/comm.h"
 
 // A communicator over the same ranks as `host` (MPI), each rank on CUDA device `device`
 // (usually its rank on the host). NULL with err naming libnccl.so.2 when NCCL cannot be loaded,
