@@ -25,7 +25,7 @@
 #include "launch_pdl.cuh"
 #include "cuda_stream.h"
 #include "scratch.h"
-#include "qs_cuda.h"
+#include "device_query.h"
 #include "qs_cuda_ops.h"
 
 extern "C" {

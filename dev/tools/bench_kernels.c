@@ -18,7 +18,7 @@
 #include <string.h>
 
 #ifdef QS_HAVE_CUDA
-#include "qs_cuda.h"
+#include "device_query.h"
 #include "qs_cuda_mem.h"
 #include "qs_cuda_ops.h"
 #include "read_probe.h"

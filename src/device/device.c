@@ -1,4 +1,4 @@
-/* device.c — device choice (see device.h). The only CUDA knowledge here is cuda/qs_cuda.h, and
+/* device.c — device choice (see device.h). The only CUDA knowledge here is cuda/device_query.h, and
  * only when the binary was built with nvcc; a CUDA build on a machine without a GPU or driver
  * finds 0 devices and runs on the CPU under --device auto. */
 #include "device/device.h"
@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #ifdef QS_HAVE_CUDA
-#include "qs_cuda.h"
+#include "device_query.h"
 #endif
 
 void qs_device_cpu(int threads, qs_device_caps *caps)

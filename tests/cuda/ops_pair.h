@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "core/ops.h"
-#include "qs_cuda.h"
+#include "device_query.h"
 #include "qs_cuda_ops.h"
 
 static const qs_ops *cpu, *gpu;

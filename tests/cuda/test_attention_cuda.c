@@ -24,7 +24,7 @@
 #include "engine/kv_cache.h"
 #include "core/tensor.h"
 #include "core/ops.h"
-#include "qs_cuda.h"
+#include "device_query.h"
 #include "qs_cuda_mem.h"
 #include "qs_cuda_ops.h"
 

@@ -14,7 +14,7 @@
 #include "core/ops.h"
 #include "parallel/comm.h"
 #include "parallel/launch.h"
-#include "qs_cuda.h"
+#include "device_query.h"
 
 static int g_passed, g_failed;
 

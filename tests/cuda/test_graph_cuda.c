@@ -22,7 +22,7 @@
 #include "engine/kv_cache.h"
 #include "core/tensor.h"
 #include "core/ops.h"
-#include "qs_cuda.h"
+#include "device_query.h"
 #include "qs_cuda_kernels.h"
 #include "qs_cuda_ops.h"
 #include "core/fp8.h"

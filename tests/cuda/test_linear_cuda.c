@@ -14,7 +14,7 @@
 #include "core/act_order.h"
 #include "cuda_test_util.h"
 #include "core/tensor.h"
-#include "qs_cuda.h"
+#include "device_query.h"
 #include "qs_cuda_kernels.h"
 #include "qs_cuda_mem.h"
 #include "core/fp4.h"

@@ -35,7 +35,7 @@
 #include "cuda_test_util.h"
 #include "core/tensor.h"
 #include "core/ops.h"
-#include "qs_cuda.h"
+#include "device_query.h"
 #include "qs_cuda_kernels.h"
 #include "qs_cuda_mem.h"
 #include "qs_cuda_ops.h"

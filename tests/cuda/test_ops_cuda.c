@@ -14,7 +14,7 @@
 #include "engine/kv_cache.h"
 #include "core/tensor.h"
 #include "core/ops.h"
-#include "qs_cuda.h"
+#include "device_query.h"
 #include "qs_cuda_ops.h"
 
 static int g_passed, g_failed;

@@ -24,7 +24,7 @@
 #include "core/tensor.h"
 #include "core/ops.h"
 #include "core/fp8.h"
-#include "qs_cuda.h"
+#include "device_query.h"
 #include "qs_cuda_ops.h"
 
 static int g_passed, g_failed;

@@ -10,7 +10,7 @@
 
 #include "device/device.h"
 #ifdef QS_HAVE_CUDA
-#include "qs_cuda.h"
+#include "device_query.h"
 #endif
 
 static int cuda_devices(void)

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "cuda_test_util.h"
-#include "qs_cuda.h"
+#include "device_query.h"
 #include "qs_cuda_mem.h"
 #include "read_probe.h"
 #include "core/kernel.h"
