@@ -1,6 +1,6 @@
 /* ops.h — the small device-neutral operation set the forward pass (src/model/forward.c) is
- * written over. A device (src/cpu today, cuda/ later) fills one struct qs_ops with function
- * pointers; the forward pass never touches device memory directly, only through these calls and
+ * written over. Each backend (core/backend.h: src/cpu, cuda/) fills one struct qs_ops with
+ * function pointers; the forward pass never touches device memory directly, only through these calls and
  * through the registry-chosen qs_kernel for linear layers and MoE experts.
  *
  * Conventions every implementation follows:
@@ -191,11 +191,6 @@ typedef struct qs_ops {
      * nothing for it and the all-reduce over ranks sums each slot exactly once. */
     int (*moe_expert_slice)(int32_t *topk_ids, float *topk_weights, int64_t n, int first, int count, qs_err *err);
 } qs_ops;
-
-/* The ops of a platform, or NULL with err when this build has none for it. */
-const qs_ops *qs_ops_for_platform(qs_platform platform, qs_err *err);
-/* The CPU implementation (src/cpu/ops_cpu*.c). */
-const qs_ops *qs_ops_cpu(void);
 
 #ifdef __cplusplus
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/ops.h"
+#include "device/backends.h"
 
 struct qs_kv_cache {
     const qs_ops *ops;

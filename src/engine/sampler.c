@@ -16,6 +16,7 @@
 #include "engine/sampler.h"
 
 #include "core/ops.h"
+#include "device/backends.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -177,7 +178,7 @@ static int32_t draw(const qs_sampling_params *p, qs_sampler_state *s, const floa
     qs_sampler_device_row(p, s, &row);
     int32_t token = -1;
     qs_err err = {{0}};
-    if (qs_ops_cpu()->sample(&token, logits, &row, 1, vocab, &err) || token < 0)
+    if (qs_ops_for_platform(QS_PLATFORM_CPU, NULL)->sample(&token, logits, &row, 1, vocab, &err) || token < 0)
         return argmax(logits, vocab); /* out of memory: still a valid token */
     return token;
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "device/backends.h"
 #include "device/device.h"
 #include "model/model_internal.h"
 #include "model/model_weights.h"

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu/backend_cpu.h"
 #include "core/ops.h"
 #include "device_query.h"
 #include "qs_cuda_ops.h"

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu/backend_cpu.h"
 #include "attention_prefill.h"
 #include "cuda_test_util.h"
 #include "engine/kv_cache.h"

@@ -12,6 +12,7 @@
 
 #include "comm_nccl.h"
 #include "core/ops.h"
+#include "device/backends.h"
 #include "parallel/comm.h"
 #include "parallel/launch.h"
 #include "device_query.h"

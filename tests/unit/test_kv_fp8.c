@@ -24,6 +24,7 @@
 #include "model/kv_scales.h"
 #include "model/model.h"
 #include "core/tensor.h"
+#include "device/backends.h"
 #include "io/safetensors_writer.h"
 #include "core/ops.h"
 #include "core/fp8.h"

@@ -26,6 +26,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "cpu/backend_cpu.h"
 #include "cli/backends_model.h"
 #include "cli/init_model.h"
 #include "config/config.h"

@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu/backend_cpu.h"
+#include "device/backends.h"
 #include "engine/kv_cache.h"
 #include "model/model_internal.h"
 #include "core/ops.h"

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu/backend_cpu.h"
 #include "core/ops.h"
 
 static const float *g_z; /* for the sort comparator */

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cpu/backend_cpu.h"
 #include "config/config.h"
 #include "engine/kv_cache.h"
 #include "model/model_internal.h"
