@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/fp8.h"
 #include "core/kv_layout.h"
 #include "core/tensor.h"
-#include "core/fp8.h"
 #include "util/parallel.h"
 
 static inline int64_t cache_offset(int32_t block, int kv_head, int slot, int n_kv_heads, int head_dim)

@@ -4,9 +4,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "core/tensor.h"
 #include "core/fp4.h"
 #include "core/fp8.h"
+#include "core/tensor.h"
 #include "util/parallel.h"
 
 float qs_scale_round_f32(float s) { return s; }

@@ -19,9 +19,9 @@
 #include <string.h>
 
 #include "cuda_test_util.h"
-#include "engine/kv_cache.h"
-#include "core/tensor.h"
 #include "core/ops.h"
+#include "core/tensor.h"
+#include "engine/kv_cache.h"
 #include "device_query.h"
 #include "qs_cuda_kernels.h"
 #include "qs_cuda_ops.h"

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cpu/reference_kernels.h"
 #include "core/act_order.h"
+#include "cpu/reference_kernels.h"
 #include "cuda_test_util.h"
 #include "core/tensor.h"
 #include "device_query.h"

@@ -33,8 +33,8 @@
 
 #include "cpu/reference_kernels.h"
 #include "cuda_test_util.h"
-#include "core/tensor.h"
 #include "core/ops.h"
+#include "core/tensor.h"
 #include "device_query.h"
 #include "qs_cuda_kernels.h"
 #include "qs_cuda_mem.h"

@@ -11,9 +11,9 @@
 
 #include "cuda_test_util.h"
 #include "ops_pair.h"
-#include "engine/kv_cache.h"
-#include "core/tensor.h"
 #include "core/ops.h"
+#include "core/tensor.h"
+#include "engine/kv_cache.h"
 #include "device_query.h"
 #include "qs_cuda_ops.h"
 

@@ -20,10 +20,10 @@
 
 #include "cuda_test_util.h"
 #include "ops_pair.h"
-#include "engine/kv_cache.h"
-#include "core/tensor.h"
-#include "core/ops.h"
 #include "core/fp8.h"
+#include "core/ops.h"
+#include "core/tensor.h"
+#include "engine/kv_cache.h"
 #include "device_query.h"
 #include "qs_cuda_ops.h"
 

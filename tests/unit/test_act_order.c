@@ -17,10 +17,10 @@
 
 #include "cli/init_model.h"
 #include "config/config.h"
+#include "core/act_order.h"
 #include "cpu/reference_kernels.h"
 #include "engine/kv_cache.h"
 #include "model/model.h"
-#include "core/act_order.h"
 #include "registry/registry.h"
 #include "test_helpers.h"
 

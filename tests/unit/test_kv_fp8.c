@@ -20,14 +20,14 @@
 #include <cmocka.h>
 
 #include "config/config.h"
-#include "engine/kv_cache.h"
-#include "model/kv_scales.h"
-#include "model/model.h"
+#include "core/fp8.h"
+#include "core/ops.h"
 #include "core/tensor.h"
 #include "device/backends.h"
+#include "engine/kv_cache.h"
 #include "io/safetensors_writer.h"
-#include "core/ops.h"
-#include "core/fp8.h"
+#include "model/kv_scales.h"
+#include "model/model.h"
 #include "util/fileio.h"
 
 #include "test_helpers.h"

@@ -26,16 +26,16 @@
 
 #include <cjson/cJSON.h>
 
-#include "cpu/backend_cpu.h"
 #include "cli/backends_model.h"
 #include "cli/init_model.h"
 #include "config/config.h"
+#include "core/ops.h"
+#include "cpu/backend_cpu.h"
 #include "engine/kv_cache.h"
-#include "model/model.h"
-#include "model/model_config.h"
 #include "io/safetensors.h"
 #include "io/safetensors_writer.h"
-#include "core/ops.h"
+#include "model/model.h"
+#include "model/model_config.h"
 #include "quant/quantize_checkpoint.h"
 #include "test_helpers.h"
 #include "tokenizer/chat_template.h"

@@ -12,11 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/ops.h"
 #include "cpu/backend_cpu.h"
 #include "device/backends.h"
 #include "engine/kv_cache.h"
 #include "model/model_internal.h"
-#include "core/ops.h"
 
 static const qs_ops *ops;
 

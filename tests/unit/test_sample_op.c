@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cpu/backend_cpu.h"
 #include "core/ops.h"
+#include "cpu/backend_cpu.h"
 
 static const float *g_z; /* for the sort comparator */
 

@@ -23,8 +23,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cpu/backend_cpu.h"
 #include "config/config.h"
+#include "cpu/backend_cpu.h"
 #include "engine/kv_cache.h"
 #include "model/model_internal.h"
 #include "model/step_graph.h"
