@@ -58,7 +58,7 @@ uint8_t e5m3_code(uint8_t e4m3_magnitude);
 // Launches y = x W^T (+ bias) on stream s (marlin_gemm.cu).
 int gemm(const Layer &l, const __nv_bfloat16 *x, __nv_bfloat16 *y, int64_t m, cudaStream_t s, qs_err *err,
          bool ordered = false);
-// The order (ops/act_order.h) the layer wants x in at m tokens: the stream kernel's packed k order
+// The order (core/act_order.h) the layer wants x in at m tokens: the stream kernel's packed k order
 // where its rewrite-free path takes the step with x given in that order (plan_stream), else
 // natural. gemm(..., ordered = true) takes x in that order (an error where it is natural).
 qs_act_order input_order(const Layer &l, int64_t m);

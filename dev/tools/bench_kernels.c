@@ -43,7 +43,7 @@ static const bench_kernel KERNELS[] = {
     {"marlin-fp8", "marlin", QS_SCHEME_W8A16_FP8, QS_WSCALE_CHANNEL, QS_AQUANT_NONE, false},
     {"marlin-nvfp4", "marlin", QS_SCHEME_NVFP4_W4A16, QS_WSCALE_NVFP4, QS_AQUANT_NONE, false},
     /* the same, given x in the packed order the stream kernel reads where it asks for it (the
-     * op before the layer writes it so in the model: ops/act_order.h), so no permute pass */
+     * op before the layer writes it so in the model: core/act_order.h), so no permute pass */
     {"marlin-fp8-ordered", "marlin", QS_SCHEME_W8A16_FP8, QS_WSCALE_CHANNEL, QS_AQUANT_NONE, true},
     {"marlin-nvfp4-ordered", "marlin", QS_SCHEME_NVFP4_W4A16, QS_WSCALE_NVFP4, QS_AQUANT_NONE, true},
     {"emulation-fp8", "emulation", QS_SCHEME_W8A16_FP8, QS_WSCALE_CHANNEL, QS_AQUANT_NONE, false},

@@ -100,8 +100,8 @@ uint16_t qs_f32_to_f16(float f)
     return (uint16_t)(sign | (r >> 13));
 }
 
-/* The three FP8 decoders below serve qs_tensor_get_f32 only; the quantization code has its own
- * table-driven ones (quant/fp8.h), which model/ must not depend on. */
+/* The three FP8 decoders below serve qs_tensor_get_f32 only, as bit formulas; the kernels use
+ * the table-driven ones of core/fp8.h. */
 
 /* OCP E4M3 ("fn"): bias 7, no infinities, S.1111.111 is NaN, max 448. */
 static float f8_e4m3_to_f32(uint8_t v)

@@ -35,7 +35,7 @@ typedef struct qs_kernel {
     int (*apply_moe)(const void *state, const void *x, const int32_t *topk_ids, const float *topk_weights,
                      void *y, int64_t m, void *stream, qs_err *err);
     void (*release)(void *state);
-    /* Optional (NULL: x always in natural order): the order (ops/act_order.h, a qs_act_order) this
+    /* Optional (NULL: x always in natural order): the order (core/act_order.h, a qs_act_order) this
      * linear wants x in at m rows, and the apply for x already in that order. The op that produces
      * x writes it so where the linear is x's only reader (model/forward.c), sparing the kernel a
      * reordering pass; apply_linear still takes natural x at every m. */

@@ -160,7 +160,7 @@ typedef struct qs_ops {
     /* Decode-step graphs and streams; NULL where the device has none (CPU). */
     const qs_graph_ops *graph;
 
-    /* Sampling on the device (ops/sample.h defines the algorithm): tokens[r] = the token of row r
+    /* Sampling on the device (core/sample.h defines the algorithm): tokens[r] = the token of row r
      * of logits [n_rows, vocab] (activation format) under rows[r], or -1 where rows[r].skip.
      * tokens and rows are device memory. No allocation, no copy and no wait, so that a decode-step
      * graph can record it. NULL where the device has none: the engine samples on the host. */

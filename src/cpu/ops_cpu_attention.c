@@ -6,7 +6,7 @@
  * CUDA kernels are tested against). Each
  * (token, query head) pair is independent, so attention is split over them with qs_parallel_for;
  * the softmax runs in double with the running maximum subtracted, written out plainly. Output rows
- * go in the order o_proj's kernel reads (ops/act_order.h). */
+ * go in the order o_proj's kernel reads (core/act_order.h). */
 #include "cpu/ops_cpu_internal.h"
 
 #include <math.h>

@@ -10,12 +10,12 @@
  * split by columns, and SwiGLU reads gate and up straight from one gate_up_proj output.
  * The residual add is fused into the following RMSNorm (ops->add_rmsnorm), which, like the SwiGLU
  * before down_proj and the attention before o_proj, writes its output in the order the next
- * linear's kernel reads when that linear is its only reader (ops/act_order.h; QSERVE_ACT_ORDER=0:
+ * linear's kernel reads when that linear is its only reader (core/act_order.h; QSERVE_ACT_ORDER=0:
  * always natural). The step's inputs are
  * validated against the model and the cache before anything runs. With decode graphs (default),
  * decode steps go through step_graph.c, which records qs_forward_run once per batch-size bucket
  * and replays it; everything runs on the model's own stream then. qs_model_forward_sample runs
- * the device's sampling op (ops/sample.h) after the lm_head, in the graph too, and brings back
+ * the device's sampling op (core/sample.h) after the lm_head, in the graph too, and brings back
  * token ids, plus logits only for the rows left to the host sampler. */
 #include <math.h>
 #include <string.h>

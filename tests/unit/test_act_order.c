@@ -1,5 +1,5 @@
 /* test_act_order.c — activation orders through the whole forward pass (model/forward.c,
- * ops/act_order.h): a CPU linear kernel that asks for x in marlin's packed orders (FP8 order on
+ * core/act_order.h): a CPU linear kernel that asks for x in marlin's packed orders (FP8 order on
  * hidden-wide inputs, NVFP4 order on intermediate-wide ones) on steps of two or more tokens, and
  * puts x back in natural order before the reference kernel runs it. Where the forward pass hands it
  * ordered x, the RMSNorm, SwiGLU and attention ops wrote it so; any slip in which op writes which

@@ -43,7 +43,7 @@ static void rmsnorm_by_hand(void **state)
     assert_float_equal(out[3], 4 / sqrt(30.0 / 4 + 1e-5) * 0.5, 1e-6);
 }
 
-/* The marlin orders (ops/act_order.h) move pairs within 128-k stages, every position hit once; the
+/* The marlin orders (core/act_order.h) move pairs within 128-k stages, every position hit once; the
  * ops that produce a linear's input write it in them, and refuse rows they do not fit. */
 static void ordered_outputs(void **state)
 {
