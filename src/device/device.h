@@ -5,9 +5,11 @@
 #ifndef QS_DEVICE_DEVICE_H
 #define QS_DEVICE_DEVICE_H
 
-#include "config/config.h"
 #include "core/platform.h"
 #include "util/error.h"
+
+/* What --device asks for. */
+typedef enum { QS_DEVICE_AUTO, QS_DEVICE_CPU, QS_DEVICE_CUDA } qs_device_choice;
 
 int qs_device_detect(qs_device_choice want, qs_device_caps *caps, qs_err *err);
 /* "8.0" / "9.0" / "10.0" / "89" / "sm_89" -> an assumed CUDA device of that capability. */
