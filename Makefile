@@ -100,9 +100,34 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-$(BUILD)/cuda/%.o: cuda/%.cu
+# Include rules: the core (src/core) and the backends (src/cpu, cuda/) stand below everything else,
+# so they may include only core/, util/ and their own folder. Each is compiled against an include
+# root of its own, $(INCLUDE_ROOTS)/FOLDER, holding links to just those folders (instead of -Isrc,
+# which holds them all), so any other include is a build error ("No such file or directory").
+# tests/cli/test_include_rules.sh proves it.
+INCLUDE_ROOTS := $(BUILD)/include-roots
+ALLOWED_core := core util
+ALLOWED_cpu  := core util cpu
+ALLOWED_cuda := core util
+INCLUDE_LINKS := $(INCLUDE_ROOTS)/core/.links $(INCLUDE_ROOTS)/cpu/.links $(INCLUDE_ROOTS)/cuda/.links
+$(INCLUDE_LINKS): $(INCLUDE_ROOTS)/%/.links:
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVCC_FLAGS) -MMD -MP -c $< -o $@
+	@for d in $(ALLOWED_$*); do ln -sfn "$$(realpath -m --relative-to=$(dir $@) src/$$d)" $(dir $@)$$d; done
+	@touch $@
+LOWER_CFLAGS = $(STD) $(WARN) $(CFLAGS) $(DEFS) -I$(INCLUDE_ROOTS)/$(1) $(PKG_CFLAGS) -MMD -MP
+
+$(BUILD)/src/core/%.o: src/core/%.c | $(INCLUDE_ROOTS)/core/.links
+	@mkdir -p $(dir $@)
+	$(CC) $(call LOWER_CFLAGS,core) -c $< -o $@
+
+$(BUILD)/src/cpu/%.o: src/cpu/%.c | $(INCLUDE_ROOTS)/cpu/.links
+	@mkdir -p $(dir $@)
+	$(CC) $(call LOWER_CFLAGS,cpu) -c $< -o $@
+
+# cuda/'s own headers are found beside the file that includes them.
+$(BUILD)/cuda/%.o: cuda/%.cu | $(INCLUDE_ROOTS)/cuda/.links
+	@mkdir -p $(dir $@)
+	$(NVCC) $(filter-out -Isrc -Icuda -Idev/cuda,$(NVCC_FLAGS)) -I$(INCLUDE_ROOTS)/cuda -MMD -MP -c $< -o $@
 
 $(BUILD)/dev/cuda/%.o: dev/cuda/%.cu
 	@mkdir -p $(dir $@)

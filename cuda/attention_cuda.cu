@@ -1,4 +1,4 @@
-// attention_cuda.cu — paged-KV attention and KV writes for the CUDA ops (see src/ops/ops.h).
+// attention_cuda.cu — paged-KV attention and KV writes for the CUDA ops (see src/core/ops.h).
 // KV cache per layer: [block][kv_head][slot][head_dim] BF16 or FP8 E4M3 with per-layer K and V scales
 // (kv_codec.cuh; the kernels are templated on the element codec), QS_KV_BLOCK_SIZE slots a block.
 // attention: one CTA per (token, query head, KV split); its warps stride over the split's share
@@ -8,7 +8,7 @@
 // KV head) a grouped kernel serves a KV head's query heads from one K/V load instead
 // (a dev build's QSERVE_ATTN_GROUPED=0: not). When there are too few CTAs to fill the GPU — decode of a few
 // sequences — the positions are split across CTAs (split-KV) and a second kernel merges the
-// splits' softmax states. Output rows go in the order o_proj's kernel reads (ops/act_order.h).
+// splits' softmax states. Output rows go in the order o_proj's kernel reads (core/act_order.h).
 // Runs of >= 16 tokens of one sequence (prefill chunks) go to the tensor-core kernel of
 // attention_prefill.cu instead (a dev build's QSERVE_ATTN_PREFILL=0: not) when the cache is bf16; an FP8 cache's
 // prefill runs here. KV writes skip negative slots: the dummy rows that pad a decode batch up to
@@ -26,11 +26,11 @@
 #include "launch_pdl.cuh"
 #include "cuda_stream.h"
 #include "scratch.h"
-#include "qs_cuda.h"
+#include "device_query.h"
 #include "qs_cuda_ops.h"
 
 extern "C" {
-#include "engine/kv_cache.h"
+#include "core/kv_layout.h"
 }
 
 namespace {

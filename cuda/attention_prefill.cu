@@ -28,7 +28,7 @@
 #include "scratch.h"
 
 extern "C" {
-#include "engine/kv_cache.h"
+#include "core/kv_layout.h"
 }
 
 namespace {

@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "ops/ops.h"
+#include "core/ops.h"
 #include "util/error.h"
 
 #ifdef __cplusplus
@@ -50,7 +50,7 @@ bool qs_cuda_attn_prefill_wanted(const void *out, const void *q, const void *k_c
 int qs_cuda_attn_prefill_plan(const qs_attn_batch *b, qs_attn_prefill_plan *plan, qs_err *err);
 
 /* out[t, h, :] for the marked tokens t: causal (and sliding-window) softmax(q K^T * scale) V over
- * the token's own sequence in the paged cache, out's rows in `order` (ops/act_order.h). Rows of
+ * the token's own sequence in the paged cache, out's rows in `order` (core/act_order.h). Rows of
  * other tokens are not touched. Queue it after anything else that writes out (the CUDA-core kernel
  * over rest_pos). */
 int qs_cuda_attn_prefill_run(void *out, const void *q, const void *k_cache, const void *v_cache,

@@ -1,4 +1,4 @@
-// comm_nccl.h — the NCCL communicator: the collectives of parallel/comm.h on GPU buffers, for
+// comm_nccl.h — the NCCL communicator: the collectives of core/comm.h on GPU buffers, for
 // tensor parallelism with one GPU per rank. NCCL is not packaged for Debian, so libnccl.so.2 is
 // loaded on first use with dlopen (as cuBLASLt is, cublaslt_dyn.h) from the file QSERVE_NCCL_LIBRARY
 // names, else from the library path, with declarations written after NCCL's public API; its unique
@@ -13,7 +13,7 @@
 extern "C" {
 #endif
 
-#include "parallel/comm.h"
+#include "core/comm.h"
 
 // A communicator over the same ranks as `host`, each rank on CUDA device `device` (-1: the
 // calling thread's current one; qserve's ranks each see one GPU, tensor_parallel_gpu.c). NULL

@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 extern "C" {
-#include "quant/scheme.h"
+#include "core/scheme.h"
 }
 
 // out[n,k] = e4m3(w) * scale, scale per wscale layout (scale points to device floats).

@@ -1,11 +1,11 @@
-// device_query.cu — implements cuda/qs_cuda.h: asks the CUDA runtime how many devices there are and
-// what device N is. Every runtime error becomes a 0 count or a qs_err, never an abort, so a CUDA
+// device_query.cu — implements cuda/device_query.h: asks the CUDA runtime how many devices there
+// are and what device N is. Every runtime error becomes a 0 count or a qs_err, never an abort, so a CUDA
 // build starts on a machine without a GPU or driver and runs on CPU.
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "qs_cuda.h"
+#include "device_query.h"
 
 static char g_unavailable[256];
 

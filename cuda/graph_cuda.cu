@@ -1,5 +1,5 @@
 // graph_cuda.cu — streams and CUDA graphs for decode-step replay (the qs_graph_ops of
-// src/ops/ops.h; src/model/step_graph.c drives them). The current stream is per thread: the
+// src/core/ops.h; src/model/step_graph.c drives them). The current stream is per thread: the
 // engine thread's forward pass sets its own stream and every op of cuda/ launches on it, while
 // any other thread (the GPU tests, loaders) keeps the legacy default stream as before.
 // Captures use cudaStreamCaptureModeThreadLocal: an allocation, free or synchronisation made by

@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 extern "C" {
-#include "engine/kv_cache.h" // QS_KV_BLOCK_SIZE
+#include "core/kv_layout.h" // QS_KV_BLOCK_SIZE
 }
 
 // The row of KV head kvh at cache slot `slot` (a slot_mapping entry, not negative).

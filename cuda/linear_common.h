@@ -9,7 +9,7 @@
 #include "dequant.h"
 
 extern "C" {
-#include "quant/scheme.h"
+#include "core/scheme.h"
 #include "util/error.h"
 }
 

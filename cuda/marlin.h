@@ -22,8 +22,8 @@
 #include "marlin_plan.h"
 
 extern "C" {
-#include "ops/act_order.h"
-#include "quant/scheme.h"
+#include "core/act_order.h"
+#include "core/scheme.h"
 #include "util/error.h"
 }
 
@@ -68,7 +68,7 @@ const qs_marlin_knobs &path_knobs();
 // Launches y = x W^T (+ bias) on stream s (marlin_gemm.cu): the kernel of l.plan's row for m.
 int gemm(const Layer &l, const __nv_bfloat16 *x, __nv_bfloat16 *y, int64_t m, cudaStream_t s, qs_err *err,
          bool ordered = false);
-// The order (ops/act_order.h) the layer wants x in at m tokens: the stream kernel's packed k order
+// The order (core/act_order.h) the layer wants x in at m tokens: the stream kernel's packed k order
 // where the plan's row gives the step to it with x in that order and its rewrite-free path takes
 // it (plan_stream), else natural. gemm(..., ordered = true) takes x in that order (an error where it is natural).
 qs_act_order input_order(const Layer &l, int64_t m);

@@ -16,7 +16,7 @@
 #include "cuda_stream.h"
 #include "marlin.h"
 #include "marlin_device.cuh"
-#include "qs_cuda.h"
+#include "device_query.h"
 
 namespace qs_marlin {
 namespace {

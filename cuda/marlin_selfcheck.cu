@@ -16,8 +16,8 @@
 #include "marlin_selfcheck.h"
 
 extern "C" {
-#include "quant/fp4.h"
-#include "quant/fp8.h"
+#include "core/fp4.h"
+#include "core/fp8.h"
 }
 
 namespace {

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "marlin_stream_check.h"
-#include "ops/act_order.h"
+#include "core/act_order.h"
 #include "marlin_stream_plan.h"
 #include "marlin_stream_rewrite.h"
 
@@ -126,7 +126,7 @@ template <bool FP4> int check_permute(char *why, size_t why_len)
             return -1;
         }
     }
-    // The map the ops that produce x write it by (ops/act_order.h) lands every k where the copy has it.
+    // The map the ops that produce x write it by (core/act_order.h) lands every k where the copy has it.
     const qs_act_order order = FP4 ? QS_ACT_MARLIN_FP4 : QS_ACT_MARLIN_FP8;
     for (int k = 0; k < kRow; k++) {
         const int64_t j = qs_act_position(order, k);

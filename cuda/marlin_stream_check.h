@@ -28,7 +28,7 @@ int qs_marlin_stream_ctas_check(int max_items, char *why, size_t why_len);
  * packed weight in that position of the A fragment multiplies (marlin_layout.h's permutation undone) and no
  * position is left unwritten; and the rewrite-free path's permuted copy of x (item_source_k and
  * transpose_pairs, as marlin_permute.cu runs them) puts at every position the k that position
- * of the packed weights multiplies, and ops/act_order.h's qs_act_position sends every k of x to where
+ * of the packed weights multiplies, and core/act_order.h's qs_act_position sends every k of x to where
  * that copy holds it. 0, or -1 with `why` naming the first wrong position. */
 int qs_marlin_stream_rewrite_check(char *why, size_t why_len);
 

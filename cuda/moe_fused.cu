@@ -28,9 +28,7 @@
 #include "scratch.h"
 #include "weights_upload.h"
 
-extern "C" {
-#include "quant/linear_desc.h"
-}
+#include "core/scheme.h" // qs_scale_get
 
 namespace {
 

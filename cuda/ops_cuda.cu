@@ -19,7 +19,7 @@
 #include "rope_pair.cuh"
 
 extern "C" {
-#include "model/safetensors.h"
+#include "core/tensor.h"
 }
 
 int qs_cuda_attention(void *out, const void *q, const void *k_cache, const void *v_cache, const qs_attn_batch *b,

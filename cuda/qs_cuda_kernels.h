@@ -1,4 +1,4 @@
-/* qs_cuda_kernels.h — the CUDA kernel descriptors the registry lists (src/registry/kernel.h):
+/* qs_cuda_kernels.h — the CUDA kernel descriptors the registry lists (src/core/kernel.h):
  *  - cublaslt: BF16 GEMM (bf16 scheme) and FP8 W8A8 GEMMs with per-tensor, per-channel/per-token
  *    (outer-vector) and 128x128-block scales, as far as the machine's cuBLASLt supports them;
  *  - emulation: every scheme, dequantize to BF16 then a cuBLASLt BF16 GEMM (W8A8/W4A4 schemes
@@ -7,7 +7,7 @@
 #ifndef QS_CUDA_KERNELS_H
 #define QS_CUDA_KERNELS_H
 
-#include "registry/kernel.h"
+#include "core/kernel.h"
 
 #ifdef __cplusplus
 extern "C" {

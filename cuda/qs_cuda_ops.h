@@ -1,10 +1,10 @@
-/* qs_cuda_ops.h — the CUDA implementation of the ops interface (src/ops/ops.h): BF16 activations,
+/* qs_cuda_ops.h — the CUDA implementation of the ops interface (src/core/ops.h): BF16 activations,
  * BF16 weights for norms/embeddings/biases, FP32 math inside every kernel. Only built when nvcc
  * is found (QS_HAVE_CUDA). */
 #ifndef QS_CUDA_OPS_H
 #define QS_CUDA_OPS_H
 
-#include "ops/ops.h"
+#include "core/ops.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -19,7 +19,7 @@ int qs_cuda_split_qkv(void *out0, void *out1, void *out2, const void *x, int64_t
 int qs_cuda_swiglu_gate_up(void *out, const void *gate_up, int64_t rows, int64_t n, qs_act_order order, qs_err *err);
 int qs_cuda_qkv_rope_cache(void *q, void *k_cache, void *v_cache, const void *qkv, const qs_attn_batch *b,
                            const void *inv_freq, int n_heads, int n_kv_heads, int head_dim, qs_err *err);
-/* The sampling op of the table (ops.h: sample; ops/sample.h), in sample_cuda.cu. */
+/* The sampling op of the table (ops.h: sample; core/sample.h), in sample_cuda.cu. */
 int qs_cuda_sample(int32_t *tokens, const void *logits, const qs_sample_row *rows, int64_t n_rows, int64_t vocab,
                    qs_err *err);
 /* Llama 4's ops of the table (ops.h: rope_interleaved, attn_temperature, moe_route_scale_input,

@@ -1,5 +1,5 @@
 // sample_cuda.cu — the sampling op of the CUDA ops table (ops.h: sample; the algorithm is defined
-// in src/ops/sample.h, the reference is src/cpu/sample_cpu.c): one CTA per row of BF16 logits
+// in src/core/sample.h, the reference is src/cpu/sample_cpu.c): one CTA per row of BF16 logits
 // writes that row's token id. No sort: after one pass for the largest logit (the whole answer when
 // greedy), the top-k and top-p thresholds are radix selects over the keys (12, 12 and 8 bits, a
 // pass each, histograms in shared memory), then the draw sums each warp's contiguous segment of

@@ -6,7 +6,7 @@
 #include <cuda_bf16.h>
 
 extern "C" {
-#include "model/safetensors.h"
+#include "core/tensor.h"
 #include "util/error.h"
 }
 

@@ -17,9 +17,9 @@
 
 #include "cli/args.h"
 #include "config/config.h"
+#include "core/sample.h"
 #include "engine/kv_cache.h"
 #include "model/model.h"
-#include "ops/sample.h"
 
 #define WARMUP_STEPS 3
 

@@ -17,7 +17,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "model/safetensors_writer.h"
+#include "io/safetensors_writer.h"
 #include "util/error.h"
 #include "util/fileio.h"
 

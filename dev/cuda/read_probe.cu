@@ -8,7 +8,7 @@
 #include "cuda_check.h"
 #include "launch_pdl.cuh"
 #include "probe_sum.cuh"
-#include "qs_cuda.h"
+#include "device_query.h"
 #include "read_probe.h"
 
 namespace {

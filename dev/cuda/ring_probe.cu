@@ -15,7 +15,7 @@
 #include "marlin_hopper.cuh"
 #include "marlin_stream_plan.h"
 #include "probe_sum.cuh"
-#include "qs_cuda.h"
+#include "device_query.h"
 #include "ring_probe.h"
 
 namespace qs_marlin {

@@ -18,13 +18,13 @@
 #include <string.h>
 
 #ifdef QS_HAVE_CUDA
-#include "qs_cuda.h"
+#include "device_query.h"
 #include "qs_cuda_mem.h"
 #include "qs_cuda_ops.h"
 #include "read_probe.h"
 #include "ring_probe.h"
-#include "quant/fp4.h"
-#include "quant/fp8.h"
+#include "core/fp4.h"
+#include "core/fp8.h"
 #include "registry/registry.h"
 
 typedef struct {
@@ -43,7 +43,7 @@ static const bench_kernel KERNELS[] = {
     {"marlin-fp8", "marlin", QS_SCHEME_W8A16_FP8, QS_WSCALE_CHANNEL, QS_AQUANT_NONE, false},
     {"marlin-nvfp4", "marlin", QS_SCHEME_NVFP4_W4A16, QS_WSCALE_NVFP4, QS_AQUANT_NONE, false},
     /* the same, given x in the packed order the stream kernel reads where it asks for it (the
-     * op before the layer writes it so in the model: ops/act_order.h), so no permute pass */
+     * op before the layer writes it so in the model: core/act_order.h), so no permute pass */
     {"marlin-fp8-ordered", "marlin", QS_SCHEME_W8A16_FP8, QS_WSCALE_CHANNEL, QS_AQUANT_NONE, true},
     {"marlin-nvfp4-ordered", "marlin", QS_SCHEME_NVFP4_W4A16, QS_WSCALE_NVFP4, QS_AQUANT_NONE, true},
     {"emulation-fp8", "emulation", QS_SCHEME_W8A16_FP8, QS_WSCALE_CHANNEL, QS_AQUANT_NONE, false},

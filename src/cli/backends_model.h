@@ -10,9 +10,9 @@
 
 #include "model/model_config.h"
 #include "model/projection_fusion.h"
-#include "model/safetensors.h"
+#include "io/safetensors.h"
 #include "quant/quant_config.h"
-#include "registry/kernel.h"
+#include "core/kernel.h"
 #include "util/error.h"
 
 typedef struct qs_backends_model {

@@ -10,15 +10,13 @@
 #include <string.h>
 #include <time.h>
 
-#ifdef QS_HAVE_CUDA
-#include "qs_cuda_mem.h"
-#endif
 #include "cli/chat_template_arg.h"
 #include "cli/commands.h"
 #include "cli/model_source.h"
 #include "cli/tp_launch.h"
 #include "parallel/launch.h"
 #include "config/config.h"
+#include "device/backends.h"
 #include "engine/engine.h"
 #include "engine/kv_cache.h"
 #include "engine/kv_setup.h"
@@ -72,15 +70,14 @@ static int choose_kv_blocks(const qs_config *cfg, const qs_model_config *mc, con
         /* As vLLM: the KV cache gets what --gpu-memory-utilization allows beyond what the weights
          * already use, less headroom for activations and kernel scratch. */
         budget = (size_t)(0.25 * cfg->gpu_memory_utilization * (double)dev->memory_bytes);
-#ifdef QS_HAVE_CUDA
+        const qs_backend *backend = qs_backend_for_platform(dev->platform);
         size_t free_b = 0, total_b = 0;
         qs_err ignored;
-        if (qs_cuda_mem_get_info(&free_b, &total_b, &ignored) == 0) {
+        if (backend && backend->mem_info(&free_b, &total_b, &ignored) == 0) {
             double allowed = cfg->gpu_memory_utilization * (double)total_b - (double)(total_b - free_b);
             double headroom = 2.0 * (1 << 30);
             budget = allowed > headroom ? (size_t)(allowed - headroom) : 0;
         }
-#endif
     }
     long long cap = qs_kv_cache_blocks_for_bytes_dtype(mc, dev->platform, dtype, budget);
     if (cap < per_seq) {

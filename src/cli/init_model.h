@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "model/safetensors.h"
+#include "core/tensor.h"
 #include "util/error.h"
 
 typedef enum { QS_TOKFAM_LLAMA3, QS_TOKFAM_QWEN, QS_TOKFAM_MISTRAL, QS_TOKFAM_LLAMA4 } qs_token_family;

@@ -17,7 +17,7 @@
 #include <cjson/cJSON.h>
 
 #include "cli/init_model.h"
-#include "model/safetensors_writer.h"
+#include "io/safetensors_writer.h"
 #include "util/fileio.h"
 #include "util/parallel.h"
 

@@ -9,7 +9,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "quant/scheme.h"
+#include "core/scheme.h"
+#include "device/device.h" /* qs_device_choice */
 #include "util/error.h"
 
 #define QS_NAME_MAX 64
@@ -27,8 +28,6 @@ typedef struct qs_kernel_config {
     char disabled_kernels[QS_MAX_DISABLED][QS_NAME_MAX]; /* QSERVE_DISABLED_KERNELS=a,b */
     int n_disabled;
 } qs_kernel_config;
-
-typedef enum { QS_DEVICE_AUTO, QS_DEVICE_CPU, QS_DEVICE_CUDA } qs_device_choice;
 
 typedef struct qs_config {
     char model_dir[1024];          /* a folder or a hub repo id as typed; a folder once resolved (src/hub) */

@@ -1,14 +1,12 @@
-/* ops_cpu.c — the CPU implementation of the ops interface (src/ops/ops.h): memory, weight
+/* ops_cpu.c — the CPU implementation of the ops interface (core/ops.h): memory, weight
  * upload, embedding, RMSNorm, bias, RoPE, SwiGLU (also over a fused gate/up output), the column
  * split of a fused q/k/v output and row gathers over float32 activations.
  * Attention and the KV cache writes live in ops_cpu_attention.c, MoE routing in ops_cpu_moe.c,
  * sampling in sample_cpu.c.
  * Plain, obviously-right C: this is the executable specification the CUDA ops are tested
  * against. Row loops go through qs_parallel_for where the work is large enough to pay. */
+#include "cpu/backend_cpu.h"
 #include "cpu/ops_cpu_internal.h"
-#ifdef QS_HAVE_CUDA
-#include "qs_cuda_ops.h"
-#endif
 
 #include <math.h>
 #include <stdlib.h>
@@ -263,15 +261,3 @@ static const qs_ops CPU_OPS = {
 };
 
 const qs_ops *qs_ops_cpu(void) { return &CPU_OPS; }
-
-const qs_ops *qs_ops_for_platform(qs_platform platform, qs_err *err)
-{
-    if (platform == QS_PLATFORM_CPU)
-        return &CPU_OPS;
-#ifdef QS_HAVE_CUDA
-    return qs_ops_cuda();
-#else
-    qs_errf(err, "this qserve was built without CUDA (nvcc was not found at build time): only --device cpu works");
-    return NULL;
-#endif
-}

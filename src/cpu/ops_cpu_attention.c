@@ -1,21 +1,21 @@
 /* ops_cpu_attention.c — paged KV writes and causal GQA attention over block tables on the CPU
  * (with a sliding window, or Llama 4's chunks: blocks before the chunk are never read).
- * The cache layout is per layer [block][kv_head][slot][head_dim] (src/engine/kv_cache.h), its
+ * The cache layout is per layer [block][kv_head][slot][head_dim] (core/kv_layout.h), its
  * elements float32, bf16 (rounded to nearest even on write) or FP8 E4M3: x / scale rounded and
  * saturated on write, code * scale on read, with the layer's K and V scales (the reference the
  * CUDA kernels are tested against). Each
  * (token, query head) pair is independent, so attention is split over them with qs_parallel_for;
  * the softmax runs in double with the running maximum subtracted, written out plainly. Output rows
- * go in the order o_proj's kernel reads (ops/act_order.h). */
+ * go in the order o_proj's kernel reads (core/act_order.h). */
 #include "cpu/ops_cpu_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/kv_cache.h"
-#include "model/safetensors.h"
-#include "quant/fp8.h"
+#include "core/fp8.h"
+#include "core/kv_layout.h"
+#include "core/tensor.h"
 #include "util/parallel.h"
 
 static inline int64_t cache_offset(int32_t block, int kv_head, int slot, int n_kv_heads, int head_dim)

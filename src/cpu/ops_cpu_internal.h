@@ -3,7 +3,7 @@
 #ifndef QS_CPU_OPS_CPU_INTERNAL_H
 #define QS_CPU_OPS_CPU_INTERNAL_H
 
-#include "ops/ops.h"
+#include "core/ops.h"
 
 int qs_cpu_kv_write(void *k_cache, void *v_cache, const void *k, const void *v, const qs_attn_batch *b,
                     int n_kv_heads, int head_dim, qs_err *err);

@@ -1,4 +1,4 @@
-/* ops_cpu_llama4.c — the CPU ops only Llama 4 needs (ops/ops.h): interleaved-pair RoPE, the NoPE
+/* ops_cpu_llama4.c — the CPU ops only Llama 4 needs (core/ops.h): interleaved-pair RoPE, the NoPE
  * layers' attention temperature, top-1 routing whose sigmoid score scales the expert's input, and
  * the element-wise add of the shared expert. Written as plainly as transformers' modeling_llama4.py
  * computes them, in float32. */

@@ -11,10 +11,9 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/fp4.h"
+#include "core/fp8.h"
 #include "cpu/reference_linear_impl.h"
-#include "quant/fp4.h"
-#include "quant/fp8.h"
-#include "quant/quantize.h"
 
 /* out = e4m3(x / s) * s over n values; s <= 0 (all-zero input) gives zeros. */
 static void fp8_qdq(const float *x, float *out, int64_t n, float s)

@@ -15,7 +15,7 @@
 
 #include <stdbool.h>
 
-#include "registry/kernel.h"
+#include "core/kernel.h"
 
 extern const qs_kernel qs_kernel_reference_linear;
 extern const qs_kernel qs_kernel_reference_moe;

@@ -10,11 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/fp4.h"
+#include "core/fp8.h"
+#include "core/scheme.h"
 #include "cpu/reference_kernels.h"
 #include "cpu/reference_linear_impl.h"
-#include "quant/fp4.h"
-#include "quant/fp8.h"
-#include "quant/linear_desc.h"
 #include "util/parallel.h"
 
 #define TILE_ROWS 4

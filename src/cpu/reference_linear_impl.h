@@ -5,8 +5,8 @@
 
 #include <stdint.h>
 
-#include "quant/scheme.h"
-#include "registry/kernel.h"
+#include "core/scheme.h"
+#include "core/kernel.h"
 #include "util/error.h"
 
 typedef enum { QS_REFW_F32, QS_REFW_BF16, QS_REFW_FP8, QS_REFW_FP4 } qs_ref_wfmt;

@@ -1,5 +1,5 @@
 /* sample_cpu.c — the reference sampling op (ops.h: sample; the algorithm is defined in
- * ops/sample.h) over float32 logits. It follows the same steps as the CUDA kernel
+ * core/sample.h) over float32 logits. It follows the same steps as the CUDA kernel
  * (cuda/sample_cuda.cu) — a greedy pass, threshold searches by a three-level radix select over
  * the keys (12, 12 and 8 bits) instead of a sort, then a walk in id order — one row at a time
  * with per-row arrays, so that the two can be compared token for token; tests/unit/test_sample_op.c

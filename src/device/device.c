@@ -1,51 +1,35 @@
-/* device.c — device choice (see device.h). The only CUDA knowledge here is cuda/qs_cuda.h, and
- * only when the binary was built with nvcc; a CUDA build on a machine without a GPU or driver
- * finds 0 devices and runs on the CPU under --device auto. */
+/* device.c — device choice (see device.h). It asks the backends (device/backends.c) what they
+ * see, naming none: a build without the CUDA backend has no CUDA platform to offer, and a CUDA
+ * build on a machine without a GPU or driver finds 0 devices and runs on the CPU under
+ * --device auto. */
 #include "device/device.h"
 
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#ifdef QS_HAVE_CUDA
-#include "qs_cuda.h"
-#endif
-
-void qs_device_cpu(int threads, qs_device_caps *caps)
-{
-    memset(caps, 0, sizeof *caps);
-    caps->platform = QS_PLATFORM_CPU;
-    long n = threads > 0 ? threads : sysconf(_SC_NPROCESSORS_ONLN);
-    if (n < 1)
-        n = 1;
-    snprintf(caps->name, sizeof caps->name, "CPU (%ld thread%s)", n, n == 1 ? "" : "s");
-    caps->sm_count = (int)n;
-    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    caps->memory_bytes = pages > 0 && page > 0 ? (size_t)pages * (size_t)page : 0;
-}
+#include "device/backends.h"
 
 int qs_device_detect(qs_device_choice want, qs_device_caps *caps, qs_err *err)
 {
-    if (want == QS_DEVICE_CPU) {
-        qs_device_cpu(0, caps);
-        return 0;
-    }
-#ifdef QS_HAVE_CUDA
-    int n = qs_cuda_device_count();
-    if (n > 0)
-        return qs_cuda_device_caps(0, caps, err);
-    if (want == QS_DEVICE_CUDA)
-        return qs_errf(err, "--device cuda: no usable CUDA GPU: %s; use --device cpu or auto",
-                       qs_cuda_unavailable_reason()[0] ? qs_cuda_unavailable_reason() : "no devices found");
-#else
-    if (want == QS_DEVICE_CUDA)
+    const qs_backend *cpu = qs_backend_for_platform(QS_PLATFORM_CPU);
+    if (want == QS_DEVICE_CPU)
+        return cpu->device_caps(0, caps, err);
+    const qs_backend *gpu = qs_backend_for_platform(QS_PLATFORM_CUDA);
+    if (gpu) {
+        if (gpu->device_count() > 0)
+            return gpu->device_caps(0, caps, err);
+        if (want == QS_DEVICE_CUDA) {
+            const char *why = gpu->unavailable_reason();
+            return qs_errf(err, "--device cuda: no usable CUDA GPU: %s; use --device cpu or auto",
+                           why[0] ? why : "no devices found");
+        }
+    } else if (want == QS_DEVICE_CUDA) {
         return qs_errf(err, "--device cuda: this qserve was built without CUDA (nvcc was not found at build "
                             "time); use --device cpu or auto");
-#endif
-    qs_device_cpu(0, caps);
-    return 0;
+    }
+    return cpu->device_caps(0, caps, err);
 }
 
 int qs_device_assume(const char *cc, qs_device_caps *caps, qs_err *err)

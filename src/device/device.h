@@ -5,13 +5,13 @@
 #ifndef QS_DEVICE_DEVICE_H
 #define QS_DEVICE_DEVICE_H
 
-#include "config/config.h"
-#include "registry/kernel.h"
+#include "core/platform.h"
 #include "util/error.h"
 
+/* What --device asks for. */
+typedef enum { QS_DEVICE_AUTO, QS_DEVICE_CPU, QS_DEVICE_CUDA } qs_device_choice;
+
 int qs_device_detect(qs_device_choice want, qs_device_caps *caps, qs_err *err);
-/* The CPU as a device ("CPU (N threads)"); threads 0 = every online core. */
-void qs_device_cpu(int threads, qs_device_caps *caps);
 /* "8.0" / "9.0" / "10.0" / "89" / "sm_89" -> an assumed CUDA device of that capability. */
 int qs_device_assume(const char *compute_capability, qs_device_caps *caps, qs_err *err);
 /* "NVIDIA H200 (sm_90, 132 SMs, 139.8 GiB)" / "CPU (16 threads)". */

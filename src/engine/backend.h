@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 #include "model/model.h"
-#include "ops/sample.h"
+#include "core/sample.h"
 #include "util/error.h"
 
 typedef struct qs_engine_backend {

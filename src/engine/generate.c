@@ -68,7 +68,7 @@ typedef struct gen_run {
     qs_sampler_state *sampler;
     qs_stop_matcher *stop;
     qs_decode_stream *ds;
-    bool device_sampling;      /* steps return the next token (ops/sample.h) */
+    bool device_sampling;      /* steps return the next token (core/sample.h) */
     int32_t next;              /* the token the last step sampled on the device, or -1 */
 } gen_run;
 

@@ -8,7 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops/ops.h"
+#include "core/ops.h"
+#include "device/backends.h"
 
 struct qs_kv_cache {
     const qs_ops *ops;

@@ -3,23 +3,22 @@
  * [block][kv_head][slot][head_dim] with QS_KV_BLOCK_SIZE slots a block, the layout the GPU decode
  * kernel reads best; the CPU uses the same one. The element type is the device's activation type,
  * bf16, or FP8 E4M3 with one K and one V scale per layer (--kv-cache-dtype; qs_kv_dtype in
- * ops/ops.h): FP8 takes one byte an element, so the same memory holds twice the blocks of bf16. */
+ * core/kv_layout.h): FP8 takes one byte an element, so the same memory holds twice the blocks of bf16. */
 #ifndef QS_ENGINE_KV_CACHE_H
 #define QS_ENGINE_KV_CACHE_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/kernel.h"
+#include "core/kv_layout.h"
+#include "core/ops.h"
 #include "model/model_config.h"
-#include "ops/ops.h"
-#include "registry/kernel.h"
 #include "util/error.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-#define QS_KV_BLOCK_SIZE 16
 
 typedef struct qs_kv_cache qs_kv_cache;
 

@@ -6,16 +6,17 @@
  *   3. temperature (skipped when greedy)
  *   4. logprobs: log-softmax of these processed logits, before any truncation
  *   5. greedy argmax when temperature is 0; else one draw by the sampling op's definition
- *      (ops/sample.h: temperature, min-p, top-k, top-p, then a walk in id order) with one uniform
+ *      (core/sample.h: temperature, min-p, top-k, top-p, then a walk in id order) with one uniform
  *      from the sequence's own PRNG, through the CPU op, so host and device pick the same token.
  * The PRNG is xoshiro256** seeded through splitmix64 from the request seed, or from the engine
  * seed and the request index when the request has none, so every run is reproducible.
  * Requests that need none of steps 1, 2 and 4 may instead be sampled on the device
- * (qs_sampler_device_row: ops/sample.h), which draws the same one uniform per token from the same
+ * (qs_sampler_device_row: core/sample.h), which draws the same one uniform per token from the same
  * PRNG: asking for logprobs (or a zero logit_bias) never changes a seeded request's text. */
 #include "engine/sampler.h"
 
-#include "ops/ops.h"
+#include "core/ops.h"
+#include "device/backends.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -167,7 +168,7 @@ static void fill_logprobs(const float *logits, int vocab, int32_t chosen, int n,
     }
 }
 
-/* One draw with the sampling op's definition (ops/sample.h), on the host: the same token the
+/* One draw with the sampling op's definition (core/sample.h), on the host: the same token the
  * device would pick for the same logits and uniform, so a seed decides the output whether or not
  * the request also asks for logprobs or a logit_bias. */
 static int32_t draw(const qs_sampling_params *p, qs_sampler_state *s, const float *logits, int vocab)
@@ -177,7 +178,7 @@ static int32_t draw(const qs_sampling_params *p, qs_sampler_state *s, const floa
     qs_sampler_device_row(p, s, &row);
     int32_t token = -1;
     qs_err err = {{0}};
-    if (qs_ops_cpu()->sample(&token, logits, &row, 1, vocab, &err) || token < 0)
+    if (qs_ops_for_platform(QS_PLATFORM_CPU, NULL)->sample(&token, logits, &row, 1, vocab, &err) || token < 0)
         return argmax(logits, vocab); /* out of memory: still a valid token */
     return token;
 }

@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "ops/sample.h"
+#include "core/sample.h"
 
 #define QS_MAX_LOGPROBS 20
 /* Temperatures below this are greedy (as vLLM's _SAMPLING_EPS): dividing logits by a tiny
@@ -55,7 +55,7 @@ typedef struct qs_token_logprobs {
     float top_logprobs[QS_MAX_LOGPROBS];
 } qs_token_logprobs;
 
-/* Sampling on the device (ops/sample.h) instead of qs_sample: whether p asks for nothing the
+/* Sampling on the device (core/sample.h) instead of qs_sample: whether p asks for nothing the
  * device op lacks (no logit_bias, no repetition / presence / frequency penalty, no logprobs). */
 bool qs_sampling_device_ok(const qs_sampling_params *p);
 /* Fills row's temperature, top-k, top-p and min-p from p (skip and banned ids are left as they

@@ -10,8 +10,8 @@
  * split by columns, and SwiGLU reads gate and up straight from one gate_up_proj output.
  * The residual add is fused into the following RMSNorm (ops->add_rmsnorm), which, like the SwiGLU
  * before down_proj and the attention before o_proj, writes its output in the order the next
- * linear's kernel reads when that linear is its only reader (ops/act_order.h; QSERVE_ACT_ORDER=0:
- * always natural). qs_forward_run_sample adds the device's sampling op (ops/sample.h) after the
+ * linear's kernel reads when that linear is its only reader (core/act_order.h; QSERVE_ACT_ORDER=0:
+ * always natural). qs_forward_run_sample adds the device's sampling op (core/sample.h) after the
  * lm_head and qs_forward_outputs brings back token ids, plus logits only for the rows left to the
  * host sampler. Which steps run eagerly and which replay a recorded decode graph (step_graph.c)
  * is model_step.c's choice: this file is the layer math only. */

@@ -12,7 +12,7 @@
 
 #include <cJSON.h>
 
-#include "model/safetensors.h"
+#include "io/safetensors.h"
 #include "util/fileio.h"
 
 /* Which quantization tool the checkpoint's config names for its KV cache, for the log. */

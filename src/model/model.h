@@ -1,7 +1,7 @@
 /* model.h — a loaded model: config, tokenizer-independent weights prepared by the kernels the
  * registry chose, and one forward pass over a batch of sequence slices (prefill chunks and decode
  * tokens mixed) reading and writing a paged KV cache. Written once over the ops interface
- * (src/ops), so the same code runs on CPU and CUDA. */
+ * (src/core/ops.h), so the same code runs on CPU and CUDA. */
 #ifndef QS_MODEL_MODEL_H
 #define QS_MODEL_MODEL_H
 
@@ -11,8 +11,8 @@
 #include "config/config.h"
 #include "model/model_config.h"
 #include "model/projection_fusion.h"
-#include "ops/sample.h"
-#include "registry/kernel.h"
+#include "core/sample.h"
+#include "core/kernel.h"
 #include "util/error.h"
 
 typedef struct qs_model qs_model;
@@ -26,7 +26,7 @@ int qs_model_load(const qs_config *cfg, qs_model **out, qs_err *err);
 void qs_model_free(qs_model *m);
 const qs_model_config *qs_model_get_config(const qs_model *m);
 const qs_device_caps *qs_model_device(const qs_model *m);
-/* Whether activations are written in the order their linear kernel reads (ops/act_order.h):
+/* Whether activations are written in the order their linear kernel reads (core/act_order.h):
  * QSERVE_ACT_ORDER, on unless 0 / false. -1 with err naming the variable for any other value. */
 int qs_act_orders_from_env(bool *on, qs_err *err);
 /* Which q/k/v and gate/up projections were fused into one linear layer at load. */
@@ -49,7 +49,7 @@ typedef struct qs_seq_step {
 int qs_model_forward(qs_model *m, qs_kv_cache *kv, const qs_seq_step *seqs, int n_seqs, float *logits, qs_err *err);
 
 /* Whether qs_model_forward_sample samples on the device: its ops have the sampling op
- * (ops/sample.h) and QSERVE_DEVICE_SAMPLING is not 0 (read at load). */
+ * (core/sample.h) and QSERVE_DEVICE_SAMPLING is not 0 (read at load). */
 bool qs_model_samples_on_device(const qs_model *m);
 /* The step of qs_model_forward, with the rows that want logits (n_out of them, in the order of
  * seqs) sampled on the device by sample[r] (host memory, n_out rows): tokens[r] receives row r's

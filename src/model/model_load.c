@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "device/backends.h"
 #include "device/device.h"
 #include "model/model_internal.h"
 #include "model/model_weights.h"
@@ -368,7 +369,7 @@ static int env_switch(const char *name, bool *on, qs_err *err)
 
 int qs_act_orders_from_env(bool *on, qs_err *err) { return env_switch("QSERVE_ACT_ORDER", on, err); }
 
-/* Sampling on the device (ops/sample.h) when the device has the op, unless QSERVE_DEVICE_SAMPLING=0
+/* Sampling on the device (core/sample.h) when the device has the op, unless QSERVE_DEVICE_SAMPLING=0
  * (then every row's logits go to the host sampler, as before the op existed); activations written
  * in the order their linear reads (forward.c) unless QSERVE_ACT_ORDER=0. */
 static int device_switches_init(qs_model *m, qs_err *err)

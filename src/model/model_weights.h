@@ -6,10 +6,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "model/safetensors.h"
-#include "ops/ops.h"
+#include "io/safetensors.h"
+#include "core/ops.h"
 #include "quant/quant_config.h"
-#include "quant/scheme.h"
+#include "core/scheme.h"
 #include "util/error.h"
 
 /* The tensor `name` with shape [d0] (d1 == 0) or [d0, d1]; NULL with err naming it otherwise. */

@@ -8,8 +8,8 @@
 
 #include <stdint.h>
 
-#include "model/safetensors.h"
-#include "quant/scheme.h"
+#include "core/tensor.h"
+#include "core/scheme.h"
 #include "util/error.h"
 
 typedef struct qs_online_fp8 {

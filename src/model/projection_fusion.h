@@ -15,8 +15,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "core/kernel.h"
 #include "quant/projection_fusion_exact.h"
-#include "registry/kernel.h"
 
 typedef enum { QS_FUSION_QKV, QS_FUSION_GATE_UP, QS_FUSION_KINDS } qs_fusion_kind;
 

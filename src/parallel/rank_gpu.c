@@ -7,12 +7,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#ifdef QS_HAVE_CUDA
-#include "qs_cuda.h"
+#include "device/backends.h"
 
 /* The CUDA device count, asked in a child process: CUDA reads CUDA_VISIBLE_DEVICES once, when it
  * starts, so this process must not start it before narrowing the variable. -1 when the child fails. */
-static int count_gpus_in_child(void)
+static int count_gpus_in_child(const qs_backend *cuda)
 {
     int fd[2];
     if (pipe(fd))
@@ -25,7 +24,7 @@ static int count_gpus_in_child(void)
     }
     if (pid == 0) {
         close(fd[0]);
-        int n = qs_cuda_device_count();
+        int n = cuda->device_count();
         ssize_t w = write(fd[1], &n, sizeof n);
         _exit(w == (ssize_t)sizeof n ? 0 : 1);
     }
@@ -38,17 +37,13 @@ static int count_gpus_in_child(void)
     waitpid(pid, &st, 0);
     return n;
 }
-#endif
 
 int qs_rank_gpu_select(int local_rank, int local_size, int *gpu, qs_err *err)
 {
     *gpu = -1;
-#ifndef QS_HAVE_CUDA
-    (void)local_rank;
-    (void)local_size;
-    (void)err;
-    return 0;
-#else
+    const qs_backend *cuda = qs_backend_for_platform(QS_PLATFORM_CUDA);
+    if (!cuda || !cuda->device_count) /* a build without CUDA */
+        return 0;
     const char *visible = getenv("CUDA_VISIBLE_DEVICES");
     char list[1024] = "";
     int n = 0;
@@ -57,7 +52,7 @@ int qs_rank_gpu_select(int local_rank, int local_size, int *gpu, qs_err *err)
         for (char *p = list; *p; p++)
             n += (p == list || p[-1] == ',') && *p != ',';
     } else {
-        n = count_gpus_in_child();
+        n = count_gpus_in_child(cuda);
     }
     if (n <= 0)
         return 0;
@@ -79,5 +74,4 @@ int qs_rank_gpu_select(int local_rank, int local_size, int *gpu, qs_err *err)
     if (setenv("CUDA_VISIBLE_DEVICES", one, 1))
         return qs_errf(err, "cannot set CUDA_VISIBLE_DEVICES");
     return 1;
-#endif
 }

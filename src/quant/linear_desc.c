@@ -9,18 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "quant/fp8.h"
+#include "core/fp8.h"
 #include "util/log.h"
-
-float qs_scale_get(const qs_tensor *t, int64_t i)
-{
-    const uint8_t *p = t->data;
-    switch (t->dtype) {
-    case QS_DT_F8_E4M3: return qs_e4m3_to_f32(p[i]);
-    case QS_DT_F8_E8M0: return qs_e8m0_to_f32(p[i]);
-    default: return qs_tensor_get_f32(t, i);
-    }
-}
 
 static const qs_tensor *find(const qs_checkpoint *ck, const char *prefix, const char *suffix)
 {

@@ -8,10 +8,10 @@
 #ifndef QS_QUANT_LINEAR_DESC_H
 #define QS_QUANT_LINEAR_DESC_H
 
-#include "model/safetensors.h"
+#include "io/safetensors.h"
 #include "quant/quant_config.h"
-#include "quant/scheme.h"
-#include "registry/kernel.h"
+#include "core/scheme.h"
+#include "core/kernel.h"
 #include "util/error.h"
 
 /* prefix: "model.layers.0.self_attn.q_proj", "model.layers.1.mlp.experts.3.gate_proj",
@@ -27,8 +27,6 @@ int qs_moe_desc_build(const qs_checkpoint *ck, const qs_quant_config *qc, const 
                       qs_moe_desc *out, qs_err *err);
 void qs_moe_desc_free(qs_moe_desc *d);
 
-/* Element i of a scale tensor as float: F32, F16, BF16, F64, F8_E4M3 or F8_E8M0. */
-float qs_scale_get(const qs_tensor *t, int64_t i);
 /* One-line summary for logs: "fp8_w8a8 [4096x4096] weights per-channel, activations dynamic per-token". */
 void qs_linear_desc_describe(const qs_linear_desc *d, char *buf, size_t cap);
 

@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "quant/scheme.h"
+#include "core/scheme.h"
 #include "util/error.h"
 
 typedef enum {

@@ -24,8 +24,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "model/safetensors.h"
-#include "quant/scheme.h"
+#include "core/tensor.h"
+#include "core/scheme.h"
 #include "util/error.h"
 
 #define QS_FUSE_MAX_PARTS 4

@@ -4,24 +4,13 @@
 #include <math.h>
 #include <string.h>
 
-#include "model/safetensors.h"
-#include "quant/fp4.h"
-#include "quant/fp8.h"
+#include "core/fp4.h"
+#include "core/fp8.h"
+#include "core/tensor.h"
 #include "util/parallel.h"
 
 float qs_scale_round_f32(float s) { return s; }
 float qs_scale_round_bf16(float s) { return qs_bf16_to_f32(qs_f32_to_bf16(s)); }
-
-float qs_amax(const float *x, int64_t n)
-{
-    float a = 0.0f;
-    for (int64_t i = 0; i < n; i++) {
-        float v = fabsf(x[i]);
-        if (v > a)
-            a = v;
-    }
-    return a;
-}
 
 /* amax / 448 rounded to its storage dtype; an all-zero input gets scale 1 (its codes are 0). */
 static float fp8_scale(float amax, qs_scale_round_fn rnd)

@@ -10,11 +10,11 @@
 
 #include <stdint.h>
 
+#include "core/fp8.h" /* qs_amax, the quantity every scale here is made from */
+
 typedef float (*qs_scale_round_fn)(float);
 float qs_scale_round_f32(float s);   /* identity */
 float qs_scale_round_bf16(float s);  /* through BF16, round to nearest even */
-
-float qs_amax(const float *x, int64_t n);
 
 /* scale[0] for the whole tensor */
 void qs_quantize_fp8_tensor(const float *w, int64_t n, int64_t k, qs_scale_round_fn rnd, uint8_t *q, float *scale);

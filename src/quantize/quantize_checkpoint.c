@@ -24,11 +24,11 @@
 #include <unistd.h>
 
 #include "cpu/reference_kernels.h"
-#include "model/safetensors.h"
-#include "model/safetensors_writer.h"
+#include "core/fp4.h"
+#include "core/fp8.h"
+#include "io/safetensors.h"
+#include "io/safetensors_writer.h"
 #include "quantize/calibrate.h"
-#include "quant/fp4.h"
-#include "quant/fp8.h"
 #include "quant/quantize.h"
 #include "quantize/quantize_formats.h"
 #include "util/fileio.h"

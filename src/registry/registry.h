@@ -10,7 +10,7 @@
 #include <stdbool.h>
 
 #include "config/config.h"
-#include "registry/kernel.h"
+#include "core/kernel.h"
 
 #define QS_MAX_CANDIDATES 16
 #define QS_MAX_WARNINGS 4

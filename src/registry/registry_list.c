@@ -1,36 +1,14 @@
-/* registry_list.c — what the registry holds: the descriptors linked into this binary and the
- * priority lists per (platform, layer kind, scheme) from ../shared/BACKENDS.md. Lists name
- * kernels rather than point at them, so a kernel joins by adding its descriptor to KERNELS below
- * and its name to a list; a listed name whose descriptor is not linked in is refused at selection
- * time with "not built into this binary" (the CUDA descriptors arrive that way, one by one). */
+/* registry_list.c — what the registry holds: the descriptors the backends bring
+ * (device/backends.c) and the priority lists per (platform, layer kind, scheme) from
+ * ../shared/BACKENDS.md. Lists name kernels rather than point at them, so a kernel joins by
+ * adding its descriptor to its backend's list and its name to a list here; a listed name whose
+ * descriptor is not built in is refused at selection time with "not built into this binary".
+ * Several descriptors may share a name (cublaslt has one for bf16 and one for FP8): selection
+ * takes the one that serves the layer's scheme. */
 #include <string.h>
 
+#include "device/backends.h"
 #include "registry/registry.h"
-
-#include "cpu/reference_kernels.h"
-#if defined(QS_HAVE_CUDA) && __has_include("qs_cuda_kernels.h")
-#include "qs_cuda_kernels.h"
-#define QS_HAVE_CUDA_KERNELS 1
-#endif
-
-/* Every descriptor built in. CUDA kernels add theirs inside the QS_HAVE_CUDA_KERNELS block (declared in
- * cuda/qs_cuda_kernels.h). Several descriptors may share a name (cublaslt has one for bf16 and
- * one for FP8): selection takes the one that serves the layer's scheme. */
-static const qs_kernel *const KERNELS[] = {
-    &qs_kernel_reference_linear,
-    &qs_kernel_reference_moe,
-#ifdef QS_HAVE_CUDA_KERNELS
-    &qs_kernel_cublaslt_bf16,
-    &qs_kernel_cublaslt_fp8,
-    &qs_kernel_emulation_linear,
-    &qs_kernel_marlin_linear,
-    &qs_kernel_marlin_moe,
-    &qs_kernel_cublaslt_moe_bf16,
-    &qs_kernel_cublaslt_moe_fp8,
-    &qs_kernel_emulation_moe,
-#endif
-    NULL,
-};
 
 static const qs_kernel *const *g_test_kernels;
 static int g_test_count;
@@ -47,14 +25,7 @@ const qs_kernel *const *qs_registry_kernels(int *count)
         *count = g_test_count;
         return g_test_kernels;
     }
-    /* Weak entries not linked in are NULL: hand out the table without them. */
-    static const qs_kernel *linked[sizeof KERNELS / sizeof KERNELS[0]];
-    int n = 0;
-    for (size_t i = 0; i < sizeof KERNELS / sizeof KERNELS[0]; i++)
-        if (KERNELS[i])
-            linked[n++] = KERNELS[i];
-    *count = n;
-    return linked;
+    return qs_backends_kernels(count);
 }
 
 const qs_kernel *qs_registry_find(const char *name, qs_platform platform, qs_layer_kind kind)

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/safetensors.h"
+#include "core/tensor.h"
 
 /* The next state of an xorshift64 source (its high bits are the usable ones). */
 static inline uint64_t qs_test_xorshift(uint64_t *state)

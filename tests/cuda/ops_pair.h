@@ -10,8 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops/ops.h"
-#include "qs_cuda.h"
+#include "cpu/backend_cpu.h"
+#include "core/ops.h"
+#include "device_query.h"
 #include "qs_cuda_ops.h"
 
 static const qs_ops *cpu, *gpu;

@@ -11,7 +11,7 @@
  * timing tables that compare the kernels.
  * Passes when every output is finite and ||gpu - cpu|| / ||cpu|| <= 2e-2. The mixed batches and
  * the decode-only ones run again with the output rows in each marlin activation order (what o_proj
- * reads; ops/act_order.h), against the CPU op in the same order. Then a timing table
+ * reads; core/act_order.h), against the CPU op in the same order. Then a timing table
  * (CUDA events), a figure rather than a check. Every case runs once more over an FP8 E4M3 cache
  * (--kv-cache-dtype fp8, per-layer scales): kv_write's codes must equal the CPU reference's byte
  * for byte, and attention over them (CUDA cores: the tensor-core kernel reads bf16 only) must
@@ -22,12 +22,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu/backend_cpu.h"
 #include "attention_prefill.h"
 #include "cuda_test_util.h"
+#include "core/ops.h"
+#include "core/tensor.h"
 #include "engine/kv_cache.h"
-#include "model/safetensors.h"
-#include "ops/ops.h"
-#include "qs_cuda.h"
+#include "device_query.h"
 #include "qs_cuda_mem.h"
 #include "qs_cuda_ops.h"
 

@@ -20,11 +20,12 @@
 #include <unistd.h>
 
 #include "comm_nccl.h"
+#include "core/ops.h"
 #include "cuda_test_util.h"
-#include "ops/ops.h"
+#include "device/backends.h"
 #include "parallel/comm.h"
 #include "parallel/launch.h"
-#include "qs_cuda.h"
+#include "device_query.h"
 
 enum { N = 40000 }; /* elements of the F32 buffers: not a multiple of anything NCCL chunks by */
 

@@ -10,8 +10,8 @@
 #include <time.h>
 
 #include "cuda_test_util.h"
-#include "ops/ops.h"
-#include "qs_cuda.h"
+#include "core/ops.h"
+#include "device_query.h"
 
 static int g_passed, g_failed;
 

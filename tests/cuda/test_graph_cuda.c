@@ -19,13 +19,13 @@
 #include <string.h>
 
 #include "cuda_test_util.h"
+#include "core/ops.h"
+#include "core/tensor.h"
 #include "engine/kv_cache.h"
-#include "model/safetensors.h"
-#include "ops/ops.h"
-#include "qs_cuda.h"
+#include "device_query.h"
 #include "qs_cuda_kernels.h"
 #include "qs_cuda_ops.h"
-#include "quant/fp8.h"
+#include "core/fp8.h"
 
 static int g_passed, g_failed, g_skipped;
 static uint64_t g_rng = 0x2545F4914F6CDD1Dull;

@@ -10,15 +10,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/act_order.h"
 #include "cpu/reference_kernels.h"
-#include "ops/act_order.h"
 #include "cuda_test_util.h"
-#include "model/safetensors.h"
-#include "qs_cuda.h"
+#include "core/tensor.h"
+#include "device_query.h"
 #include "qs_cuda_kernels.h"
 #include "qs_cuda_mem.h"
-#include "quant/fp4.h"
-#include "quant/fp8.h"
+#include "core/fp4.h"
+#include "core/fp8.h"
 
 static uint64_t g_rng = 0x9E3779B97F4A7C15ull;
 
@@ -163,7 +163,7 @@ static void free_layer(layer_data *ld)
 
 static int g_passed, g_failed, g_skipped, g_natural;
 
-/* x (m rows of k) in `order` (ops/act_order.h), for a kernel's apply_linear_ordered. */
+/* x (m rows of k) in `order` (core/act_order.h), for a kernel's apply_linear_ordered. */
 static float *reordered(const float *x, int64_t m, int64_t k, qs_act_order order)
 {
     float *out = malloc(sizeof(float) * m * k);
@@ -278,7 +278,7 @@ int main(void)
                 if (CASES[ci].wscale != QS_WSCALE_NVFP4 || SHAPES[si][2] % 16 == 0) /* NVFP4: one scale per 16 */
                     run_kernel(kernels[ki], &caps, &CASES[ci], SHAPES[si], false);
     /* marlin with x in the packed order its stream kernel reads (written by the op before it in the
-     * model, ops/act_order.h): on sm_90 every one of these steps takes it but the block-scaled
+     * model, core/act_order.h): on sm_90 every one of these steps takes it but the block-scaled
      * layers' (8: the stream kernel does not run them) and NVFP4 W4A16's at 20 tokens (1: the
      * small-M kernel keeps that small a layer up to 32 tokens). (marlin runs W4A4 weight-only,
      * which the reference, quantizing x to FP4, does not: test_marlin_cuda checks that scheme.) */

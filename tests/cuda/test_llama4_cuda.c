@@ -16,9 +16,9 @@
 #include "ops_pair.h"
 #include "cli/init_model.h"
 #include "config/config.h"
+#include "core/ops.h"
 #include "engine/kv_cache.h"
 #include "model/model.h"
-#include "ops/ops.h"
 #include <unistd.h>
 
 static int g_passed, g_failed;

@@ -15,12 +15,12 @@
 
 #include "cpu/reference_kernels.h"
 #include "cuda_test_util.h"
-#include "model/safetensors.h"
-#include "qs_cuda.h"
+#include "core/tensor.h"
+#include "device_query.h"
 #include "qs_cuda_kernels.h"
 #include "qs_cuda_mem.h"
-#include "quant/fp4.h"
-#include "quant/fp8.h"
+#include "core/fp4.h"
+#include "core/fp8.h"
 
 static uint64_t g_rng = 0x2545F4914F6CDD1Dull;
 

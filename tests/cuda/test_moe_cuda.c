@@ -34,13 +34,13 @@
 
 #include "cpu/reference_kernels.h"
 #include "cuda_test_util.h"
-#include "model/safetensors.h"
-#include "ops/ops.h"
-#include "qs_cuda.h"
+#include "core/ops.h"
+#include "core/tensor.h"
+#include "device_query.h"
 #include "qs_cuda_kernels.h"
 #include "qs_cuda_mem.h"
 #include "qs_cuda_ops.h"
-#include "quant/fp8.h"
+#include "core/fp8.h"
 
 /* Tolerances of ||y - ref|| / ||ref||. With BF16 activations throughout (bf16 and weight-only
  * schemes, and marlin on every scheme) the device differs from the reference only by BF16

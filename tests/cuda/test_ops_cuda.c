@@ -11,10 +11,10 @@
 
 #include "cuda_test_util.h"
 #include "ops_pair.h"
+#include "core/ops.h"
+#include "core/tensor.h"
 #include "engine/kv_cache.h"
-#include "model/safetensors.h"
-#include "ops/ops.h"
-#include "qs_cuda.h"
+#include "device_query.h"
 #include "qs_cuda_ops.h"
 
 static int g_passed, g_failed;
@@ -78,7 +78,7 @@ static void test_norms(int64_t rows, int64_t d)
     compare(name, &po, rows * d);
     snprintf(name, sizeof name, "add_rmsnorm residual %lldx%lld", (long long)rows, (long long)d);
     compare(name, &pr, rows * d);
-    /* out in the order marlin's stream kernel reads (ops/act_order.h), where d fits it */
+    /* out in the order marlin's stream kernel reads (core/act_order.h), where d fits it */
     for (int o = QS_ACT_MARLIN_FP8; o <= QS_ACT_MARLIN_FP4 && qs_act_order_fits((qs_act_order)o, d); o++) {
         check_rc("add_rmsnorm ordered", cpu->add_rmsnorm(pr.c, px.c, po.c, pw.c, rows, d, 1e-6f, (qs_act_order)o, &err),
                  gpu->add_rmsnorm(pr.g, px.g, po.g, pw.g, rows, d, 1e-6f, (qs_act_order)o, &err), &err);

@@ -20,7 +20,7 @@
 
 #include "cuda_test_util.h"
 #include "ops_pair.h"
-#include "ops/ops.h"
+#include "core/ops.h"
 
 static int g_passed, g_failed;
 static uint64_t g_rng = 0x243F6A8885A308D3ull;

@@ -20,11 +20,11 @@
 
 #include "cuda_test_util.h"
 #include "ops_pair.h"
+#include "core/fp8.h"
+#include "core/ops.h"
+#include "core/tensor.h"
 #include "engine/kv_cache.h"
-#include "model/safetensors.h"
-#include "ops/ops.h"
-#include "quant/fp8.h"
-#include "qs_cuda.h"
+#include "device_query.h"
 #include "qs_cuda_ops.h"
 
 static int g_passed, g_failed;
@@ -97,7 +97,7 @@ static void test_swiglu_gate_up(int64_t rows, int64_t n)
              gpu->swiglu_gate_up(po.g, pgu.g, rows, n, QS_ACT_NATURAL, &err), &err);
     snprintf(name, sizeof name, "swiglu_gate_up %lldx%lld", (long long)rows, (long long)n);
     compare(name, &po, false);
-    /* written in the order marlin's stream kernel reads (ops/act_order.h), where n fits it */
+    /* written in the order marlin's stream kernel reads (core/act_order.h), where n fits it */
     for (int o = QS_ACT_MARLIN_FP8; o <= QS_ACT_MARLIN_FP4 && qs_act_order_fits((qs_act_order)o, n); o++) {
         pair pord = pair_out(rows * n);
         check_rc("swiglu_gate_up ordered", cpu->swiglu_gate_up(pord.c, pgu.c, rows, n, (qs_act_order)o, &err),

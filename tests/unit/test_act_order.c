@@ -1,5 +1,5 @@
 /* test_act_order.c — activation orders through the whole forward pass (model/forward.c,
- * ops/act_order.h): a CPU linear kernel that asks for x in marlin's packed orders (FP8 order on
+ * core/act_order.h): a CPU linear kernel that asks for x in marlin's packed orders (FP8 order on
  * hidden-wide inputs, NVFP4 order on intermediate-wide ones) on steps of two or more tokens, and
  * puts x back in natural order before the reference kernel runs it. Where the forward pass hands it
  * ordered x, the RMSNorm, SwiGLU and attention ops wrote it so; any slip in which op writes which
@@ -17,10 +17,10 @@
 
 #include "cli/init_model.h"
 #include "config/config.h"
+#include "core/act_order.h"
 #include "cpu/reference_kernels.h"
 #include "engine/kv_cache.h"
 #include "model/model.h"
-#include "ops/act_order.h"
 #include "registry/registry.h"
 #include "test_helpers.h"
 

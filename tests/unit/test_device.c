@@ -8,18 +8,14 @@
 #include <cmocka.h>
 #include <string.h>
 
+#include "cpu/backend_cpu.h"
+#include "device/backends.h"
 #include "device/device.h"
-#ifdef QS_HAVE_CUDA
-#include "qs_cuda.h"
-#endif
 
 static int cuda_devices(void)
 {
-#ifdef QS_HAVE_CUDA
-    return qs_cuda_device_count();
-#else
-    return 0;
-#endif
+    const qs_backend *cuda = qs_backend_for_platform(QS_PLATFORM_CUDA);
+    return cuda ? cuda->device_count() : 0;
 }
 
 static void cpu_is_always_available(void **state)
@@ -31,7 +27,7 @@ static void cpu_is_always_available(void **state)
     assert_non_null(strstr(d.name, "CPU ("));
     assert_true(d.sm_count >= 1);
     assert_false(d.assumed);
-    qs_device_cpu(3, &d);
+    qs_cpu_device_caps(3, &d);
     assert_string_equal(d.name, "CPU (3 threads)");
 }
 
@@ -64,8 +60,9 @@ static void cuda_without_gpu_says_why(void **state)
     assert_non_null(strstr(e.msg, "--device cpu"));
 #ifdef QS_HAVE_CUDA
     assert_non_null(strstr(e.msg, "no usable CUDA GPU"));
-    assert_true(strlen(qs_cuda_unavailable_reason()) > 0);
-    assert_int_equal(qs_cuda_device_caps(0, &d, &e), -1);
+    const qs_backend *cuda = qs_backend_for_platform(QS_PLATFORM_CUDA);
+    assert_true(strlen(cuda->unavailable_reason()) > 0);
+    assert_int_equal(cuda->device_caps(0, &d, &e), -1);
     assert_non_null(strstr(e.msg, "CUDA device 0"));
 #else
     assert_non_null(strstr(e.msg, "built without CUDA"));

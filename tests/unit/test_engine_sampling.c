@@ -1,5 +1,5 @@
 /* test_engine_sampling.c — the engine's device-sampling path (engine.h: forward_sample, over
- * ops/sample.h) on the CPU with stories260K: one batch of concurrent requests — greedy, greedy
+ * core/sample.h) on the CPU with stories260K: one batch of concurrent requests — greedy, greedy
  * with end tokens banned below min_tokens, seeded top-k/top-p sampling, sampling with logprobs,
  * greedy with a repetition penalty — runs once with the model's forward_sample and once without
  * (everything through qs_sample as before). Greedy and host-sampled requests must produce the

@@ -25,9 +25,9 @@
 
 #include "config/config.h"
 #include "engine/kv_cache.h"
+#include "io/safetensors_writer.h"
 #include "model/model.h"
 #include "model/projection_fusion.h"
-#include "model/safetensors_writer.h"
 #include "quant/projection_fusion_exact.h"
 #include "quantize/quantize_checkpoint.h"
 #include "registry/registry.h"

@@ -20,13 +20,14 @@
 #include <cmocka.h>
 
 #include "config/config.h"
+#include "core/fp8.h"
+#include "core/ops.h"
+#include "core/tensor.h"
+#include "device/backends.h"
 #include "engine/kv_cache.h"
+#include "io/safetensors_writer.h"
 #include "model/kv_scales.h"
 #include "model/model.h"
-#include "model/safetensors.h"
-#include "model/safetensors_writer.h"
-#include "ops/ops.h"
-#include "quant/fp8.h"
 #include "util/fileio.h"
 
 #include "test_helpers.h"

@@ -12,9 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/ops.h"
+#include "cpu/backend_cpu.h"
+#include "device/backends.h"
 #include "engine/kv_cache.h"
 #include "model/model_internal.h"
-#include "ops/ops.h"
 
 static const qs_ops *ops;
 
@@ -41,7 +43,7 @@ static void rmsnorm_by_hand(void **state)
     assert_float_equal(out[3], 4 / sqrt(30.0 / 4 + 1e-5) * 0.5, 1e-6);
 }
 
-/* The marlin orders (ops/act_order.h) move pairs within 128-k stages, every position hit once; the
+/* The marlin orders (core/act_order.h) move pairs within 128-k stages, every position hit once; the
  * ops that produce a linear's input write it in them, and refuse rows they do not fit. */
 static void ordered_outputs(void **state)
 {

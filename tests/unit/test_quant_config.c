@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "model/safetensors_writer.h"
+#include "io/safetensors_writer.h"
 #include "quant/linear_desc.h"
 #include "quant/quant_config.h"
 #include "util/fileio.h"

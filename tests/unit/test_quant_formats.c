@@ -8,8 +8,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "quant/fp4.h"
-#include "quant/fp8.h"
+#include "core/fp4.h"
+#include "core/fp8.h"
 
 static void e4m3_decodes_known_codes(void **state)
 {

@@ -14,8 +14,8 @@
 #include <unistd.h>
 
 #include "cli/init_model.h"
+#include "io/safetensors.h"
 #include "model/model_config.h"
-#include "model/safetensors.h"
 #include "test_helpers.h"
 #include "tokenizer/tokenizer.h"
 

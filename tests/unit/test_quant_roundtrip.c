@@ -21,7 +21,7 @@
 
 #include "cli/init_model.h"
 #include "cpu/reference_linear_impl.h"
-#include "model/safetensors.h"
+#include "io/safetensors.h"
 #include "quant/linear_desc.h"
 #include "quant/quant_config.h"
 #include "quantize/quantize_checkpoint.h"

@@ -12,10 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/fp4.h"
+#include "core/fp8.h"
+#include "core/tensor.h"
 #include "cpu/reference_kernels.h"
-#include "model/safetensors.h"
-#include "quant/fp4.h"
-#include "quant/fp8.h"
 
 /* ---- helpers ---------------------------------------------------------------------------------- */
 

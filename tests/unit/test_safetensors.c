@@ -15,8 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "model/safetensors.h"
-#include "model/safetensors_writer.h"
+#include "io/safetensors.h"
+#include "io/safetensors_writer.h"
 #include "util/fileio.h"
 
 static char g_dir[64];

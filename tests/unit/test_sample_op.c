@@ -1,4 +1,4 @@
-/* test_sample_op.c — the reference sampling op (src/cpu/sample_cpu.c, defined in ops/sample.h)
+/* test_sample_op.c — the reference sampling op (src/cpu/sample_cpu.c, defined in core/sample.h)
  * against a brute-force implementation of the same definition that sorts instead of searching
  * thresholds, on random logits and parameters (exact token equality: both run on this host, so
  * every weight is the same integer), plus the cases the definition spells out: greedy ties go to
@@ -16,7 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops/ops.h"
+#include "core/ops.h"
+#include "cpu/backend_cpu.h"
 
 static const float *g_z; /* for the sort comparator */
 
@@ -50,7 +51,7 @@ static int32_t brute_greedy(const float *x, const qs_sample_row *r, int V)
     return best < 0 ? 0 : best;
 }
 
-/* ops/sample.h, step by step, with a sort for the top-k and top-p thresholds. */
+/* core/sample.h, step by step, with a sort for the top-k and top-p thresholds. */
 static int32_t brute(const float *x, const qs_sample_row *r, int V)
 {
     if (r->skip)

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "config/config.h"
+#include "cpu/backend_cpu.h"
 #include "engine/kv_cache.h"
 #include "model/model_internal.h"
 #include "model/step_graph.h"

@@ -13,10 +13,10 @@
 #include <string.h>
 
 #include "cuda_test_util.h"
-#include "qs_cuda.h"
+#include "device_query.h"
 #include "qs_cuda_mem.h"
 #include "read_probe.h"
-#include "registry/kernel.h"
+#include "core/kernel.h"
 #include "ring_probe.h"
 
 static int g_passed, g_failed, g_skipped;

@@ -19,7 +19,7 @@
  * (for `qserve backends`) only the first 8 + N bytes are read with pread and data pointers stay
  * NULL. A checkpoint is model.safetensors, or the shards named by model.safetensors.index.json;
  * its tensors are found by name through a hash table. */
-#include "model/safetensors.h"
+#include "io/safetensors.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -32,7 +32,7 @@
 #include <unistd.h>
 #include <unistr.h>
 
-#include "model/safetensors_internal.h"
+#include "io/safetensors_internal.h"
 #include "util/fileio.h"
 
 #define ST_MAX_HEADER 100000000ull  /* MAX_HEADER_SIZE of the reference reader */

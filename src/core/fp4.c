@@ -1,7 +1,7 @@
 /* fp4.c — E2M1 table, encoder and nibble packing (see fp4.h). */
-#include "quant/fp4.h"
+#include "core/fp4.h"
 
-#include "quant/fp8.h"
+#include "core/fp8.h"
 
 const float qs_e2m1_values[16] = {0.0f,  0.5f,  1.0f,  1.5f,  2.0f,  3.0f,  4.0f,  6.0f,
                                   -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};

@@ -5,13 +5,13 @@
  * Tensors are added by reference: the data pointer must stay valid until the last write call
  * (qs_st_writer_add_copy copies instead, for small temporaries). Writing streams each tensor from
  * its own buffer with large write() calls, so multi-GB checkpoints cost no extra copy. */
-#ifndef QS_MODEL_SAFETENSORS_WRITER_H
-#define QS_MODEL_SAFETENSORS_WRITER_H
+#ifndef QS_IO_SAFETENSORS_WRITER_H
+#define QS_IO_SAFETENSORS_WRITER_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "model/safetensors.h"
+#include "io/safetensors.h"
 #include "util/error.h"
 
 typedef struct qs_st_writer qs_st_writer;

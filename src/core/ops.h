@@ -1,6 +1,6 @@
 /* ops.h — the small device-neutral operation set the forward pass (src/model/forward.c) is
- * written over. A device (src/cpu today, cuda/ later) fills one struct qs_ops with function
- * pointers; the forward pass never touches device memory directly, only through these calls and
+ * written over. Each backend (core/backend.h: src/cpu, cuda/) fills one struct qs_ops with
+ * function pointers; the forward pass never touches device memory directly, only through these calls and
  * through the registry-chosen qs_kernel for linear layers and MoE experts.
  *
  * Conventions every implementation follows:
@@ -12,32 +12,27 @@
  *    converts any float checkpoint dtype into the device's weight format (float32 on CPU).
  *  - Every op returns 0, or -1 with err filled (a CUDA launch failure, say). Shapes are trusted:
  *    the forward pass validates them at load.
- *  - The KV cache layout is the one of src/engine/kv_cache.h: per layer K and V as
+ *  - The KV cache layout is the one of core/kv_layout.h: per layer K and V as
  *    [block][kv_head][slot][head_dim] with QS_KV_BLOCK_SIZE slots a block.
  *  - A device may run the ops on a stream of its own (graph->set_stream below); they are then
  *    queued in call order on it, and only the copies to the host wait for them. */
-#ifndef QS_OPS_OPS_H
-#define QS_OPS_OPS_H
+#ifndef QS_CORE_OPS_H
+#define QS_CORE_OPS_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "model/safetensors.h"
-#include "ops/act_order.h"
-#include "ops/sample.h"
-#include "registry/kernel.h"
+#include "core/tensor.h"
+#include "core/act_order.h"
+#include "core/kv_layout.h"
+#include "core/sample.h"
+#include "core/kernel.h"
 #include "util/error.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* What the KV cache stores (src/engine/kv_cache.h). QS_KV_ACT: the device's activation format
- * (float32 on CPU, bf16 on CUDA). QS_KV_BF16: bf16 (CUDA: the same as QS_KV_ACT). QS_KV_FP8_E4M3:
- * one byte an element, x / scale rounded to OCP E4M3 (saturating at ±448) on write, code * scale
- * on read, with one scale for K and one for V per layer (vLLM's --kv-cache-dtype fp8). */
-typedef enum { QS_KV_ACT = 0, QS_KV_BF16 = 1, QS_KV_FP8_E4M3 = 2 } qs_kv_dtype;
 
 /* One forward step's attention layout, all arrays in device memory except the scalars. Token t
  * belongs to sequence tok_seq[t] and sits at absolute position tok_pos[t]; it attends causally to
@@ -165,7 +160,7 @@ typedef struct qs_ops {
     /* Decode-step graphs and streams; NULL where the device has none (CPU). */
     const qs_graph_ops *graph;
 
-    /* Sampling on the device (ops/sample.h defines the algorithm): tokens[r] = the token of row r
+    /* Sampling on the device (core/sample.h defines the algorithm): tokens[r] = the token of row r
      * of logits [n_rows, vocab] (activation format) under rows[r], or -1 where rows[r].skip.
      * tokens and rows are device memory. No allocation, no copy and no wait, so that a decode-step
      * graph can record it. NULL where the device has none: the engine samples on the host. */
@@ -196,11 +191,6 @@ typedef struct qs_ops {
      * (no expert computes it), and the all-reduce over ranks sums each slot exactly once. */
     int (*moe_expert_slice)(int32_t *topk_ids, float *topk_weights, int64_t n, int first, int count, qs_err *err);
 } qs_ops;
-
-/* The ops of a platform, or NULL with err when this build has none for it. */
-const qs_ops *qs_ops_for_platform(qs_platform platform, qs_err *err);
-/* The CPU implementation (src/cpu/ops_cpu*.c). */
-const qs_ops *qs_ops_cpu(void);
 
 #ifdef __cplusplus
 }

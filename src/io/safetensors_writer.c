@@ -6,7 +6,7 @@
  * its element size (as the reference writer does). Data goes straight from the caller's buffers to
  * write(): small tensors are gathered in an 8 MB staging buffer, large ones are written directly.
  * Files are written to NAME.tmp and renamed, so a reader never sees half a checkpoint. */
-#include "model/safetensors_writer.h"
+#include "io/safetensors_writer.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -18,7 +18,7 @@
 #include <unistd.h>
 #include <unistr.h>
 
-#include "model/safetensors_internal.h"
+#include "io/safetensors_internal.h"
 #include "util/fileio.h"
 
 #define STAGE_BYTES (8u << 20)

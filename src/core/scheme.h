@@ -1,13 +1,14 @@
 /* scheme.h — the quantization schemes (layer types) of ../shared/BACKENDS.md and the description
- * of one linear layer's weights exactly as the checkpoint stores them, before any kernel repacks
- * them. The loader (quant/ loader) fills qs_linear_desc; kernels (registry/) consume it. */
-#ifndef QS_QUANT_SCHEME_H
-#define QS_QUANT_SCHEME_H
+ * of one linear layer's weights (qs_linear_desc) and of one MoE layer's experts (qs_moe_desc)
+ * exactly as the checkpoint stores them, before any kernel repacks them. The loader
+ * (quant/linear_desc.c) fills them; kernels (core/kernel.h) consume them. */
+#ifndef QS_CORE_SCHEME_H
+#define QS_CORE_SCHEME_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "model/safetensors.h"
+#include "core/tensor.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -58,6 +59,17 @@ typedef struct qs_linear_desc {
     const qs_tensor *bias;      /* [n] or NULL */
 } qs_linear_desc;
 
+/* One MoE layer's experts: desc arrays [num_experts] for gate, up and down projections. */
+typedef struct qs_moe_desc {
+    char name[160];           /* "model.layers.3.mlp.experts" */
+    qs_scheme scheme;
+    int num_experts, top_k;
+    int64_t hidden, inter;    /* hidden size, expert intermediate size */
+    const qs_linear_desc *gate, *up, *down;
+} qs_moe_desc;
+
+/* Element i of a scale tensor as float: F32, F16, BF16, F64, F8_E4M3 or F8_E8M0. */
+float qs_scale_get(const qs_tensor *t, int64_t i);
 const char *qs_scheme_name(qs_scheme s);          /* "fp8_w8a8" */
 int qs_scheme_from_name(const char *name);        /* -1 if unknown */
 bool qs_scheme_is_weight_only(qs_scheme s);       /* w8a16_fp8, nvfp4_w4a16 */

@@ -1,8 +1,8 @@
-/* dtype.c — the safetensors dtypes (names, widths) and element conversions to and from float:
+/* dtype.c — the tensor dtypes of core/tensor.h (names, widths) and element conversions to and from float:
  * bf16 and f16 with round-to-nearest-even, the three FP8 formats a checkpoint may hold, and
  * qs_tensor_get_f32 for reading one element of any tensor. Conversions go through memcpy, never
  * pointer casts: tensor data in a mmapped file is only as aligned as its offset happens to be. */
-#include "model/safetensors.h"
+#include "core/tensor.h"
 
 #include <math.h>
 #include <string.h>
@@ -100,8 +100,8 @@ uint16_t qs_f32_to_f16(float f)
     return (uint16_t)(sign | (r >> 13));
 }
 
-/* The three FP8 decoders below serve qs_tensor_get_f32 only; the quantization code has its own
- * table-driven ones (quant/fp8.h), which model/ must not depend on. */
+/* The three FP8 decoders below serve qs_tensor_get_f32 only, as bit formulas; the kernels use
+ * the table-driven ones of core/fp8.h. */
 
 /* OCP E4M3 ("fn"): bias 7, no infinities, S.1111.111 is NaN, max 448. */
 static float f8_e4m3_to_f32(uint8_t v)

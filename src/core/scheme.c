@@ -1,7 +1,9 @@
 /* scheme.c — scheme names as users and logs spell them (BACKENDS.md "Schemes"). */
-#include "quant/scheme.h"
+#include "core/scheme.h"
 
 #include <string.h>
+
+#include "core/fp8.h"
 
 static const char *const SCHEME_NAMES[QS_SCHEME_COUNT] = {
     [QS_SCHEME_BF16] = "bf16",
@@ -72,4 +74,14 @@ const char *qs_act_quant_name(qs_act_quant a)
     case QS_AQUANT_NVFP4: return "nvfp4";
     }
     return "unknown";
+}
+
+float qs_scale_get(const qs_tensor *t, int64_t i)
+{
+    const uint8_t *p = t->data;
+    switch (t->dtype) {
+    case QS_DT_F8_E4M3: return qs_e4m3_to_f32(p[i]);
+    case QS_DT_F8_E8M0: return qs_e8m0_to_f32(p[i]);
+    default: return qs_tensor_get_f32(t, i);
+    }
 }

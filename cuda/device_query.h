@@ -1,15 +1,16 @@
-/* qs_cuda.h — the plain-C door to the CUDA runtime for device discovery: how many GPUs the driver
- * shows and what one of them is (name, compute capability, SM count, memory). Host code never
- * includes CUDA headers; it calls these (built from cuda/device_query.cu only when nvcc is found,
- * QS_HAVE_CUDA). Nothing here aborts: no driver or no GPU is simply 0 devices. */
-#ifndef QS_CUDA_H
-#define QS_CUDA_H
+/* device_query.h — device discovery through the CUDA runtime: how many GPUs the driver shows
+ * and what one of them is (name, compute capability, SM count, memory). Host code never includes
+ * CUDA headers; the CUDA backend (backend_cuda.cu) hands these out as its capability hooks (built
+ * from cuda/device_query.cu only when nvcc is found, QS_HAVE_CUDA). Nothing here aborts: no driver
+ * or no GPU is simply 0 devices. */
+#ifndef QS_CUDA_DEVICE_QUERY_H
+#define QS_CUDA_DEVICE_QUERY_H
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#include "registry/kernel.h"
+#include "core/platform.h"
 #include "util/error.h"
 
 /* Number of CUDA devices usable by this process; 0 when there is no driver, no GPU, or the driver

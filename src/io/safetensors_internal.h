@@ -2,13 +2,13 @@
  * public API: a name -> tensor hash table (checkpoints hold tens of thousands of tensors, so
  * lookups and duplicate checks must not be linear), the header dtype list for messages, JSON
  * string escaping for the writer and error messages. */
-#ifndef QS_MODEL_SAFETENSORS_INTERNAL_H
-#define QS_MODEL_SAFETENSORS_INTERNAL_H
+#ifndef QS_IO_SAFETENSORS_INTERNAL_H
+#define QS_IO_SAFETENSORS_INTERNAL_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "model/safetensors.h"
+#include "core/tensor.h"
 
 /* Open addressing, linear probing, load factor <= 1/2. Slots point at tensors owned elsewhere. */
 typedef struct qs_name_index {

@@ -31,8 +31,8 @@
  * with the host sampler (sampler.c) the draw walks ids in id order rather than in probability
  * order and ties at a top-k / top-p boundary are kept: the same distribution up to those ties,
  * but not the same token for the same u. */
-#ifndef QS_OPS_SAMPLE_H
-#define QS_OPS_SAMPLE_H
+#ifndef QS_CORE_SAMPLE_H
+#define QS_CORE_SAMPLE_H
 
 #include <float.h>
 #include <math.h>

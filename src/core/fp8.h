@@ -3,8 +3,8 @@
  * Encoders round to nearest, ties to even, and saturate to the largest finite value (every
  * producer clamps to ±448 before casting); NaN encodes to the format's NaN.
  * See ../shared/reference/checkpoint-formats.md §5.2–5.4. */
-#ifndef QS_QUANT_FP8_H
-#define QS_QUANT_FP8_H
+#ifndef QS_CORE_FP8_H
+#define QS_CORE_FP8_H
 
 #include <stdint.h>
 
@@ -27,5 +27,8 @@ const float *qs_e4m3_table(void);
  * saturating at (max_field, max_mant). Exposed for fp4.c. */
 uint8_t qs_minifloat_encode(float x, int ebits, int mbits, int bias, int max_field, int max_mant,
                             uint8_t nan_code);
+
+/* max |x[i]| over n elements: what FP8 and NVFP4 scales are computed from. */
+float qs_amax(const float *x, int64_t n);
 
 #endif

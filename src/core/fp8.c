@@ -1,7 +1,8 @@
-/* fp8.c — E4M3 / E5M2 / UE8M0 encode and decode (see fp8.h). Decoding is a bit formula (and a
- * 256-entry table for E4M3, the hot path of the reference kernels); encoding goes through one
- * generic round-to-nearest-even minifloat encoder so FP8 and FP4 share the same rounding. */
-#include "quant/fp8.h"
+/* fp8.c — E4M3 / E5M2 / UE8M0 encode and decode (see fp8.h), and the amax every scale starts
+ * from. Decoding is a bit formula (and a 256-entry table for E4M3, the hot path of the reference
+ * kernels); encoding goes through one generic round-to-nearest-even minifloat encoder so FP8 and
+ * FP4 share the same rounding. */
+#include "core/fp8.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -117,4 +118,15 @@ const float *qs_e4m3_table(void)
 {
     pthread_once(&e4m3_once, build_e4m3_lut);
     return e4m3_lut;
+}
+
+float qs_amax(const float *x, int64_t n)
+{
+    float a = 0.0f;
+    for (int64_t i = 0; i < n; i++) {
+        float v = fabsf(x[i]);
+        if (v > a)
+            a = v;
+    }
+    return a;
 }

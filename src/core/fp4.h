@@ -1,8 +1,8 @@
 /* fp4.h — FP4 E2M1, the element format of NVFP4 (../shared/reference/checkpoint-formats.md §4,
  * §5.1): 16 codes, bit 3 the sign, magnitudes 0, 0.5, 1, 1.5, 2, 3, 4, 6. Two codes per byte,
  * the even element in the low nibble. Encoding rounds to nearest even and saturates to ±6. */
-#ifndef QS_QUANT_FP4_H
-#define QS_QUANT_FP4_H
+#ifndef QS_CORE_FP4_H
+#define QS_CORE_FP4_H
 
 #include <stdint.h>
 

@@ -3,8 +3,8 @@
  * which differs for FP8 and NVFP4 weights. The op that produces the activations writes them in it
  * (ops.h: add_rmsnorm, swiglu_gate_up) so that the GEMM needs no permute pass of its own (~3 us a
  * call on the H200: docs/marlin.md). Plain C, also compiled into the CUDA kernels. */
-#ifndef QS_OPS_ACT_ORDER_H
-#define QS_OPS_ACT_ORDER_H
+#ifndef QS_CORE_ACT_ORDER_H
+#define QS_CORE_ACT_ORDER_H
 
 #include <stdint.h>
 

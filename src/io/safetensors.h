@@ -1,49 +1,22 @@
 /* safetensors.h — read-only, mmapped access to safetensors checkpoints (one file or sharded via
  * model.safetensors.index.json). Every header is validated in full before any tensor is used:
  * see ../shared/reference/checkpoint-formats.md §1. Errors name the file and the tensor. */
-#ifndef QS_MODEL_SAFETENSORS_H
-#define QS_MODEL_SAFETENSORS_H
+#ifndef QS_IO_SAFETENSORS_H
+#define QS_IO_SAFETENSORS_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/tensor.h"
 #include "util/error.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-typedef enum {
-    QS_DT_F64, QS_DT_F32, QS_DT_F16, QS_DT_BF16,
-    QS_DT_F8_E4M3, QS_DT_F8_E5M2, QS_DT_F8_E8M0,
-    QS_DT_I64, QS_DT_I32, QS_DT_I16, QS_DT_I8,
-    QS_DT_U64, QS_DT_U32, QS_DT_U16, QS_DT_U8,
-    QS_DT_BOOL,
-    QS_DT_COUNT
-} qs_dtype;
-
-#define QS_MAX_DIMS 8
-
-typedef struct qs_tensor {
-    const char *name;          /* owned by the checkpoint */
-    qs_dtype dtype;
-    int ndim;
-    int64_t shape[QS_MAX_DIMS];
-    int64_t numel;
-    const void *data;          /* points into the mmapped file */
-    size_t nbytes;
-    const char *file;          /* file name the tensor lives in (for messages) */
-} qs_tensor;
-
 typedef struct qs_safetensors_file qs_safetensors_file;
 typedef struct qs_checkpoint qs_checkpoint;
-
-/* "F8_E4M3" -> QS_DT_F8_E4M3; returns -1 for an unknown string. */
-int qs_dtype_from_string(const char *s);
-const char *qs_dtype_name(qs_dtype dt);
-/* Bits per element (8 for U8/F8, 16 for BF16, ...). */
-int qs_dtype_bits(qs_dtype dt);
 
 /* Parses and validates a header held in memory (the whole file: 8-byte length, JSON, data).
  * `fname` is used in messages. On success fills *out (free with qs_safetensors_close). Used by
@@ -87,22 +60,6 @@ const qs_tensor *qs_checkpoint_tensor(const qs_checkpoint *ck, size_t i);
 size_t qs_checkpoint_file_count(const qs_checkpoint *ck);
 const qs_safetensors_file *qs_checkpoint_file(const qs_checkpoint *ck, size_t i);
 const char *qs_checkpoint_dir(const qs_checkpoint *ck);
-
-/* Element conversion helpers shared by loaders and reference kernels. */
-float qs_bf16_to_f32(uint16_t h);
-uint16_t qs_f32_to_bf16(float f);          /* round to nearest even */
-float qs_f16_to_f32(uint16_t h);
-uint16_t qs_f32_to_f16(float f);
-/* Converts element i of a float tensor (F32, F16, BF16, F64) to float. Works for any dtype, in
- * fact (integers by value, BOOL as 0/1); NaN when i is out of range or data is NULL. */
-float qs_tensor_get_f32(const qs_tensor *t, int64_t i);
-/* n elements of dtype dt (unaligned source fine) to float. */
-void qs_convert_to_f32(qs_dtype dt, const void *src, float *dst, size_t n);
-/* Bulk float -> bf16 / f16, round to nearest even. */
-void qs_f32_to_bf16_n(const float *src, uint16_t *dst, size_t n);
-void qs_f32_to_f16_n(const float *src, uint16_t *dst, size_t n);
-/* "F64, F32, F16, ..." (the supported dtype strings, for messages). */
-const char *qs_dtype_list(void);
 
 #ifdef __cplusplus
 }

@@ -2,38 +2,20 @@
  * serves, whether the device supports it and whether it can implement a given layer (with a
  * full-sentence reason when not), and owns its weight layout through prepare/apply/release.
  * Activations are float32 on the CPU platform and bf16 on CUDA; row-major [m, k] in, [m, n] out. */
-#ifndef QS_REGISTRY_KERNEL_H
-#define QS_REGISTRY_KERNEL_H
+#ifndef QS_CORE_KERNEL_H
+#define QS_CORE_KERNEL_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "quant/scheme.h"
+#include "core/platform.h"
+#include "core/scheme.h"
 #include "util/error.h"
 
-typedef enum { QS_PLATFORM_CPU, QS_PLATFORM_CUDA } qs_platform;
 typedef enum { QS_KIND_LINEAR, QS_KIND_MOE } qs_layer_kind;
 
-typedef struct qs_device_caps {
-    qs_platform platform;
-    char name[96];            /* "CPU (2 threads)", "NVIDIA H200" */
-    int cc_major, cc_minor;   /* CUDA compute capability; 0.0 on CPU */
-    int sm_count;
-    size_t memory_bytes;
-    bool assumed;             /* from --assume-compute-capability, not a real device */
-} qs_device_caps;
-
 #define QS_REASON_MAX 256
-
-/* One MoE layer's experts: desc arrays [num_experts] for gate, up and down projections. */
-typedef struct qs_moe_desc {
-    char name[160];           /* "model.layers.3.mlp.experts" */
-    qs_scheme scheme;
-    int num_experts, top_k;
-    int64_t hidden, inter;    /* hidden size, expert intermediate size */
-    const qs_linear_desc *gate, *up, *down;
-} qs_moe_desc;
 
 typedef struct qs_kernel {
     const char *name;         /* what users type: "reference", "cublaslt", "marlin", "emulation" */
@@ -55,7 +37,7 @@ typedef struct qs_kernel {
     int (*apply_moe)(const void *state, const void *x, const int32_t *topk_ids, const float *topk_weights,
                      void *y, int64_t m, void *stream, qs_err *err);
     void (*release)(void *state);
-    /* Optional (NULL: x always in natural order): the order (ops/act_order.h, a qs_act_order) this
+    /* Optional (NULL: x always in natural order): the order (core/act_order.h, a qs_act_order) this
      * linear wants x in at m rows, and the apply for x already in that order. The op that produces
      * x writes it so where the linear is x's only reader (model/forward.c), sparing the kernel a
      * reordering pass; apply_linear still takes natural x at every m. */
