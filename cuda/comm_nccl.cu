@@ -234,7 +234,7 @@ extern "C" qs_comm *qs_comm_nccl(qs_comm *host, int device, void *stream, qs_err
     c->name = "nccl";
     c->rank = host->rank;
     c->size = host->size;
-    c->timeout_s = host->timeout_s > 0 ? host->timeout_s : qs_comm_timeout_from_env(); // (the one-rank host has none)
+    c->timeout_s = host->timeout_s > 0 ? host->timeout_s : 60.0; // the host's deadline (QSERVE_TP_TIMEOUT)
     c->all_reduce_sum = nccl_all_reduce;
     c->all_gather = nccl_all_gather;
     c->broadcast = nccl_broadcast;

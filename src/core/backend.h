@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 
+#include "core/comm.h"
 #include "core/kernel.h"
 #include "core/ops.h"
 #include "core/platform.h"
@@ -35,6 +36,9 @@ typedef struct qs_backend {
     /* The kernel descriptors this backend brings to the registry, in its order of listing. */
     const qs_kernel *const *kernels;
     int kernel_count;
+    /* The communicator for this backend's device buffers under tensor parallelism, built over the
+     * host communicator `host` (which bootstraps it); NULL where the host one serves (the CPU). */
+    qs_comm *(*device_comm)(qs_comm *host, qs_err *err);
 } qs_backend;
 
 #ifdef __cplusplus

@@ -59,4 +59,5 @@ const qs_backend qs_backend_cpu = {
     .graph = NULL,
     .kernels = CPU_KERNELS,
     .kernel_count = (int)(sizeof CPU_KERNELS / sizeof CPU_KERNELS[0]),
+    .device_comm = NULL, /* the host (MPI) communicator works on CPU buffers */
 };

@@ -11,13 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "device/backends.h"
 #include "model/model_internal.h"
 #include "model/model_weights.h"
 #include "util/log.h"
 
-#ifdef QS_HAVE_CUDA
-#include "comm_nccl.h"
-#endif
 
 /* vLLM's VocabParallelEmbedding pads the vocabulary to a multiple of 64 (DEFAULT_VOCAB_PADDING_SIZE)
  * and cuts that in equal parts; here to a multiple of lcm(64, ranks), the same for any rank count
@@ -294,21 +292,20 @@ void qs_tp_localize_config(qs_model *m)
 int qs_tp_device_comm(qs_model *m, qs_err *err)
 {
     m->dev_comm = m->comm;
-    if (m->tp.size <= 1 || m->dev.platform == QS_PLATFORM_CPU)
+    const qs_backend *b = qs_backend_for_platform(m->dev.platform);
+    if (m->tp.size <= 1 || (b && !b->device_comm)) /* the host communicator serves this device's buffers */
         return 0;
-#ifdef QS_HAVE_CUDA
-    if (m->dev.platform == QS_PLATFORM_CUDA) {
-        if (!(m->dev_comm = qs_comm_nccl(m->comm, -1, NULL, err)))
-            return qs_err_prefix(err, "--tensor-parallel-size %d on %s: ", m->tp.size, m->dev.name);
-        /* the step's collectives and their waits are not recorded into decode graphs (yet) */
-        qs_info("tensor parallel: NCCL communicator, rank %d of %d on %s; steps run eagerly (no decode graphs), "
-                "sampling on the host of rank 0",
-                m->tp.rank, m->tp.size, m->dev.name);
-        return 0;
-    }
-#endif
     m->dev_comm = NULL;
-    return qs_errf(err, "--tensor-parallel-size %d on %s: no communicator for this device", m->tp.size, m->dev.name);
+    if (!b)
+        return qs_errf(err, "--tensor-parallel-size %d on %s: no communicator for this device", m->tp.size,
+                       m->dev.name);
+    if (!(m->dev_comm = b->device_comm(m->comm, err)))
+        return qs_err_prefix(err, "--tensor-parallel-size %d on %s: ", m->tp.size, m->dev.name);
+    /* the step's collectives and their waits are not recorded into decode graphs (yet) */
+    qs_info("tensor parallel: %s communicator, rank %d of %d on %s; steps run eagerly (no decode graphs), "
+            "sampling on the host of rank 0",
+            m->dev_comm->name, m->tp.rank, m->tp.size, m->dev.name);
+    return 0;
 }
 
 void qs_tp_device_free(qs_model *m)

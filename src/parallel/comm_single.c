@@ -53,5 +53,6 @@ qs_comm *qs_comm_single(void)
                           .barrier = single_barrier,
                           .abort = single_abort,
                           .destroy = single_destroy};
+    one.timeout_s = qs_comm_timeout_from_env(); /* (what a device communicator over it inherits) */
     return &one;
 }

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "cuda_test_util.h"
+#include "device/backends.h"
 #include "core/ops.h"
 #include "device_query.h"
 
