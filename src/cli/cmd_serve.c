@@ -23,6 +23,7 @@
 #include "engine/sampling_defaults.h"
 #include "model/model.h"
 #include "model/model_config.h"
+#include "model/model_config_load.h"
 #include "server/reasoning_parser.h"
 #include "model/model_tp.h"
 #include "server/server.h"

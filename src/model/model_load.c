@@ -10,6 +10,7 @@
 
 #include "device/backends.h"
 #include "device/device.h"
+#include "model/model_config_load.h"
 #include "model/model_internal.h"
 #include "model/model_weights.h"
 #include "model/step_dispatch.h"

@@ -36,6 +36,7 @@
 #include "io/safetensors_writer.h"
 #include "model/model.h"
 #include "model/model_config.h"
+#include "model/model_config_load.h"
 #include "quantize/quantize_checkpoint.h"
 #include "test_helpers.h"
 #include "tokenizer/chat_template.h"
