@@ -1,8 +1,10 @@
 /* config_values.c — the small value parsers every config source shares (sizes like "4GiB",
- * booleans, device names) plus name normalisation, so CLI, YAML and JSON agree on spelling. */
+ * booleans, device names) plus name normalisation, so CLI, YAML and JSON agree on spelling, and
+ * the interned strings that string options of any length point at. */
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,4 +146,26 @@ int qs_config_check_json_object(const char *flag, const char *json, qs_err *err)
     if (!ok)
         return qs_errf(err, "%s: expected a JSON object, got '%.200s'", flag, json);
     return 0;
+}
+
+/* Interned strings: a list reachable from this static head, so they are never leaks. */
+typedef struct interned {
+    struct interned *next;
+    char text[];
+} interned;
+static interned *interned_head;
+static pthread_mutex_t interned_mu = PTHREAD_MUTEX_INITIALIZER;
+
+const char *qs_config_intern(const char *s)
+{
+    size_t n = strlen(s);
+    interned *e = malloc(sizeof *e + n + 1);
+    if (!e)
+        return NULL;
+    memcpy(e->text, s, n + 1);
+    pthread_mutex_lock(&interned_mu);
+    e->next = interned_head;
+    interned_head = e;
+    pthread_mutex_unlock(&interned_mu);
+    return e->text;
 }
