@@ -14,12 +14,6 @@
 
 #include "config/config.h"
 
-void qs_normalize_name(char *s)
-{
-    for (; s && *s; s++)
-        *s = *s == '-' ? '_' : (char)tolower((unsigned char)*s);
-}
-
 int qs_parse_bytes(const char *s, size_t *out)
 {
     if (!s || !*s)
@@ -96,33 +90,6 @@ int qs_device_choice_from_name(const char *s, qs_device_choice *out)
     else
         return -1;
     return 0;
-}
-
-static int fold(char c) { return c == '-' ? '_' : tolower((unsigned char)c); }
-
-int qs_edit_distance(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    if (la > 63 || lb > 63)
-        return 64;
-    int row[64];
-    for (size_t j = 0; j <= lb; j++)
-        row[j] = (int)j;
-    for (size_t i = 1; i <= la; i++) {
-        int diag = row[0];
-        row[0] = (int)i;
-        for (size_t j = 1; j <= lb; j++) {
-            int up = row[j];
-            int best = diag + (fold(a[i - 1]) != fold(b[j - 1]));
-            if (up + 1 < best)
-                best = up + 1;
-            if (row[j - 1] + 1 < best)
-                best = row[j - 1] + 1;
-            row[j] = best;
-            diag = up;
-        }
-    }
-    return row[lb];
 }
 
 int qs_config_check_string_list(const char *flag, const char *json, qs_err *err)

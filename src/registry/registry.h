@@ -9,8 +9,8 @@
 
 #include <stdbool.h>
 
-#include "config/config.h"
 #include "core/kernel.h"
+#include "registry/kernel_choice.h"
 
 #define QS_MAX_CANDIDATES 16
 #define QS_MAX_WARNINGS 4

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "registry/registry.h"
+#include "util/names.h"
 
 /* vLLM's linear and MoE backend names (reference/vllm-kernel-selection-and-gsm8k.md §a) that
  * qserve does not have, with the qserve kernel that plays the closest role. */
