@@ -18,7 +18,7 @@
 #include "config/config.h"
 #include "device/backends.h"
 #include "engine/engine.h"
-#include "engine/kv_cache.h"
+#include "model/kv_cache.h"
 #include "engine/kv_setup.h"
 #include "engine/sampling_defaults.h"
 #include "model/model.h"

@@ -31,7 +31,7 @@
 #include "config/config.h"
 #include "core/ops.h"
 #include "cpu/backend_cpu.h"
-#include "engine/kv_cache.h"
+#include "model/kv_cache.h"
 #include "io/safetensors.h"
 #include "io/safetensors_writer.h"
 #include "model/model.h"
