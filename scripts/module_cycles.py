@@ -34,20 +34,27 @@ def source_files(folders):
                 yield os.path.join(folder, name)
 
 
-def object_symbols(build, node):
-    """(defined, used) global symbols of node's object, or two empty sets when it has none."""
-    obj = os.path.join(build, node + ".o")
-    if not os.path.exists(obj):
-        return set(), set()
-    out = subprocess.run(["nm", obj], check=True, capture_output=True, text=True).stdout
-    defined, used = set(), set()
+def object_symbols(build, nodes):
+    """{node: (defined, used)} global symbols of each node's object (two empty sets when it has
+    none), read with one nm over all the objects: a process per object is most of the run."""
+    objects = {os.path.join(build, n + ".o"): n for n in nodes}
+    found = [o for o in objects if os.path.exists(o)]
+    symbols = {n: (set(), set()) for n in nodes}
+    if not found:
+        return symbols
+    out = subprocess.run(["nm", "-A"] + found, check=True, capture_output=True, text=True).stdout
     for line in out.splitlines():
-        parts = line.split()
+        obj, _, rest = line.partition(".o:")
+        node = objects.get(obj + ".o")
+        parts = rest.split()
+        if node is None:
+            continue
+        defined, used = symbols[node]
         if len(parts) == 2 and parts[0] == "U":
             used.add(parts[1])
         elif len(parts) == 3 and parts[1] in "TDBRVWG":
             defined.add(parts[2])
-    return defined, used
+    return symbols
 
 
 def build_graph(build, folders):
@@ -62,7 +69,7 @@ def build_graph(build, folders):
                 target = stem(beside if os.path.exists(beside) else os.path.join("src", inc))
                 if target in graph and target != stem(f):
                     graph[stem(f)].setdefault(target, "%s includes %s" % (f, inc))
-    symbols = {n: object_symbols(build, n) for n in nodes}
+    symbols = object_symbols(build, nodes)
     owner = {}
     for n, (defined, _) in symbols.items():
         for sym in defined:
