@@ -37,7 +37,7 @@ __device__ __forceinline__ void qs_pdl_wait_then_release()
 }
 
 // Whether the decode step's small ops (RMSNorm, SwiGLU, the q/k/v split with RoPE and the cache
-// write, decode attention) launch with pdl: sm_90 and later (ops_cuda.cu; a dev build's
+// write, decode attention) launch with pdl: sm_90 and later (launch_pdl.cu; a dev build's
 // QSERVE_OPS_PDL=0 turns it off, read once: lab_knob.h).
 bool qs_ops_pdl();
 

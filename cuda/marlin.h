@@ -72,8 +72,8 @@ int gemm(const Layer &l, const __nv_bfloat16 *x, __nv_bfloat16 *y, int64_t m, cu
 // where the plan's row gives the step to it with x in that order and its rewrite-free path takes
 // it (plan_stream), else natural. gemm(..., ordered = true) takes x in that order (an error where it is natural).
 qs_act_order input_order(const Layer &l, int64_t m);
-// What the two kernels share on the host: marlin_gemm.cu keeps the device facts and the split-K
-// workspace (one per process), marlin_small_m.cu runs steps of few tokens.
+// What the kernels share on the host: marlin_gemm.cu keeps the device facts, marlin_workspace.cu
+// the split-K workspace (one per process), marlin_small_m.cu runs steps of few tokens.
 struct Params; // marlin_device.cuh
 struct Runtime {
     int sms;      // multiprocessors

@@ -16,6 +16,7 @@
 #include "cuda_stream.h"
 #include "marlin.h"
 #include "marlin_device.cuh"
+#include "marlin_workspace.h"
 #include "device_query.h"
 
 namespace qs_marlin {
@@ -23,7 +24,6 @@ namespace {
 
 constexpr int kWarps = 4; // per CTA by default; QSERVE_MARLIN_WARPS=8 tries 8 (one activation stage, twice the rows)
 constexpr int kWarpStageBytes = 2048; // 16 rows x one k step of packed weights
-
 
 // WR: 16-row weight strips per warp. Two strips let one activation fragment (16-byte load) feed
 // four mma instead of two, which matters once MT is large enough for shared-memory reads of
@@ -260,18 +260,6 @@ __global__ void __launch_bounds__(NW * 32) marlin_kernel(const Params p)
 int g_sms = 0;
 bool g_pdl = false;
 bool g_sm90 = false;
-float *g_ws = nullptr;
-size_t g_ws_floats = 0;
-int *g_cnt = nullptr;
-size_t g_cnt_n = 0;
-
-// A device buffer of BF16 activations that only grows (never during a CUDA graph capture).
-struct ActBuffer {
-    __nv_bfloat16 *p = nullptr;
-    size_t n = 0;
-};
-ActBuffer g_xpad;     // zero-padded activations (k not a multiple of the k step)
-ActBuffer g_xperm;    // the wgmma kernel's permuted activations
 
 __global__ void pad_rows_kernel(const __nv_bfloat16 *x, __nv_bfloat16 *out, int64_t m, int64_t k, int64_t k_pad)
 {
@@ -279,22 +267,6 @@ __global__ void pad_rows_kernel(const __nv_bfloat16 *x, __nv_bfloat16 *out, int6
         int64_t r = i / k_pad, c = i % k_pad;
         out[i] = c < k ? x[r * k + c] : __float2bfloat16_rn(0.f);
     }
-}
-
-int ensure_act_buffer(ActBuffer &b, size_t n, const char *what, qs_err *err)
-{
-    if (n > b.n) {
-        if (qs_cuda_capturing())
-            return qs_errf(err, "marlin: the %s would grow during a CUDA graph capture", what);
-        qs_cuda_buffers_moved();
-        QS_CUDA_TRY(cudaDeviceSynchronize(), err);
-        cudaFree(b.p);
-        b.p = nullptr;
-        b.n = 0;
-        QS_CUDA_TRY(cudaMalloc(&b.p, n * sizeof(__nv_bfloat16)), err);
-        b.n = n;
-    }
-    return 0;
 }
 
 // Reads the SM count, and whether kernels are launched with programmatic dependent launch
@@ -314,32 +286,6 @@ int device_sms(qs_err *err)
         g_sm90 = false;
         if (major == 9 && minor == 0 && wgmma_built(&g_sm90, err))
             return -1;
-    }
-    return 0;
-}
-
-int ensure_workspace(size_t floats, size_t counters, qs_err *err)
-{
-    if ((floats > g_ws_floats || counters > g_cnt_n) && qs_cuda_capturing())
-        return qs_errf(err, "marlin: the split-K workspace would grow during a CUDA graph capture");
-    if (floats > g_ws_floats || counters > g_cnt_n)
-        qs_cuda_buffers_moved();
-    if (floats > g_ws_floats) {
-        QS_CUDA_TRY(cudaDeviceSynchronize(), err);
-        cudaFree(g_ws);
-        g_ws = nullptr;
-        g_ws_floats = 0;
-        QS_CUDA_TRY(cudaMalloc(&g_ws, floats * sizeof(float)), err);
-        g_ws_floats = floats;
-    }
-    if (counters > g_cnt_n) {
-        QS_CUDA_TRY(cudaDeviceSynchronize(), err);
-        cudaFree(g_cnt);
-        g_cnt = nullptr;
-        g_cnt_n = 0;
-        QS_CUDA_TRY(cudaMalloc(&g_cnt, counters * sizeof(int)), err);
-        QS_CUDA_TRY(cudaMemset(g_cnt, 0, counters * sizeof(int)), err);
-        g_cnt_n = counters;
     }
     return 0;
 }
@@ -482,28 +428,6 @@ Plan make_plan(const Layer &l, int64_t m)
 
 } // namespace
 
-int ctas_per_sm(const void *kernel, int threads, size_t smem, qs_err *err)
-{
-    // One entry per kernel instance (a few dozen), filled once: the occupancy query is host
-    // work the eager decode path should not pay per call.
-    static struct {
-        const void *kernel;
-        int ctas;
-    } known[64];
-    static int n_known = 0;
-    for (int i = 0; i < n_known; i++)
-        if (known[i].kernel == kernel)
-            return known[i].ctas;
-    if (smem > 48 * 1024)
-        QS_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem), err);
-    int ctas = 0;
-    QS_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ctas, kernel, threads, smem), err);
-    ctas = std::max(ctas, 1);
-    if (n_known < 64)
-        known[n_known++] = {kernel, ctas};
-    return ctas;
-}
-
 int runtime(Runtime *rt, qs_err *err)
 {
     if (device_sms(err))
@@ -511,20 +435,6 @@ int runtime(Runtime *rt, qs_err *err)
     rt->sms = g_sms;
     rt->pdl = g_pdl;
     rt->sm90 = g_sm90;
-    return 0;
-}
-
-__nv_bfloat16 *permuted_activations(size_t n, qs_err *err)
-{
-    return ensure_act_buffer(g_xperm, n, "permuted activation copy", err) ? nullptr : g_xperm.p;
-}
-
-int split_workspace(size_t floats, size_t counters, Params &p, qs_err *err)
-{
-    if (ensure_workspace(floats, counters, err))
-        return -1;
-    p.ws = g_ws;
-    p.cnt = g_cnt;
     return 0;
 }
 
@@ -590,9 +500,9 @@ int reserve_workspace(const Layer &l, int64_t m_max, qs_err *err)
         floats = std::max(floats, f);
         counters = std::max(counters, c);
     }
-    if (permuted && ensure_act_buffer(g_xperm, permuted, "permuted activation copy", err))
+    if (permuted && !permuted_activations(permuted, err))
         return -1;
-    return ensure_workspace(floats, counters, err);
+    return grow_split_workspace(floats, counters, err);
 }
 
 qs_act_order input_order(const Layer &l, int64_t m)
@@ -645,11 +555,12 @@ int gemm(const Layer &l, const __nv_bfloat16 *x, __nv_bfloat16 *y, int64_t m, cu
         return wgmma(l, p, x, l.k, rt, s, err);
     if (l.k_pad != l.k) {
         // The kernel reads whole 16-byte chunks of k steps: give it a zero-padded copy.
-        if (ensure_act_buffer(g_xpad, (size_t)m * l.k_pad, "padded activation copy", err))
+        __nv_bfloat16 *xpad = padded_activations((size_t)m * l.k_pad, err);
+        if (!xpad)
             return -1;
-        pad_rows_kernel<<<(unsigned)std::min<int64_t>(m * l.k_pad / 256 + 1, 65535), 256, 0, s>>>(x, g_xpad.p, m, l.k, l.k_pad);
+        pad_rows_kernel<<<(unsigned)std::min<int64_t>(m * l.k_pad / 256 + 1, 65535), 256, 0, s>>>(x, xpad, m, l.k, l.k_pad);
         QS_LAUNCH_CHECK(err);
-        p.x = g_xpad.p;
+        p.x = xpad;
         p.XS = (int)l.k_pad;
     }
     if (path == QS_MARLIN_SMALL_M)

@@ -13,7 +13,6 @@
 
 #include "cuda_check.h"
 #include "cuda_stream.h"
-#include "lab_knob.h"
 #include "launch_pdl.cuh"
 #include "qs_cuda_ops.h"
 #include "rope_pair.cuh"
@@ -498,14 +497,3 @@ const qs_ops kCudaOps = {
 } // namespace
 
 extern "C" const qs_ops *qs_ops_cuda(void) { return &kCudaOps; }
-
-bool qs_ops_pdl()
-{
-    static const bool on = [] {
-        int dev = 0, major = 0;
-        return cudaGetDevice(&dev) == cudaSuccess &&
-               cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess && major >= 9 &&
-               qs_lab_knob("QSERVE_OPS_PDL", 1) != 0;
-    }();
-    return on;
-}

@@ -18,7 +18,7 @@
 #include "cli/args.h"
 #include "config/config.h"
 #include "core/sample.h"
-#include "engine/kv_cache.h"
+#include "model/kv_cache.h"
 #include "model/model.h"
 
 #define WARMUP_STEPS 3

@@ -20,7 +20,7 @@
 #include "cli/args.h"
 #include "config/config.h"
 #include "engine/engine.h"
-#include "engine/kv_cache.h"
+#include "model/kv_cache.h"
 #include "engine/prefix_cache.h"
 #include "model/model.h"
 

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/model_config_load.h"
 #include "quant/linear_desc.h"
 
 static int add_linear(qs_backends_model *m, const char *module, qs_err *err)

@@ -21,6 +21,7 @@
 #include "engine/kv_setup.h"
 #include "engine/sampling_defaults.h"
 #include "model/model_config.h"
+#include "model/model_config_load.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 #include "util/fileio.h"

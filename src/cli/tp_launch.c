@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "model/model_config.h"
+#include "model/model_config_load.h"
 #include "model/model_tp.h"
 #include "parallel/launch.h"
 #include "parallel/rank_gpu.h"

@@ -11,23 +11,14 @@
 
 #include "core/scheme.h"
 #include "device/device.h" /* qs_device_choice */
+#include "registry/kernel_choice.h"
 #include "util/error.h"
+#include "util/names.h"
 
-#define QS_NAME_MAX 64
-#define QS_MAX_DISABLED 32
 #define QS_MAX_SERVED_NAMES 8
 #define QS_CHAT_TEMPLATE_ARG_MAX 32768 /* --chat-template: a path or an inline template */
 #define QS_JSON_ARG_MAX 4096           /* --override-generation-config, --allowed-origins, ... */
 #define QS_CONFIG_MAX_LOGPROBS 20      /* the most --max-logprobs can be: the sampler reports top-20 */
-
-typedef struct qs_kernel_config {
-    char linear_backend[QS_NAME_MAX];                    /* "auto" or a kernel name */
-    char moe_backend[QS_NAME_MAX];
-    char linear_backend_per_quant[QS_SCHEME_COUNT][QS_NAME_MAX]; /* "" = not set */
-    bool batch_invariant;                                /* --batch-invariant / QSERVE_BATCH_INVARIANT=1 */
-    char disabled_kernels[QS_MAX_DISABLED][QS_NAME_MAX]; /* QSERVE_DISABLED_KERNELS=a,b */
-    int n_disabled;
-} qs_kernel_config;
 
 typedef struct qs_config {
     char model_dir[1024];          /* a folder or a hub repo id as typed; a folder once resolved (src/hub) */
@@ -92,7 +83,6 @@ void qs_config_defaults(qs_config *cfg);
 const char *qs_config_intern(const char *s);
 /* max_num_seqs, with 0 resolved for the platform the engine runs on (on_cuda). */
 int qs_config_max_num_seqs(const qs_config *cfg, bool on_cuda);
-void qs_kernel_config_defaults(qs_kernel_config *kc);
 /* Applies the kernel environment: QSERVE_DISABLED_KERNELS=a,b (added to disabled_kernels) and
  * QSERVE_BATCH_INVARIANT=1. qs_config_parse_args calls it, and reads QSERVE_API_KEY itself. */
 int qs_kernel_config_apply_env(qs_kernel_config *kc, qs_err *err);
@@ -102,8 +92,6 @@ int qs_kernel_config_apply_env(qs_kernel_config *kc, qs_err *err);
  * --linear-backend / --moe-backend / --batch-invariant flags, which override it. Ends by
  * validating every value (backend names against the registry, ranges, tensor parallelism). */
 int qs_config_parse_args(int argc, char **argv, qs_config *cfg, qs_err *err);
-/* Normalises a name in place: lowercase, '-' -> '_'. */
-void qs_normalize_name(char *s);
 
 /* `qserve serve --help`: every option of the table (config_options.c) with its help text. */
 void qs_config_print_help(FILE *out);
@@ -173,11 +161,6 @@ int qs_kernel_config_set(qs_kernel_config *kc, const char *key, const char *valu
 int qs_kernel_config_set_per_quant(qs_kernel_config *kc, const char *scheme, const char *backend, qs_err *err);
 /* Adds kernel names from "a,b,c" (normalised, duplicates dropped) to disabled_kernels. */
 int qs_kernel_config_add_disabled(qs_kernel_config *kc, const char *list, const char *source, qs_err *err);
-/* True if name (normalised) is in disabled_kernels. */
-bool qs_kernel_config_is_disabled(const qs_kernel_config *kc, const char *name);
-/* The backend a layer of `scheme` asks for (rule 1): per-scheme override, else linear_backend
- * (moe_backend for experts). */
-const char *qs_kernel_config_backend_for(const qs_kernel_config *kc, bool moe, qs_scheme scheme);
 
 /* --- Small parsers (config_values.c) --- */
 /* "4GiB", "512M", "1.5g", "1073741824" -> bytes. Suffixes K, M, G, T (optionally with i and/or B,
@@ -186,8 +169,6 @@ int qs_parse_bytes(const char *s, size_t *out);
 /* "true/false/1/0/yes/no/on/off" (any case) -> bool; -1 if none of those. */
 int qs_parse_bool(const char *s, bool *out);
 const char *qs_device_choice_name(qs_device_choice d);
-/* Levenshtein distance (case-insensitive, '-' == '_'), for "did you mean" suggestions. */
-int qs_edit_distance(const char *a, const char *b);
 int qs_device_choice_from_name(const char *s, qs_device_choice *out); /* -1 if unknown */
 /* JSON text that must be a list of strings (--allowed-origins ...) / an object; errors name flag. */
 int qs_config_check_string_list(const char *flag, const char *json, qs_err *err);

@@ -4,35 +4,12 @@
  * Within the command line, --kernel-config is applied before --linear-backend / --moe-backend /
  * --batch-invariant so an explicit flag overrides the JSON (as in vLLM). The result is validated
  * as a whole at the end (ranges, tensor parallelism, backend names). */
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "config/config.h"
 #include "registry/registry.h"
-
-/* Interned strings: a list reachable from this static head, so they are never leaks. */
-typedef struct interned {
-    struct interned *next;
-    char text[];
-} interned;
-static interned *interned_head;
-static pthread_mutex_t interned_mu = PTHREAD_MUTEX_INITIALIZER;
-
-const char *qs_config_intern(const char *s)
-{
-    size_t n = strlen(s);
-    interned *e = malloc(sizeof *e + n + 1);
-    if (!e)
-        return NULL;
-    memcpy(e->text, s, n + 1);
-    pthread_mutex_lock(&interned_mu);
-    e->next = interned_head;
-    interned_head = e;
-    pthread_mutex_unlock(&interned_mu);
-    return e->text;
-}
 
 void qs_config_defaults(qs_config *cfg)
 {

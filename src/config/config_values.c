@@ -1,8 +1,10 @@
 /* config_values.c — the small value parsers every config source shares (sizes like "4GiB",
- * booleans, device names) plus name normalisation, so CLI, YAML and JSON agree on spelling. */
+ * booleans, device names) plus name normalisation, so CLI, YAML and JSON agree on spelling, and
+ * the interned strings that string options of any length point at. */
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,12 +13,6 @@
 #include <cJSON.h>
 
 #include "config/config.h"
-
-void qs_normalize_name(char *s)
-{
-    for (; s && *s; s++)
-        *s = *s == '-' ? '_' : (char)tolower((unsigned char)*s);
-}
 
 int qs_parse_bytes(const char *s, size_t *out)
 {
@@ -96,33 +92,6 @@ int qs_device_choice_from_name(const char *s, qs_device_choice *out)
     return 0;
 }
 
-static int fold(char c) { return c == '-' ? '_' : tolower((unsigned char)c); }
-
-int qs_edit_distance(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    if (la > 63 || lb > 63)
-        return 64;
-    int row[64];
-    for (size_t j = 0; j <= lb; j++)
-        row[j] = (int)j;
-    for (size_t i = 1; i <= la; i++) {
-        int diag = row[0];
-        row[0] = (int)i;
-        for (size_t j = 1; j <= lb; j++) {
-            int up = row[j];
-            int best = diag + (fold(a[i - 1]) != fold(b[j - 1]));
-            if (up + 1 < best)
-                best = up + 1;
-            if (row[j - 1] + 1 < best)
-                best = row[j - 1] + 1;
-            row[j] = best;
-            diag = up;
-        }
-    }
-    return row[lb];
-}
-
 int qs_config_check_string_list(const char *flag, const char *json, qs_err *err)
 {
     cJSON *v = cJSON_Parse(json);
@@ -144,4 +113,26 @@ int qs_config_check_json_object(const char *flag, const char *json, qs_err *err)
     if (!ok)
         return qs_errf(err, "%s: expected a JSON object, got '%.200s'", flag, json);
     return 0;
+}
+
+/* Interned strings: a list reachable from this static head, so they are never leaks. */
+typedef struct interned {
+    struct interned *next;
+    char text[];
+} interned;
+static interned *interned_head;
+static pthread_mutex_t interned_mu = PTHREAD_MUTEX_INITIALIZER;
+
+const char *qs_config_intern(const char *s)
+{
+    size_t n = strlen(s);
+    interned *e = malloc(sizeof *e + n + 1);
+    if (!e)
+        return NULL;
+    memcpy(e->text, s, n + 1);
+    pthread_mutex_lock(&interned_mu);
+    e->next = interned_head;
+    interned_head = e;
+    pthread_mutex_unlock(&interned_mu);
+    return e->text;
 }

@@ -1,6 +1,7 @@
-/* kernel_config.c — struct qs_kernel_config: its defaults, the environment (QSERVE_DISABLED_KERNELS,
- * QSERVE_BATCH_INVARIANT), the --kernel-config JSON object (cJSON) and the single-key setters that
- * the CLI, YAML and JSON all go through, so every source normalises and validates names alike. */
+/* kernel_config.c — fills struct qs_kernel_config (registry/kernel_choice.h) from the environment
+ * (QSERVE_DISABLED_KERNELS, QSERVE_BATCH_INVARIANT), the --kernel-config JSON object (cJSON) and
+ * the single-key setters that the CLI, YAML and JSON all go through, so every source normalises
+ * and validates names alike. */
 #include <cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,13 +9,6 @@
 
 #include "config/config.h"
 #include "registry/registry.h"
-
-void qs_kernel_config_defaults(qs_kernel_config *kc)
-{
-    memset(kc, 0, sizeof *kc);
-    snprintf(kc->linear_backend, sizeof kc->linear_backend, "auto");
-    snprintf(kc->moe_backend, sizeof kc->moe_backend, "auto");
-}
 
 /* Copies a normalised backend name into dst after checking it against the registry. */
 static int set_backend(char dst[QS_NAME_MAX], const char *value, qs_layer_kind kind, const char *source, qs_err *err)
@@ -30,14 +24,6 @@ static int set_backend(char dst[QS_NAME_MAX], const char *value, qs_layer_kind k
         return -1;
     memcpy(dst, norm, QS_NAME_MAX);
     return 0;
-}
-
-bool qs_kernel_config_is_disabled(const qs_kernel_config *kc, const char *name)
-{
-    for (int i = 0; i < kc->n_disabled; i++)
-        if (!strcmp(kc->disabled_kernels[i], name))
-            return true;
-    return false;
 }
 
 int qs_kernel_config_add_disabled(qs_kernel_config *kc, const char *list, const char *source, qs_err *err)
@@ -220,13 +206,4 @@ int qs_kernel_config_apply_json(qs_kernel_config *kc, const char *json, qs_err *
     }
     cJSON_Delete(root);
     return rc;
-}
-
-const char *qs_kernel_config_backend_for(const qs_kernel_config *kc, bool moe, qs_scheme scheme)
-{
-    if (moe)
-        return kc->moe_backend[0] ? kc->moe_backend : "auto";
-    if ((int)scheme >= 0 && scheme < QS_SCHEME_COUNT && kc->linear_backend_per_quant[scheme][0])
-        return kc->linear_backend_per_quant[scheme];
-    return kc->linear_backend[0] ? kc->linear_backend : "auto";
 }

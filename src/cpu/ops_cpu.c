@@ -5,7 +5,7 @@
  * sampling in sample_cpu.c.
  * Plain, obviously-right C: this is the executable specification the CUDA ops are tested
  * against. Row loops go through qs_parallel_for where the work is large enough to pay. */
-#include "cpu/backend_cpu.h"
+#include "cpu/ops_cpu.h"
 #include "cpu/ops_cpu_internal.h"
 
 #include <math.h>

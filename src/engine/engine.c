@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/kv_cache.h"
+#include "model/kv_cache.h"
 #include "engine/seq.h"
 #include "engine/scheduler.h"
 #include "engine/token_masks.h"

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "engine/kv_cache.h"
+#include "model/kv_cache.h"
 #include "engine/stop.h"
 
 #define PREFILL_CHUNK 256

@@ -4,7 +4,7 @@
 #define QS_ENGINE_KV_SETUP_H
 
 #include "config/config.h"
-#include "engine/kv_cache.h"
+#include "model/kv_cache.h"
 #include "model/model_config.h"
 
 typedef struct qs_kv_setup {

@@ -4,7 +4,7 @@
 
 #include <stdlib.h>
 
-#include "engine/kv_cache.h"
+#include "model/kv_cache.h"
 
 typedef struct {
     qs_model *model;

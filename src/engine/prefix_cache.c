@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/kv_cache.h"
+#include "model/kv_cache.h"
 
 typedef struct pc_block {
     int32_t ref;

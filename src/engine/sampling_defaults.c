@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "model/model_config.h"
+#include "model/model_config_load.h"
 #include "util/fileio.h"
 
 static const char *const OVERRIDE_KEYS[] = {"temperature", "top_p", "top_k", "min_p", "repetition_penalty",

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/kv_cache.h"
+#include "model/kv_cache.h"
 
 static int blocks_for(int positions) { return (positions + QS_KV_BLOCK_SIZE - 1) / QS_KV_BLOCK_SIZE; }
 

@@ -18,7 +18,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "engine/kv_cache.h"
+#include "model/kv_cache.h"
 #include "model/model_internal.h"
 
 /* The kernel that runs l for a step of `rows` (the row of its plan, registry/step_plan.h), and its

@@ -1,6 +1,7 @@
 /* model_config.h — what config.json and generation_config.json say about a model
- * (../shared/reference/checkpoint-formats.md §6). An unsupported architecture is an error listing
- * the supported ones. The raw quantization_config is kept for the quantization loader. */
+ * (../shared/reference/checkpoint-formats.md §6), the architectures' names, and the questions asked
+ * of a read config. Reading the files is model_config_load.h's. The raw quantization_config is kept
+ * for the quantization loader. */
 #ifndef QS_MODEL_MODEL_CONFIG_H
 #define QS_MODEL_MODEL_CONFIG_H
 
@@ -85,21 +86,9 @@ typedef struct qs_generation_config {
     bool do_sample;
 } qs_generation_config;
 
-/* Reads MODEL_DIR/config.json. */
-int qs_model_config_load(const char *model_dir, qs_model_config *cfg, qs_err *err);
-/* Same, from JSON text (fname for messages). */
-int qs_model_config_parse(const char *json, const char *fname, qs_model_config *cfg, qs_err *err);
 void qs_model_config_free(qs_model_config *cfg);
-/* Llama 4's part of config.json (model_config_llama4.c): root is the text config (text_config of
- * Llama4ForConditionalGeneration); fname for messages. Fills the shape and Llama 4 fields. */
-int qs_model_config_parse_llama4(const void *root_json, const char *fname, qs_model_config *cfg, qs_err *err);
 /* True if layer i uses the MoE block. */
 bool qs_model_layer_is_moe(const qs_model_config *cfg, int layer);
-/* MODEL_DIR/generation_config.json; absent file -> defaults (n_eos = 0), not an error. The one
- * reader of that file: serve and generate both refuse a malformed one, naming it. */
-int qs_generation_config_load(const char *model_dir, qs_generation_config *gen, qs_err *err);
-/* The same fields from JSON text (fname names it in messages: a path, or a flag). */
-int qs_generation_config_parse(const char *json, const char *fname, qs_generation_config *gen, qs_err *err);
 const char *qs_arch_name(qs_arch a);
 /* "LlamaForCausalLM, MistralForCausalLM, ..." for error messages. */
 const char *qs_supported_architectures(void);

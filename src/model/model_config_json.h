@@ -1,4 +1,4 @@
-/* model_config_json.h — the typed config.json field readers shared by model_config.c and
+/* model_config_json.h — the typed config.json field readers shared by model_config_load.c and
  * model_config_llama4.c. Each returns 1 found, 0 absent (and not required), -1 error with the
  * message naming the file and the field. JSON null counts as absent. */
 #ifndef QS_MODEL_MODEL_CONFIG_JSON_H

@@ -6,6 +6,8 @@
  * interleave_moe_layer_step or moe_layers, intermediate_size for experts and the shared expert,
  * intermediate_size_mlp for dense layers). Defaults are Llama4TextConfig's; a value qserve does
  * not implement is an error naming the field. */
+#include "model/model_config_llama4.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <string.h>

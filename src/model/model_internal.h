@@ -6,11 +6,12 @@
 #define QS_MODEL_MODEL_INTERNAL_H
 
 #include "model/model.h"
-#include "model/model_tp.h"
 #include "model/online_quant.h"
 #include "model/projection_fusion.h"
+#include "model/tp_layout.h"
 #include "io/safetensors.h"
 #include "core/ops.h"
+#include "parallel/comm.h"
 #include "quant/linear_shard.h"
 #include "quant/quant_config.h"
 #include "registry/registry.h"

@@ -6,7 +6,7 @@
  * of graphs; step_graph.c records and replays qs_forward_run; this file chooses between them. */
 #include <string.h>
 
-#include "engine/kv_cache.h"
+#include "model/kv_cache.h"
 #include "model/model_internal.h"
 #include "model/step_graph.h"
 

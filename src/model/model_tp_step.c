@@ -1,6 +1,6 @@
 /* model_tp_step.c — what a tensor-parallel step adds to the forward pass (see model_tp.h): rank 0
  * broadcasts each step (sequence slices, tokens, block tables) before running it, the other ranks
- * receive it in qs_model_tp_worker and run the same step on their shards; partial sums are
+ * receive it in qs_model_tp_worker (model_tp_worker.c) and run the same step on their shards; partial sums are
  * all-reduced after the embedding and every o_proj and down_proj, and the lm_head's vocabulary
  * slices are gathered into whole logits rows on rank 0, where the sampler runs. */
 #include <stdlib.h>
@@ -9,11 +9,8 @@
 
 #include "model/model_internal.h"
 #include "model/model_tp.h"
+#include "model/tp_step_wire.h"
 #include "util/log.h"
-
-enum { STEP_STOP = 0, STEP_RUN = 1 };
-enum { HDR_CMD, HDR_SEQS, HDR_TOKENS, HDR_BLOCKS, HDR_LEN };
-enum { SEQ_TOKENS, SEQ_START, SEQ_BLOCKS, SEQ_LOGITS, SEQ_LEN }; /* per-sequence fields of the payload */
 
 static qs_comm_dtype act_dtype(const qs_model *m) { return m->ops->act_size == 2 ? QS_COMM_BF16 : QS_COMM_F32; }
 
@@ -137,63 +134,4 @@ int qs_tp_gather_logits(qs_model *m, int n_out, float *logits, qs_err *err)
         qs_errf(err, "out of memory gathering logits");
     free(all);
     return rc;
-}
-
-int qs_model_tp_worker(qs_model *m, qs_kv_cache *kv, qs_err *err)
-{
-    if (m->tp.size <= 1 || m->tp.rank == 0)
-        return qs_errf(err, "qs_model_tp_worker runs on tensor-parallel ranks other than 0");
-    qs_comm *c = m->comm;
-    qs_seq_step *seqs = NULL;
-    int32_t *p = NULL;
-    long steps = 0;
-    for (;;) {
-        int32_t hdr[HDR_LEN];
-        if (c->broadcast(c, hdr, HDR_LEN, QS_COMM_I32, 0, QS_COMM_WAIT_IDLE, err))
-            break;
-        if (hdr[HDR_CMD] == STEP_STOP) {
-            qs_info("tensor parallel: rank 0 stopped after %ld steps", steps);
-            qs_tp_log_stats(m);
-            free(seqs);
-            free(p);
-            return 0;
-        }
-        int n = hdr[HDR_SEQS];
-        int64_t len = (int64_t)n * SEQ_LEN + hdr[HDR_TOKENS] + hdr[HDR_BLOCKS];
-        qs_seq_step *ns = realloc(seqs, sizeof *seqs * (size_t)(n > 0 ? n : 1));
-        int32_t *np = ns ? realloc(p, sizeof(int32_t) * (size_t)(len + 1)) : NULL;
-        if (ns)
-            seqs = ns;
-        if (np)
-            p = np;
-        if (!ns || !np) {
-            qs_errf(err, "out of memory receiving a step of %d sequences", n);
-            break;
-        }
-        if (c->broadcast(c, p, len, QS_COMM_I32, 0, QS_COMM_WAIT_STEP, err))
-            break;
-        const int32_t *tok = p + (int64_t)n * SEQ_LEN, *blk = tok + hdr[HDR_TOKENS];
-        for (int i = 0; i < n; i++) {
-            const int32_t *f = p + (int64_t)i * SEQ_LEN;
-            seqs[i] = (qs_seq_step){.tokens = tok,
-                                    .n_tokens = f[SEQ_TOKENS],
-                                    .start_pos = f[SEQ_START],
-                                    .block_table = blk,
-                                    .n_blocks = f[SEQ_BLOCKS],
-                                    .want_logits = f[SEQ_LOGITS] != 0};
-            tok += f[SEQ_TOKENS];
-            blk += f[SEQ_BLOCKS];
-        }
-        if (qs_model_forward(m, kv, seqs, n, NULL, err))
-            break;
-        steps++;
-        m->tp_stats.steps++;
-    }
-    free(seqs);
-    free(p);
-    /* rank 0 is waiting in this step's collectives: end the job rather than leave it hanging */
-    char why[QS_ERR_MSG_MAX + 64];
-    snprintf(why, sizeof why, "step %ld failed: %s", steps, err->msg);
-    c->abort(c, why);
-    return -1;
 }

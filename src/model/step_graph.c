@@ -35,7 +35,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "engine/kv_cache.h"
+#include "model/kv_cache.h"
 #include "model/step_graph_plan.h"
 #include "util/log.h"
 

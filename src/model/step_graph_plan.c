@@ -4,7 +4,7 @@
 
 #include <string.h>
 
-#include "engine/kv_cache.h"
+#include "model/kv_cache.h"
 
 /* The bucket after `size`: doubling up to 8, then every multiple of 8 (what vLLM captures too):
  * a batch pads by at most 7 rows, so its GEMMs run the kernels' own token tiles (marlin's stream

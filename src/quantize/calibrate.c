@@ -9,7 +9,7 @@
 
 #include "config/config.h"
 #include "cpu/reference_kernels.h"
-#include "engine/kv_cache.h"
+#include "model/kv_cache.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 #include "util/log.h"

@@ -6,7 +6,7 @@
 #include <cjson/cJSON.h>
 #include <stdbool.h>
 
-#include "quantize/quantize_checkpoint.h"
+#include "quantize/quant_target.h"
 
 /* Modules left unquantized, by kind, so each format can spell its ignore list its own way. */
 typedef struct qs_quant_excludes {

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "registry/registry.h"
+#include "util/names.h"
 
 static void add_warning(qs_selection *sel, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void add_warning(qs_selection *sel, const char *fmt, ...)

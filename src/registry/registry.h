@@ -9,8 +9,10 @@
 
 #include <stdbool.h>
 
-#include "config/config.h"
 #include "core/kernel.h"
+#include "registry/kernel_choice.h"
+#include "registry/registry_list.h"
+#include "registry/registry_names.h"
 
 #define QS_MAX_CANDIDATES 16
 #define QS_MAX_WARNINGS 4
@@ -68,38 +70,5 @@ char *qs_selection_format(const qs_selection *sel, int n_layers, char *buf, size
 void qs_selection_log_fused(const qs_selection *sel, qs_layer_kind kind, qs_scheme scheme, int n_layers, int n_fused);
 char *qs_selection_format_fused(const qs_selection *sel, int n_layers, int n_fused, char *buf, size_t cap);
 const char *qs_candidate_status_name(qs_candidate_status s); /* "chosen", "passed", ... */
-
-/* --- The registry's contents (registry_list.c) --- */
-/* Every descriptor linked into this binary (or the test kernels, see below). */
-const qs_kernel *const *qs_registry_kernels(int *count);
-/* The descriptor named `name` for (platform, kind), or NULL if none is built in. */
-const qs_kernel *qs_registry_find(const char *name, qs_platform platform, qs_layer_kind kind);
-/* The same, preferring a descriptor of that name that serves `scheme` (names may repeat). */
-const qs_kernel *qs_registry_find_for_scheme(const char *name, qs_platform platform, qs_layer_kind kind,
-                                             qs_scheme scheme);
-/* The priority list (kernel names, first wins) for (platform, kind, scheme). */
-const char *const *qs_registry_priority_list(qs_platform platform, qs_layer_kind kind, qs_scheme scheme,
-                                             int *count);
-/* The weight-only whitelist (rule 2 exception): kernels that may serve w8a16_fp8 / nvfp4_w4a16. */
-bool qs_registry_is_weight_only_kernel(const char *name);
-const char *qs_platform_name(qs_platform p);    /* "cpu", "cuda" */
-const char *qs_layer_kind_name(qs_layer_kind k); /* "linear", "moe" */
-
-/* Test hook: replaces the descriptor table by `kernels` (NULL restores the built-in one). The
- * array must outlive its use. Lets tests register fake CUDA descriptors named cublaslt, marlin... */
-void qs_registry_set_test_kernels(const qs_kernel *const *kernels, int count);
-
-/* --- Names (registry_names.c) --- */
-/* 0 if name (normalised) is "auto" or a qserve backend for that kind; otherwise -1 with an error
- * naming `flag`, saying whether it is a vLLM backend qserve lacks, and listing qserve's names. */
-int qs_registry_check_backend_name(const char *name, qs_layer_kind kind, const char *flag, qs_err *err);
-/* 0 if name is a kernel name qserve knows (for QSERVE_DISABLED_KERNELS). */
-int qs_registry_check_kernel_name(const char *name, const char *source, qs_err *err);
-/* Validates every name in kc (backends, per-scheme overrides, disabled kernels). */
-int qs_registry_check_kernel_config(const qs_kernel_config *kc, qs_err *err);
-/* "auto, cublaslt, marlin, emulation, reference" */
-const char *qs_registry_backend_names(void);
-/* True if name is a vLLM linear/MoE backend that qserve does not implement. */
-bool qs_registry_is_vllm_only_name(const char *name);
 
 #endif

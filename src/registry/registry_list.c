@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "device/backends.h"
-#include "registry/registry.h"
+#include "registry/registry_list.h"
 
 static const qs_kernel *const *g_test_kernels;
 static int g_test_count;

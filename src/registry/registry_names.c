@@ -3,10 +3,13 @@
  * (with the qserve kernel closest to it), and both errors list qserve's names. qserve's names are
  * every name in a priority list or the descriptor table, so a CPU-only build still accepts
  * `--linear-backend marlin` (and falls back per rule 2) instead of rejecting a valid config. */
+#include "registry/registry_names.h"
+
 #include <stdio.h>
 #include <string.h>
 
-#include "registry/registry.h"
+#include "registry/registry_list.h"
+#include "util/names.h"
 
 /* vLLM's linear and MoE backend names (reference/vllm-kernel-selection-and-gsm8k.md §a) that
  * qserve does not have, with the qserve kernel that plays the closest role. */

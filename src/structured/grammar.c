@@ -591,7 +591,8 @@ void qs_grammar_release(qs_grammar *g)
     if (left > 0)
         return;
     pthread_mutex_destroy(&g->ref_mu);
-    qs_mask_cache_free(g->cache);
+    if (g->cache)
+        g->free_cache(g->cache);
     free(g->elems);
     free(g->sets);
     free(g->rule_alts);

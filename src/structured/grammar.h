@@ -97,7 +97,10 @@ struct qs_grammar {
     int *alts;       /* element index where each alternative starts */
     int n_rules;
     int root;
+    /* The matcher's mask cache, attached on first use with its destructor: the grammar frees
+     * it without knowing the matcher, which stands above it. */
     qs_mask_cache *cache;
+    void (*free_cache)(qs_mask_cache *c);
 };
 
 /* Turns the builder into a grammar with start rule root (checks every referenced rule is defined
@@ -114,7 +117,5 @@ int qs_so_regex_compile(qs_gbuild *b, const char *re, size_t len, const qs_regex
 int qs_gbnf_compile(qs_gbuild *b, const char *text, size_t len, qs_err *err);
 int qs_json_schema_compile(qs_gbuild *b, const cJSON *schema, const char *ws_pattern, qs_err *err);
 int qs_json_object_compile(qs_gbuild *b, const char *ws_pattern, qs_err *err);
-
-void qs_mask_cache_free(qs_mask_cache *c);
 
 #endif

@@ -436,6 +436,8 @@ bool qs_matcher_accept_token(qs_matcher *m, int32_t id)
 
 /* ---- mask cache ---- */
 
+static void mask_cache_free(qs_mask_cache *c);
+
 static qs_mask_cache *cache_get(qs_grammar *g, const qs_vocab_trie *t)
 {
     static pthread_mutex_t create_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -468,6 +470,7 @@ static qs_mask_cache *cache_get(qs_grammar *g, const qs_vocab_trie *t)
             }
         }
         g->cache = c;
+        g->free_cache = mask_cache_free;
     }
     pthread_mutex_unlock(&create_mu);
     return g->cache && g->cache->trie == t ? g->cache : NULL;
@@ -475,7 +478,7 @@ static qs_mask_cache *cache_get(qs_grammar *g, const qs_vocab_trie *t)
 
 static void dfa_free(walk_dfa *d);
 
-void qs_mask_cache_free(qs_mask_cache *c)
+static void mask_cache_free(qs_mask_cache *c)
 {
     if (!c)
         return;

@@ -62,10 +62,10 @@ compile_one cuda/zz_good_include.cu
 check cuda_includes_core_util $? "$(head -5 "$TMP/out.log")"
 
 cat >"$tree/cuda/zz_bad_include.cu" <<'EOF'
-#include "engine/kv_cache.h"
+#include "engine/scheduler.h"
 __global__ void zz_bad_kernel(int *x) { x[0] = QS_KV_BLOCK_SIZE; }
 EOF
 compile_one cuda/zz_bad_include.cu
 rc=$?
-[ $rc -ne 0 ] && grep -q 'engine/kv_cache.h' "$TMP/out.log" && grep -qi 'no such file' "$TMP/out.log"
+[ $rc -ne 0 ] && grep -q 'engine/scheduler.h' "$TMP/out.log" && grep -qi 'no such file' "$TMP/out.log"
 check cuda_include_of_engine_fails $? "rc $rc: $(head -5 "$TMP/out.log")"

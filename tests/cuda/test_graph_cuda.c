@@ -21,7 +21,7 @@
 #include "cuda_test_util.h"
 #include "core/ops.h"
 #include "core/tensor.h"
-#include "engine/kv_cache.h"
+#include "model/kv_cache.h"
 #include "device_query.h"
 #include "qs_cuda_kernels.h"
 #include "qs_cuda_ops.h"

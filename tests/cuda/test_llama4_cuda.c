@@ -17,7 +17,7 @@
 #include "cli/init_model.h"
 #include "config/config.h"
 #include "core/ops.h"
-#include "engine/kv_cache.h"
+#include "model/kv_cache.h"
 #include "model/model.h"
 #include <unistd.h>
 

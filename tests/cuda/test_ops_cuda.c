@@ -13,7 +13,7 @@
 #include "ops_pair.h"
 #include "core/ops.h"
 #include "core/tensor.h"
-#include "engine/kv_cache.h"
+#include "model/kv_cache.h"
 #include "device_query.h"
 #include "qs_cuda_ops.h"
 

@@ -23,7 +23,7 @@
 #include "core/fp8.h"
 #include "core/ops.h"
 #include "core/tensor.h"
-#include "engine/kv_cache.h"
+#include "model/kv_cache.h"
 #include "device_query.h"
 #include "qs_cuda_ops.h"
 

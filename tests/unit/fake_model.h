@@ -17,7 +17,7 @@
 #include <cmocka.h>
 
 #include "engine/engine.h"
-#include "engine/kv_cache.h"
+#include "model/kv_cache.h"
 
 #define VOCAB 64
 #define EOS 0

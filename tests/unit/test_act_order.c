@@ -19,7 +19,7 @@
 #include "config/config.h"
 #include "core/act_order.h"
 #include "cpu/reference_kernels.h"
-#include "engine/kv_cache.h"
+#include "model/kv_cache.h"
 #include "model/model.h"
 #include "registry/registry.h"
 #include "test_helpers.h"

@@ -19,7 +19,7 @@
 
 #include "config/config.h"
 #include "engine/engine.h"
-#include "engine/kv_cache.h"
+#include "model/kv_cache.h"
 #include "model/model.h"
 #include "util/fileio.h"
 

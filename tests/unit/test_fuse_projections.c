@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #include "config/config.h"
-#include "engine/kv_cache.h"
+#include "model/kv_cache.h"
 #include "io/safetensors_writer.h"
 #include "model/model.h"
 #include "model/projection_fusion.h"

@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "config/config.h"
-#include "engine/kv_cache.h"
+#include "model/kv_cache.h"
 #include "model/model.h"
 #include "util/fileio.h"
 

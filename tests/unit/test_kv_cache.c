@@ -8,7 +8,7 @@
 #include <cmocka.h>
 #include <string.h>
 
-#include "engine/kv_cache.h"
+#include "model/kv_cache.h"
 
 static qs_model_config small_config(void)
 {

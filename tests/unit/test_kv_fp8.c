@@ -24,7 +24,7 @@
 #include "core/ops.h"
 #include "core/tensor.h"
 #include "device/backends.h"
-#include "engine/kv_cache.h"
+#include "model/kv_cache.h"
 #include "io/safetensors_writer.h"
 #include "model/kv_scales.h"
 #include "model/model.h"

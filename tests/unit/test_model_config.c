@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "model/model_config.h"
+#include "model/model_config_load.h"
 #include "util/fileio.h"
 
 #define BASE "\"vocab_size\": 128256, \"hidden_size\": 4096, \"intermediate_size\": 14336, " \

@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "config/config.h"
-#include "engine/kv_cache.h"
+#include "model/kv_cache.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 #include "util/fileio.h"

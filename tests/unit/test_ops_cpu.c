@@ -15,7 +15,7 @@
 #include "core/ops.h"
 #include "cpu/backend_cpu.h"
 #include "device/backends.h"
-#include "engine/kv_cache.h"
+#include "model/kv_cache.h"
 #include "model/model_internal.h"
 
 static const qs_ops *ops;

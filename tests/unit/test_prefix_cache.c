@@ -18,7 +18,7 @@
 #include <cmocka.h>
 
 #include "engine/engine.h"
-#include "engine/kv_cache.h"
+#include "model/kv_cache.h"
 #include "engine/prefix_cache.h"
 
 #include "fake_model.h"

@@ -19,8 +19,9 @@
 
 #include "config/config.h"
 #include "engine/engine.h"
-#include "engine/kv_cache.h"
+#include "model/kv_cache.h"
 #include "model/model.h"
+#include "model/model_config_load.h"
 #include "util/fileio.h"
 
 #include "test_helpers.h"

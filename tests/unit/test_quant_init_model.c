@@ -16,6 +16,7 @@
 #include "cli/init_model.h"
 #include "io/safetensors.h"
 #include "model/model_config.h"
+#include "model/model_config_load.h"
 #include "test_helpers.h"
 #include "tokenizer/tokenizer.h"
 

@@ -25,7 +25,7 @@
 
 #include "config/config.h"
 #include "cpu/backend_cpu.h"
-#include "engine/kv_cache.h"
+#include "model/kv_cache.h"
 #include "model/model_internal.h"
 #include "model/step_graph.h"
 #include "model/step_graph_plan.h"

@@ -3,9 +3,10 @@
  * [block][kv_head][slot][head_dim] with QS_KV_BLOCK_SIZE slots a block, the layout the GPU decode
  * kernel reads best; the CPU uses the same one. The element type is the device's activation type,
  * bf16, or FP8 E4M3 with one K and one V scale per layer (--kv-cache-dtype; qs_kv_dtype in
- * core/kv_layout.h): FP8 takes one byte an element, so the same memory holds twice the blocks of bf16. */
-#ifndef QS_ENGINE_KV_CACHE_H
-#define QS_ENGINE_KV_CACHE_H
+ * core/kv_layout.h): FP8 takes one byte an element, so the same memory holds twice the blocks of bf16.
+ * The model's forward pass reads and writes it; the engine above hands its blocks to sequences. */
+#ifndef QS_MODEL_KV_CACHE_H
+#define QS_MODEL_KV_CACHE_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -2,7 +2,7 @@
  * num_blocks blocks laid out [block][kv_head][slot][head_dim], allocated through the platform's
  * ops in the element type chosen (activation type, bf16 or FP8 E4M3 with per-layer scales), and a
  * LIFO free list of block ids handed to sequences. */
-#include "engine/kv_cache.h"
+#include "model/kv_cache.h"
 
 #include <math.h>
 #include <stdlib.h>
