@@ -14,8 +14,8 @@ tree=$TMP
 # compile_one FILE: builds FILE's object in the copy (CPU only for .c), output in $TMP/out.log
 compile_one() {
   local obj=b/${1%.*}.o
-  # (MAKEFLAGS cleared: a parent `make SANITIZE=1 test` would rename BUILD through it)
-  MAKEFLAGS= make -s -C "$tree" NO_CUDA="${NO_CUDA_FOR:-1}" ${NVCC:+NVCC="$NVCC"} CUDA_ARCHS=90a BUILD=b "$obj" >"$TMP/out.log" 2>&1
+  # (MAKEFLAGS and SANITIZE cleared: a parent `make SANITIZE=1 test` passes both down and would rename BUILD)
+  MAKEFLAGS= make -s -C "$tree" SANITIZE= NO_CUDA="${NO_CUDA_FOR:-1}" ${NVCC:+NVCC="$NVCC"} CUDA_ARCHS=90a BUILD=b "$obj" >"$TMP/out.log" 2>&1
 }
 
 cat >"$tree/src/cpu/zz_good_include.c" <<'EOF'

@@ -39,8 +39,8 @@ else
 fi
 
 # the link plan of a library-only test and of one that uses the quantize app
-# (MAKEFLAGS cleared: a parent `make SANITIZE=1 test` would rename BUILD through it)
-plan=$(MAKEFLAGS= make -n -B NO_CUDA=1 BUILD="$TMP/p" "$TMP/p/tests/test_chat_template" "$TMP/p/tests/test_quant_roundtrip" 2>&1)
+# (MAKEFLAGS and SANITIZE cleared: a parent `make SANITIZE=1 test` passes both down and would rename BUILD)
+plan=$(MAKEFLAGS= make -n -B SANITIZE= NO_CUDA=1 BUILD="$TMP/p" "$TMP/p/tests/test_chat_template" "$TMP/p/tests/test_quant_roundtrip" 2>&1)
 lib_only=$(grep -E -- "-o $TMP/p/tests/test_chat_template " <<<"$plan")
 [[ -n "$lib_only" && "$lib_only" == *libqserve.a* && "$lib_only" != *libqserve-* ]]
 check library_test_links_library_alone $? "$lib_only"
