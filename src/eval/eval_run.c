@@ -138,10 +138,6 @@ qs_eval_status qs_eval_run(const char *config_path, const qs_eval_options *o, qs
     eval_inputs in = {0};
     qs_eval_server server = {0};
     if (!o->host) {
-        if (qs_eval_model_id_unsupported(cfg.model_name, out->reason, sizeof out->reason)) {
-            status = QS_EVAL_SKIPPED;
-            goto done;
-        }
         /* the server's hub flags pick the revision and cache; --skip-missing-models looks in the
          * cache only (a model not there is skipped), otherwise what is missing is downloaded */
         bool offline = o->skip_missing_models;
