@@ -294,20 +294,27 @@ static void test_qkv_rope_cache_fp8(int64_t T, int n_heads, int n_kv, int head_d
             for (int h = 0; h < n_kv; h++)
                 memset(written + ((block * n_kv + h) * QS_KV_BLOCK_SIZE + in_block) * head_dim, 1, (size_t)head_dim);
         }
+    /* The rotated k differs from the CPU's in the last float bits, which can round a value near
+     * an E4M3 boundary to the neighbouring code: one step (6-12%) is allowed per element, more is
+     * an error; the aggregate bound holds where there are enough elements for one step to average
+     * out (a 32-element head rounds one step up to ~3% on its own). */
     double num = 0, den = 0;
-    int64_t bad = 0, outside = 0;
+    int64_t bad = 0, outside = 0, n_written = 0;
     for (int64_t i = 0; i < cache; i++) {
         float a = qs_e4m3_to_f32(kc[0][i]) / 100, g = qs_e4m3_to_f32(kc[1][i]) / 100;
         if (!written[i]) { /* a slot nobody wrote keeps its bytes */
             outside += kc[1][i] != 0xAA || vc[1][i] != 0xAA;
             continue;
         }
-        bad += !isfinite(g);
+        int ma = kc[0][i] & 0x7f, mg = kc[1][i] & 0x7f; /* E4M3 magnitudes are ordered by their codes */
+        int steps = ((kc[0][i] ^ kc[1][i]) & 0x80) ? ma + mg : abs(ma - mg);
+        bad += !isfinite(g) || steps > 1;
+        n_written++;
         num += ((double)a - g) * ((double)a - g);
         den += (double)a * a;
     }
     double rel = den > 0 ? sqrt(num / den) : sqrt(num);
-    int pass = bad == 0 && outside == 0 && rel <= 2e-2;
+    int pass = bad == 0 && outside == 0 && (n_written < 512 || rel <= 2e-2);
     snprintf(name, sizeof name, "fp8 k cache %lldx%d x%d", (long long)T, n_kv, head_dim);
     printf("%-48s rel %.2e  %s%s\n", name, rel, pass ? "ok" : "FAIL", outside ? " (bytes outside the slots)" : "");
     pass ? g_passed++ : g_failed++;
