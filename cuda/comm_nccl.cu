@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "dl_bind.cuh"
 #include "comm_nccl.h"
 #include "cuda_stream.h"
 
@@ -43,10 +44,7 @@ char g_error[512];
 
 template <typename T> bool bind(void *lib, const char *name, T *slot)
 {
-    *slot = reinterpret_cast<T>(dlsym(lib, name));
-    if (!*slot)
-        snprintf(g_error, sizeof g_error, "libnccl.so.2 has no symbol %s", name);
-    return *slot != nullptr;
+    return qs_dl_bind(lib, "libnccl.so.2", name, slot, g_error, sizeof g_error);
 }
 
 // QSERVE_NCCL_LIBRARY names the library file (e.g. the pip wheel's .../nvidia/nccl/lib/libnccl.so.2);

@@ -4,6 +4,7 @@
 #include <mutex>
 #include <stdio.h>
 
+#include "dl_bind.cuh"
 #include "cublaslt_dyn.h"
 
 namespace {
@@ -14,10 +15,7 @@ char g_error[512];
 
 template <typename T> bool bind(void *lib, const char *name, T *slot)
 {
-    *slot = reinterpret_cast<T>(dlsym(lib, name));
-    if (!*slot)
-        snprintf(g_error, sizeof g_error, "libcublasLt has no symbol %s", name);
-    return *slot != nullptr;
+    return qs_dl_bind(lib, "libcublasLt", name, slot, g_error, sizeof g_error);
 }
 
 void load()
