@@ -33,6 +33,18 @@ const char *qs_dtype_name(qs_dtype dt) { return (unsigned)dt < QS_DT_COUNT ? DTY
 
 int qs_dtype_bits(qs_dtype dt) { return (unsigned)dt < QS_DT_COUNT ? DTYPES[dt].bits : 0; }
 
+void qs_tensor_header(qs_tensor *t, const char *name, qs_dtype dt, int ndim, int64_t d0, int64_t d1)
+{
+    memset(t, 0, sizeof *t);
+    t->name = name;
+    t->dtype = dt;
+    t->ndim = ndim;
+    t->shape[0] = d0;
+    t->shape[1] = d1;
+    t->numel = ndim == 0 ? 1 : ndim == 1 ? d0 : d0 * d1;
+    t->nbytes = (size_t)(t->numel * qs_dtype_bits(dt) / 8);
+}
+
 const char *qs_dtype_list(void)
 {
     return "F64, F32, F16, BF16, F8_E4M3, F8_E5M2, F8_E8M0, I64, I32, I16, I8, U64, U32, U16, U8, BOOL";

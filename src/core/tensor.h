@@ -40,6 +40,9 @@ int qs_dtype_from_string(const char *s);
 const char *qs_dtype_name(qs_dtype dt);
 /* Bits per element (8 for U8/F8, 16 for BF16, ...). */
 int qs_dtype_bits(qs_dtype dt);
+/* t as the header of a 0-, 1- or 2-dimensional tensor (shape d0 x d1), everything else zeroed:
+ * numel and nbytes from the shape; no data, no file. */
+void qs_tensor_header(qs_tensor *t, const char *name, qs_dtype dt, int ndim, int64_t d0, int64_t d1);
 
 /* Element conversion helpers shared by loaders and reference kernels. */
 float qs_bf16_to_f32(uint16_t h);

@@ -34,14 +34,7 @@ static qs_fuse_verdict refuse(char *why, size_t cap, const char *fmt, ...)
 
 static void set_header(qs_tensor *t, const char *name, qs_dtype dt, int ndim, int64_t d0, int64_t d1)
 {
-    memset(t, 0, sizeof *t);
-    t->name = name;
-    t->dtype = dt;
-    t->ndim = ndim;
-    t->shape[0] = d0;
-    t->shape[1] = d1;
-    t->numel = ndim == 1 ? d0 : d0 * d1;
-    t->nbytes = (size_t)(t->numel * qs_dtype_bits(dt) / 8);
+    qs_tensor_header(t, name, dt, ndim, d0, d1);
     t->file = "fused at load";
 }
 

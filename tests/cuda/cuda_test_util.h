@@ -40,13 +40,7 @@ static inline float *qs_test_rand_bf16(uint64_t *state, int64_t n, float scale)
 static inline void qs_test_set_tensor(qs_tensor *t, const char *name, qs_dtype dt, int ndim, int64_t d0, int64_t d1,
                                       const void *data, size_t nbytes)
 {
-    memset(t, 0, sizeof *t);
-    t->name = name;
-    t->dtype = dt;
-    t->ndim = ndim;
-    t->shape[0] = d0;
-    t->shape[1] = d1;
-    t->numel = ndim == 0 ? 1 : (ndim == 1 ? d0 : d0 * d1);
+    qs_tensor_header(t, name, dt, ndim, d0, d1);
     t->data = data;
     t->nbytes = nbytes;
     t->file = "test";

@@ -21,15 +21,9 @@
 
 static qs_tensor *mk(const char *name, qs_dtype dt, int ndim, int64_t d0, int64_t d1, const void *data)
 {
-    qs_tensor *t = calloc(1, sizeof *t);
-    t->name = name;
-    t->dtype = dt;
-    t->ndim = ndim;
-    t->shape[0] = d0;
-    t->shape[1] = d1;
-    t->numel = ndim == 0 ? 1 : ndim == 1 ? d0 : d0 * d1;
+    qs_tensor *t = malloc(sizeof *t);
+    qs_tensor_header(t, name, dt, ndim, d0, d1);
     t->data = data;
-    t->nbytes = (size_t)(t->numel * qs_dtype_bits(dt) / 8);
     t->file = "test";
     return t;
 }
